@@ -1,0 +1,1 @@
+"""Weir's Django project: settings, ASGI entry point and URL routes."""
