@@ -1,0 +1,158 @@
+"""A memory-mapped file of fixed-width index entries (Kafka's ``AbstractIndex``).
+
+Theory of operation
+-------------------
+An index belongs to one segment and maps keys to values through sorted, fixed-width,
+big-endian entries. The active segment's index file is preallocated (sparsely, with
+``ftruncate``) to ``segment.index.bytes`` rounded down to a whole number of entries and
+memory-mapped, so appending an entry is a ``struct.pack_into`` with no system call. When a
+segment stops being active, or on close, the file is trimmed to its valid entries; an index
+of a cleanly closed segment is therefore exactly ``entries * entry_size`` bytes long.
+
+After a crash the active segment's index may still be preallocated with a zero tail; the
+subclasses' ``sanity_check`` notices (a zero entry can never be valid at the end) and the
+loader rebuilds the index from the log.
+
+Files are mapped lazily, on first use: a partition with many old segments costs neither
+memory mappings nor file descriptors for indexes nobody reads.
+
+Not thread-safe: the owning ``Log`` serializes access.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+__all__ = ["IndexFile"]
+
+
+class IndexFile:
+    """Fixed-width sorted entries in a lazily memory-mapped file."""
+
+    entry_size: ClassVar[int]
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self._mm: mmap.mmap | None = None
+        self.newly_created = not path.exists()
+        if self.newly_created:
+            length = self._round_down(max_index_size)
+            with open(path, "wb") as f:
+                f.truncate(length)
+        else:
+            length = path.stat().st_size
+        self._file_length = length
+        self._length = self._round_down(length)
+        self._entries = 0 if self.newly_created else self._length // self.entry_size
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path}, entries={self._entries})"
+
+    def _round_down(self, size: int) -> int:
+        return max(0, size) // self.entry_size * self.entry_size
+
+    # -- size ------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._length // self.entry_size
+
+    @property
+    def is_full(self) -> bool:
+        return self._entries >= self.max_entries
+
+    @property
+    def file_length(self) -> int:
+        return self._file_length
+
+    def resize(self, new_size: int) -> None:
+        """Set the file length to ``new_size`` rounded down to whole entries."""
+        length = self._round_down(new_size)
+        if length == self._file_length:
+            return
+        self._unmap()
+        os.truncate(self.path, length)
+        self._file_length = self._length = length
+        self._entries = min(self._entries, length // self.entry_size)
+
+    def trim_to_valid_size(self) -> None:
+        self.resize(self._entries * self.entry_size)
+
+    def reset(self) -> None:
+        """Drop every entry and zero the file (so no stale entry survives a crash)."""
+        self._entries = 0
+        self.resize(0)
+        self.resize(self.max_index_size)
+
+    def _truncate_to_entries(self, entries: int) -> None:
+        self._entries = min(self._entries, entries)
+
+    # -- mapping ---------------------------------------------------------------------------
+
+    def _mapped(self) -> mmap.mmap:
+        if self._mm is None:
+            with open(self.path, "r+b") as f:
+                self._mm = mmap.mmap(f.fileno(), self._length)
+        return self._mm
+
+    def _unmap(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+    def _entry(self, fmt: struct.Struct, slot: int) -> tuple[int, ...]:
+        return fmt.unpack_from(self._mapped(), slot * self.entry_size)
+
+    def _put(self, fmt: struct.Struct, *values: int) -> None:
+        fmt.pack_into(self._mapped(), self._entries * self.entry_size, *values)
+        self._entries += 1
+
+    def _largest_lower_bound_slot(self, target: int, key: Callable[[int], int]) -> int:
+        """Slot of the largest entry whose key is <= ``target``; -1 if there is none."""
+        n = self._entries
+        if n == 0 or key(0) > target:
+            return -1
+        lo, hi = 0, n - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if key(mid) <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write dirty pages and the file length to disk."""
+        if self._mm is not None:
+            self._mm.flush()
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Trim to the valid entries and release the mapping."""
+        self.trim_to_valid_size()
+        self._unmap()
+
+    def close_handler(self) -> None:
+        """Release the mapping without touching the file."""
+        self._unmap()
+
+    def delete(self) -> None:
+        self._unmap()
+        self.path.unlink(missing_ok=True)
