@@ -1,0 +1,163 @@
+"""Client-side pieces shared by the benchmarks: topic admin, client configs, statistics.
+
+Both peers are driven by exactly these configs, so the Python client's own CPU cost is the
+same on each side of every ratio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from benchmarks.peers import quiet_logger
+
+MB = 1_000_000  # throughput is reported in MB/s of record values, 1 MB = 10**6 bytes
+
+
+def unique_topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def admin_client(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0) -> None:
+    """Create ``topic`` (replication factor 1) and wait until metadata shows every leader."""
+    admin = admin_client(bootstrap)
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        operation_timeout=timeout,
+        request_timeout=timeout,
+    )
+    futures[topic].result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            meta = admin.list_topics(topic, timeout=2.0).topics.get(topic)
+        except KafkaException:
+            meta = None
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"topic {topic} has no leader after {timeout}s")
+
+
+def delete_topic(bootstrap: str, topic: str, timeout: float = 15.0) -> None:
+    """Best-effort delete so an in-memory broker releases the data between runs."""
+    with contextlib.suppress(Exception):
+        admin = admin_client(bootstrap)
+        admin.delete_topics([topic], operation_timeout=timeout)[topic].result(timeout=timeout)
+
+
+def producer_config(
+    bootstrap: str,
+    *,
+    acks: str = "1",
+    linger_ms: float = 5.0,
+    batch_size: int = 1_000_000,
+    compression: str = "none",
+) -> dict[str, Any]:
+    """confluent-kafka producer settings used for every peer.
+
+    No idempotence (so ``acks`` really is what is asked for), no compression by default, and
+    delivery reports only for failures so successful sends cost no Python callback.
+    """
+    return {
+        "bootstrap.servers": bootstrap,
+        "acks": acks,
+        "enable.idempotence": False,
+        "compression.type": compression,
+        "linger.ms": linger_ms,
+        "batch.size": batch_size,
+        "batch.num.messages": 1_000_000,
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 2_097_152,  # 2 GiB of client-side buffering
+        "message.max.bytes": max(1_000_000, batch_size + 1024),
+        "delivery.report.only.error": True,
+        "logger": quiet_logger(),
+    }
+
+
+def consumer_config(
+    bootstrap: str,
+    *,
+    fetch_wait_max_ms: int = 100,
+    large_fetches: bool = True,
+) -> dict[str, Any]:
+    """confluent-kafka consumer settings: manual assign, no commits, big prefetch."""
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"weir-bench-{uuid.uuid4().hex[:8]}",  # required by the client; never used
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": False,
+        "fetch.wait.max.ms": fetch_wait_max_ms,
+        "fetch.min.bytes": 1,
+        "logger": quiet_logger(),
+    }
+    if large_fetches:
+        config.update(
+            {
+                "fetch.max.bytes": 52_428_800,
+                "max.partition.fetch.bytes": 52_428_800,
+                "receive.message.max.bytes": 52_428_800 + 1_048_576,
+                "queued.min.messages": 1_000_000,
+                "queued.max.messages.kbytes": 1_048_576,
+            }
+        )
+    return config
+
+
+def machine_note() -> str:
+    """CPU count and load average, printed so a busy machine is visible in the figures."""
+    one, five, _ = os.getloadavg()
+    return f"{os.cpu_count()} CPUs, load avg {one:.2f}/{five:.2f} (1/5 min) at start"
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..100) of an ascending sequence."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(q / 100.0 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def ratio(numerator: float | None, denominator: float | None) -> str:
+    if not numerator or not denominator:
+        return "n/a"
+    return f"{numerator / denominator:.2f}x"
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    lines = [
+        "  ".join(
+            h.rjust(w) if i else h.ljust(w)
+            for i, (h, w) in enumerate(zip(headers, widths, strict=True))
+        )
+    ]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append(
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+    return "\n".join(lines)

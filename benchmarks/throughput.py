@@ -1,0 +1,477 @@
+"""Produce and consume throughput, Weir vs Tansu, measured in one run with one client harness.
+
+For each peer: create a fresh topic (1 partition, RF 1); produce ``--records`` values of
+``--size`` bytes with confluent-kafka (acks=1, compression none, linger.ms=5, ~1 MB batches,
+no idempotence) and time from the first ``produce()`` until ``flush()`` reports everything
+delivered; then consume the whole partition from ``OFFSET_BEGINNING`` with a manually
+assigned consumer (large fetches, no group commits) and time until the last offset is read.
+Figures are MB/s of record values (1 MB = 10**6 B) and msgs/s, plus Weir/Tansu ratios.
+
+Peers are started here one after the other (each alone on the machine while measured)
+unless ``--weir-bootstrap`` / ``--tansu-bootstrap`` point at running brokers.
+
+    python -m benchmarks.throughput --peers tansu
+    python -m benchmarks.throughput --records 1000000 --runs 3 --producer-process
+
+Nothing is asserted: the figures are printed (and optionally written with ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from benchmarks.common import (
+    MB,
+    consumer_config,
+    create_topic,
+    delete_topic,
+    format_table,
+    machine_note,
+    producer_config,
+    ratio,
+    unique_topic,
+)
+from benchmarks.peers import install_signal_handlers, parse_peers, peer_session
+
+POLL_EVERY = 16_384  # serve the producer's (error-only) report queue this often
+CONSUME_BATCH = 10_000
+TARGETS = {"produce": 1.0, "consume": 1.5}  # DESIGN.md section 4, informational only
+
+
+@dataclass
+class ProduceSettings:
+    """What the producer sends and how; identical for every peer."""
+
+    records: int
+    size: int
+    acks: str = "1"
+    linger_ms: float = 5.0
+    batch_size: int = 1_000_000
+    compression: str = "none"
+    timeout: float = 300.0
+
+
+@dataclass
+class PhaseResult:
+    """One timed phase (produce or consume)."""
+
+    records: int
+    bytes: int
+    seconds: float
+    client_cpu_seconds: float
+    broker_cpu_seconds: float | None = None
+    failed: int = 0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes / MB / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def msgs_per_s(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class RunResult:
+    peer: str
+    run: int
+    produce: PhaseResult
+    consume: PhaseResult
+
+
+@dataclass
+class PeerSummary:
+    peer: str
+    origin: str
+    runs: list[RunResult] = field(default_factory=list)
+
+    def median(self, phase: str, attr: str) -> float:
+        return statistics.median(getattr(getattr(r, phase), attr) for r in self.runs)
+
+
+def _cpu_self() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def produce_records(bootstrap: str, topic: str, settings: ProduceSettings) -> PhaseResult:
+    """Send ``settings.records`` pre-built values to partition 0; time until all delivered."""
+    failed = 0
+    first_error: list[str] = []
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        nonlocal failed
+        if err is not None:
+            failed += 1
+            if not first_error:
+                first_error.append(str(err))
+
+    config = producer_config(
+        bootstrap,
+        acks=settings.acks,
+        linger_ms=settings.linger_ms,
+        batch_size=settings.batch_size,
+        compression=settings.compression,
+    )
+    config["on_delivery"] = on_delivery
+    producer = Producer(config)
+    producer.list_topics(topic, timeout=10.0)  # connect + metadata before the clock starts
+    value = os.urandom(settings.size)  # incompressible, built once
+    produce = producer.produce
+    poll = producer.poll
+    records = settings.records
+
+    cpu0 = _cpu_self()
+    t0 = time.perf_counter()
+    deadline = t0 + settings.timeout
+    try:
+        for i in range(records):
+            try:
+                produce(topic, value, None, 0)
+            except BufferError:
+                while True:
+                    poll(0.001)
+                    try:
+                        produce(topic, value, None, 0)
+                        break
+                    except BufferError:
+                        if time.perf_counter() > deadline:
+                            raise TimeoutError(f"producer queue stuck after {i} records") from None
+            if not i % POLL_EVERY:
+                poll(0)
+        # flush() in short slices: a single long flush() call would hold off signal handlers.
+        remaining = producer.flush(0.2)
+        while remaining and time.perf_counter() < deadline:
+            remaining = producer.flush(0.2)
+        seconds = time.perf_counter() - t0
+        cpu = _cpu_self() - cpu0
+    except BaseException:
+        producer.purge()  # drop what is queued so the client shuts down at once
+        producer.close()  # and drop the connection now, not when the traceback dies
+        raise
+    producer.close()
+    failed += remaining
+    if failed:
+        print(f"  ! {failed} records not delivered ({first_error[:1]})", file=sys.stderr)
+    delivered = records - failed
+    return PhaseResult(delivered, delivered * settings.size, seconds, cpu, failed=failed)
+
+
+def _produce_child(conn: Connection, bootstrap: str, topic: str, settings: ProduceSettings) -> None:
+    try:
+        conn.send(("ok", asdict(produce_records(bootstrap, topic, settings))))
+    except BaseException as exc:  # report anything to the parent, then exit
+        conn.send(("error", repr(exc)))
+    finally:
+        conn.close()
+
+
+def produce_in_child(bootstrap: str, topic: str, settings: ProduceSettings) -> PhaseResult:
+    """Run :func:`produce_records` in a fresh (spawned) process, to split client CPU."""
+    ctx = multiprocessing.get_context("spawn")
+    parent_conn, child_conn = ctx.Pipe(duplex=False)
+    proc = ctx.Process(
+        target=_produce_child, args=(child_conn, bootstrap, topic, settings), daemon=True
+    )
+    proc.start()
+    child_conn.close()
+    try:
+        if not parent_conn.poll(settings.timeout + 30.0):
+            raise TimeoutError("producer process did not report in time")
+        status, payload = parent_conn.recv()
+    except BaseException:
+        if proc.is_alive():
+            proc.terminate()
+        raise
+    finally:
+        proc.join(10.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    if status != "ok":
+        raise RuntimeError(f"producer process failed: {payload}")
+    return PhaseResult(**payload)
+
+
+def consume_records(
+    bootstrap: str, topic: str, expected: int, timeout: float = 300.0
+) -> PhaseResult:
+    """Read ``expected`` records of partition 0 from the beginning; time the reading.
+
+    The count comes from the producer, not from the high watermark: Tansu's ListOffsets
+    (latest) answers the base offset of the last batch rather than last offset + 1.
+    """
+    consumer = Consumer(consumer_config(bootstrap))
+    try:
+        consumer.list_topics(topic, timeout=10.0)  # connect before the clock starts
+        count = 0
+        nbytes = 0
+        last_offset = -1
+        consume = consumer.consume
+        cpu0 = _cpu_self()
+        t0 = time.perf_counter()
+        deadline = t0 + timeout
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        while count < expected:
+            # Ask for exactly what is left so the last call returns without waiting out
+            # its timeout (consume() waits for a full batch or the timeout).
+            msgs = consume(min(CONSUME_BATCH, expected - count), 0.5)
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    raise RuntimeError(f"consume error: {err}")
+                nbytes += len(msg)
+            if msgs:
+                count += len(msgs)
+                last_offset = msgs[-1].offset()
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"read {count}/{expected} records in {timeout}s")
+        seconds = time.perf_counter() - t0
+        cpu = _cpu_self() - cpu0
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10.0)
+        if last_offset != low + expected - 1 or high != low + expected:
+            print(
+                f"  note: read offsets {low}..{last_offset}, but ListOffsets says "
+                f"[{low}, {high}) for {expected} records",
+                file=sys.stderr,
+            )
+        return PhaseResult(count, nbytes, seconds, cpu)
+    finally:
+        consumer.close()
+
+
+def run_once(
+    peer: str,
+    bootstrap: str,
+    run: int,
+    settings: ProduceSettings,
+    args: argparse.Namespace,
+    cpu: Callable[[], float | None],
+) -> RunResult:
+    topic = unique_topic("bench-throughput")
+    create_topic(bootstrap, topic, partitions=1)
+    try:
+        b0 = cpu()
+        if args.producer_process:
+            produced = produce_in_child(bootstrap, topic, settings)
+        else:
+            produced = produce_records(bootstrap, topic, settings)
+        b1 = cpu()
+        consumed = consume_records(bootstrap, topic, produced.records, timeout=settings.timeout)
+        b2 = cpu()
+    finally:
+        if not args.keep_topics:
+            delete_topic(bootstrap, topic)
+    if b0 is not None:
+        produced.broker_cpu_seconds = b1 - b0
+        consumed.broker_cpu_seconds = b2 - b1
+    if consumed.records != produced.records:
+        print(
+            f"  ! {peer}: produced {produced.records} but consumed {consumed.records}",
+            file=sys.stderr,
+        )
+    return RunResult(peer, run, produced, consumed)
+
+
+def _pct(cpu_seconds: float | None, seconds: float) -> str:
+    if cpu_seconds is None or seconds <= 0:
+        return "-"
+    return f"{100.0 * cpu_seconds / seconds:.0f}%"
+
+
+def report(
+    summaries: list[PeerSummary], settings: ProduceSettings, producer_process: bool, machine: str
+) -> str:
+    lines = [
+        f"throughput: {settings.records} records x {settings.size} B, 1 partition, RF 1, "
+        f"acks={settings.acks}, compression={settings.compression}, "
+        f"linger.ms={settings.linger_ms:g}, batch.size={settings.batch_size}, "
+        f"producer {'in a separate process' if producer_process else 'in-process'}, "
+        f"{machine}",
+        "CPU columns: % of one core used during the phase (broker: whole process tree).",
+        "",
+    ]
+    headers = [
+        "peer",
+        "run",
+        "prod MB/s",
+        "prod msg/s",
+        "prod s",
+        "cons MB/s",
+        "cons msg/s",
+        "cons s",
+        "broker CPU p/c",
+        "client CPU p/c",
+    ]
+    rows: list[list[str]] = []
+    for summary in summaries:
+        for r in summary.runs:
+            p, c = r.produce, r.consume
+            rows.append(
+                [
+                    r.peer,
+                    str(r.run),
+                    f"{p.mb_per_s:.1f}",
+                    f"{p.msgs_per_s:,.0f}",
+                    f"{p.seconds:.2f}",
+                    f"{c.mb_per_s:.1f}",
+                    f"{c.msgs_per_s:,.0f}",
+                    f"{c.seconds:.2f}",
+                    f"{_pct(p.broker_cpu_seconds, p.seconds)}/"
+                    f"{_pct(c.broker_cpu_seconds, c.seconds)}",
+                    f"{_pct(p.client_cpu_seconds, p.seconds)}/"
+                    f"{_pct(c.client_cpu_seconds, c.seconds)}",
+                ]
+            )
+        if len(summary.runs) > 1:
+            rows.append(
+                [
+                    summary.peer,
+                    "median",
+                    f"{summary.median('produce', 'mb_per_s'):.1f}",
+                    f"{summary.median('produce', 'msgs_per_s'):,.0f}",
+                    "",
+                    f"{summary.median('consume', 'mb_per_s'):.1f}",
+                    f"{summary.median('consume', 'msgs_per_s'):,.0f}",
+                    "",
+                    "",
+                    "",
+                ]
+            )
+    lines.append(format_table(headers, rows))
+    by_peer = {s.peer: s for s in summaries if s.runs}
+    if "weir" in by_peer and "tansu" in by_peer:
+        weir, tansu = by_peer["weir"], by_peer["tansu"]
+        lines.append("")
+        for phase in ("produce", "consume"):
+            lines.append(
+                f"Weir/Tansu {phase}: "
+                f"{ratio(weir.median(phase, 'mb_per_s'), tansu.median(phase, 'mb_per_s'))} "
+                f"(DESIGN.md target >= {TARGETS[phase]:.1f}x)"
+            )
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.throughput", description=(__doc__ or "").split("\n\n")[0]
+    )
+    parser.add_argument("--records", type=int, default=500_000, help="records per run")
+    parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
+    parser.add_argument("--peers", type=parse_peers, default=["weir", "tansu"])
+    parser.add_argument("--weir-bootstrap", help="use a running Weir broker (HOST:PORT)")
+    parser.add_argument("--tansu-bootstrap", help="use a running Tansu broker (HOST:PORT)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per peer (median reported)")
+    parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
+    parser.add_argument("--linger-ms", type=float, default=5.0)
+    parser.add_argument("--batch-size", type=int, default=1_000_000)
+    parser.add_argument(
+        "--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"]
+    )
+    parser.add_argument(
+        "--producer-process",
+        action="store_true",
+        help="produce from a separate (spawned) process instead of the harness process",
+    )
+    parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
+    parser.add_argument("--keep-topics", action="store_true", help="do not delete topics")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    if args.records < 1 or args.size < 1 or args.runs < 1:
+        parser.error("--records, --size and --runs must be positive")
+    for peer in ("weir", "tansu"):
+        address = getattr(args, f"{peer}_bootstrap")
+        if address and not address.startswith(("127.0.0.1:", "localhost:")):
+            parser.error(f"--{peer}-bootstrap must be on 127.0.0.1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    install_signal_handlers()
+    machine = machine_note()
+    settings = ProduceSettings(
+        records=args.records,
+        size=args.size,
+        acks=args.acks,
+        linger_ms=args.linger_ms,
+        batch_size=args.batch_size,
+        compression=args.compression,
+        timeout=args.timeout,
+    )
+    summaries: list[PeerSummary] = []
+    failed: list[str] = []
+    for peer in args.peers:
+        try:
+            with peer_session(peer, getattr(args, f"{peer}_bootstrap")) as session:
+                summary = PeerSummary(peer, session.origin)
+                summaries.append(summary)  # keep finished runs even if a later one fails
+                print(f"[{peer}] {session.bootstrap} ({session.origin})", flush=True)
+                for run in range(1, args.runs + 1):
+                    result = run_once(
+                        peer, session.bootstrap, run, settings, args, session.cpu_seconds
+                    )
+                    print(
+                        f"[{peer}] run {run}: produce {result.produce.mb_per_s:.1f} MB/s, "
+                        f"consume {result.consume.mb_per_s:.1f} MB/s",
+                        flush=True,
+                    )
+                    summary.runs.append(result)
+        except Exception as exc:
+            failed.append(peer)
+            print(f"[{peer}] FAILED: {exc}", file=sys.stderr, flush=True)
+    print()
+    print(report(summaries, settings, args.producer_process, machine))
+    if args.json:
+        payload: dict[str, Any] = {
+            "settings": asdict(settings),
+            "producer_process": args.producer_process,
+            "cpus": os.cpu_count(),
+            "machine": machine,
+            "peers": [
+                {
+                    "peer": s.peer,
+                    "origin": s.origin,
+                    "runs": [
+                        {
+                            "run": r.run,
+                            "produce": {
+                                **asdict(r.produce),
+                                "mb_per_s": r.produce.mb_per_s,
+                                "msgs_per_s": r.produce.msgs_per_s,
+                            },
+                            "consume": {
+                                **asdict(r.consume),
+                                "mb_per_s": r.consume.mb_per_s,
+                                "msgs_per_s": r.consume.msgs_per_s,
+                            },
+                        }
+                        for r in s.runs
+                    ],
+                }
+                for s in summaries
+            ],
+        }
+        with open(args.json, "w") as fh:
+            json.dump(payload, fh, indent=2)
+    if failed:
+        print(f"\nfailed peers: {', '.join(failed)} (see errors above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
