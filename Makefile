@@ -30,7 +30,7 @@ $(STAMP): requirements.txt
 install: system-deps $(STAMP)
 
 run: install
-	$(PY) -m brokers.devcluster
+	$(PY) manage.py devcluster
 
 test: install
 	$(PY) -m pytest

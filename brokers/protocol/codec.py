@@ -176,12 +176,8 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
             f"malformed request (API {api_key} v{api_version}, correlation id "
             f"{correlation_id}): {exc}"
         ) from exc
-    if offset + body_size != len(frame) and api_key != API_VERSIONS_KEY:
-        # ApiVersions is exempt: a newer client may send fields an older schema lacks.
-        raise ProtocolError(
-            f"request API {api_key} v{api_version} has {len(frame) - offset - body_size} "
-            f"trailing bytes"
-        )
+    # Trailing bytes are tolerated, as Kafka's own request parsing does: librdkafka 2.16,
+    # for one, pads some Metadata v12 requests with bytes the schema does not have.
     return Request(
         api_key=api_key,
         api_version=api_version,

@@ -1,0 +1,476 @@
+"""The broker process: wires the listener, the local replicas and the metadata together.
+
+Theory of operation
+-------------------
+Start-up: connect to Redis, register with an expiring lease and a fresh broker epoch, load
+the metadata image and tail the metadata log, open the local logs of every partition placed
+here (recovering them), then open the Kafka listener. A background task competes for the
+controller lease; while this broker holds it, it is the one that creates and deletes topics.
+
+The image in the metadata cache is the broker's view of the cluster; handlers read it through
+small views (``TopicView``, ``BrokerEndpoint``) so they never touch Redis. When Redis is
+away the data plane keeps serving with the last image it has.
+
+Shutdown (SIGTERM): stop accepting, close logs (flush, producer snapshots, checkpoints),
+resign the controller lease and deregister.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import redis.asyncio as aioredis
+from kio.schema.errors import ErrorCode
+
+from brokers.client import BrokerClient, BrokerClientError
+from brokers.config import (
+    BrokerConfig,
+    describe_broker_config,
+    describe_topic_config,
+    effective_topic_config,
+)
+from brokers.handlers import registry
+from brokers.log.log import LogConfig
+from brokers.metadata.cache import MetadataCache
+from brokers.metadata.registration import BrokerRegistration
+from brokers.metadata.store import MetadataStore
+from brokers.replica_manager import Assignment, ReplicaManager
+from brokers.server import KafkaServer
+from brokers.topic_names import INTERNAL_TOPICS
+
+__all__ = ["Broker", "BrokerEndpoint", "BrokerSettings", "PartitionView", "TopicView"]
+
+log = logging.getLogger("weir.broker")
+
+CONTROLLER_LEASE_MS = 10_000
+CHECKPOINT_INTERVAL_S = 60.0
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    broker_id: int
+    listen: tuple[str, int]
+    advertise: tuple[str, int] | None
+    data_dir: Path
+    rack: str | None
+    overrides: dict[str, str]
+    redis_url: str
+    cluster_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    index: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicView:
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: tuple[PartitionView, ...]
+
+
+class Broker:
+    """One Weir broker process."""
+
+    def __init__(self, settings: BrokerSettings) -> None:
+        self.settings = settings
+        self.broker_id = settings.broker_id
+        self.cluster_id = settings.cluster_id
+        self.config = BrokerConfig(static=settings.overrides, broker_id=settings.broker_id)
+        self.handlers, self.supported_versions = registry(self)
+        self.replicas = ReplicaManager(
+            broker_id=settings.broker_id,
+            data_dir=settings.data_dir,
+            time_ms=wall_clock_ms,
+            log_config_for=self.log_config,
+        )
+        self.server = KafkaServer(
+            name="PLAINTEXT",
+            handlers=self.handlers,
+            supported_versions=self.supported_versions,
+            max_request_size=self.config.get("socket.request.max.bytes"),
+        )
+        self.redis: aioredis.Redis | None = None
+        self.store: MetadataStore | None = None
+        self.registration: BrokerRegistration | None = None
+        self.metadata: MetadataCache | None = None
+        self.controller_epoch: int | None = None
+        self.endpoint: tuple[str, int] = settings.advertise or settings.listen
+        self._tasks: list[asyncio.Task[None]] = []
+        self._topic_views: dict[str, TopicView] = {}
+        self._topic_views_by_id: dict[uuid.UUID, TopicView] = {}
+        self._metadata_changed = asyncio.Event()
+        self._controller_clients: dict[int, BrokerClient] = {}
+
+    # lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        settings = self.settings
+        self.redis = aioredis.Redis.from_url(settings.redis_url)
+        self.store = MetadataStore(self.redis, cluster_id=settings.cluster_id)
+        host, port = await self.server.start(*settings.listen)
+        if settings.advertise is None:
+            self.endpoint = (host, port)
+        self.registration = BrokerRegistration(
+            self.redis,
+            cluster_id=settings.cluster_id,
+            broker_id=settings.broker_id,
+            host=self.endpoint[0],
+            port=self.endpoint[1],
+            rack=settings.rack,
+        )
+        await self.registration.register()
+        self.metadata = MetadataCache(self.redis, cluster_id=settings.cluster_id)
+        self.metadata.add_listener(self._on_metadata)
+        await self.metadata.start()
+        self._on_metadata(self.metadata.image)
+        await self._try_controller()
+        self._tasks.append(asyncio.create_task(self._controller_loop(), name="controller"))
+        self._tasks.append(asyncio.create_task(self._checkpoint_loop(), name="checkpoint"))
+        log.info(
+            "broker %d serving Kafka on %s:%d (advertised %s:%d), data in %s",
+            self.broker_id,
+            host,
+            port,
+            *self.endpoint,
+            settings.data_dir,
+        )
+
+    async def stop(self) -> None:
+        log.info("broker %d shutting down", self.broker_id)
+        await self.server.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.replicas.close()
+        for client in self._controller_clients.values():
+            await client.close()
+        if self.metadata is not None:
+            await self.metadata.stop()
+        if self.store is not None and self.controller_epoch is not None:
+            with contextlib.suppress(Exception):
+                await self.store.resign_controller(self.broker_id, self.controller_epoch)
+        if self.registration is not None:
+            with contextlib.suppress(Exception):
+                await self.registration.deregister()
+        if self.redis is not None:
+            await self.redis.aclose()
+        log.info("broker %d stopped", self.broker_id)
+
+    async def _try_controller(self) -> None:
+        """Take or renew the controller lease (issue 3 adds the controller's duties)."""
+        assert self.store is not None
+        try:
+            if self.controller_epoch is None:
+                self.controller_epoch = await self.store.acquire_controller(
+                    self.broker_id, CONTROLLER_LEASE_MS
+                )
+                if self.controller_epoch is not None:
+                    log.info(
+                        "broker %d is the controller (epoch %d)",
+                        self.broker_id,
+                        self.controller_epoch,
+                    )
+            elif not await self.store.renew_controller(
+                self.broker_id, self.controller_epoch, CONTROLLER_LEASE_MS
+            ):
+                log.warning("broker %d lost the controller lease", self.broker_id)
+                self.controller_epoch = None
+        except Exception as exc:  # Redis away: keep serving, try again
+            log.warning("controller lease check failed: %s", exc)
+            self.controller_epoch = None
+
+    async def _controller_loop(self) -> None:
+        while True:
+            await asyncio.sleep(CONTROLLER_LEASE_MS / 4000)
+            await self._try_controller()
+
+    async def _checkpoint_loop(self) -> None:
+        while True:
+            await asyncio.sleep(CHECKPOINT_INTERVAL_S)
+            try:
+                self.replicas.checkpoint(flush=True)
+            except OSError as exc:
+                log.error("checkpoint failed: %s", exc)
+
+    # metadata ----------------------------------------------------------------------------
+    def _on_metadata(self, image: object) -> None:
+        """Rebuild the views and reconcile local replicas with a new metadata image."""
+        self.config = self.config.with_dynamic(
+            dynamic_broker=image.broker_config(self.broker_id),  # type: ignore[attr-defined]
+            dynamic_default=image.broker_config(""),  # type: ignore[attr-defined]
+        )
+        views: dict[str, TopicView] = {}
+        assignments: list[Assignment] = []
+        live = set(self._live_broker_ids(image))
+        for topic in image.topics.values():  # type: ignore[attr-defined]
+            parts = []
+            for p in sorted(topic.partitions.values(), key=lambda p: p.partition):
+                parts.append(
+                    PartitionView(
+                        index=p.partition,
+                        leader=p.leader,
+                        leader_epoch=p.leader_epoch,
+                        replicas=tuple(p.replicas),
+                        isr=tuple(p.isr),
+                        offline_replicas=tuple(r for r in p.replicas if r not in live),
+                    )
+                )
+                if self.broker_id in p.replicas:
+                    assignments.append(
+                        Assignment(
+                            topic=topic.name,
+                            index=p.partition,
+                            topic_id=str(topic.topic_id),
+                            leader=p.leader,
+                            leader_epoch=p.leader_epoch,
+                        )
+                    )
+            views[topic.name] = TopicView(
+                name=topic.name,
+                topic_id=uuid.UUID(str(topic.topic_id)),
+                is_internal=topic.name in INTERNAL_TOPICS,
+                partitions=tuple(parts),
+            )
+        self._topic_views = views
+        self._topic_views_by_id = {v.topic_id: v for v in views.values()}
+        self.replicas.reconcile(assignments, live_topics=set(views))
+        self.replicas.update_configs()
+        self._metadata_changed.set()
+        self._metadata_changed = asyncio.Event()
+
+    def _live_broker_ids(self, image: object) -> list[int]:
+        return sorted(image.brokers)  # type: ignore[attr-defined]
+
+    async def wait_for_metadata(self, predicate: object, timeout_s: float) -> bool:
+        """Wait until ``predicate()`` holds for the local image (or the timeout passes)."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not predicate():  # type: ignore[operator]
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._metadata_changed.wait(), remaining)
+        return True
+
+    # views for handlers -----------------------------------------------------------------
+    def topic_views(self) -> dict[str, TopicView]:
+        return self._topic_views
+
+    def topic_view_by_id(self, topic_id: uuid.UUID) -> TopicView | None:
+        return self._topic_views_by_id.get(topic_id)
+
+    def live_brokers(self) -> list[BrokerEndpoint]:
+        assert self.metadata is not None
+        return [
+            BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+            for _, b in sorted(self.metadata.image.brokers.items())
+        ]
+
+    def controller_id(self) -> int:
+        if self.controller_epoch is not None:
+            return self.broker_id
+        assert self.metadata is not None
+        controller = self.metadata.image.controller_id
+        return controller if controller is not None else -1
+
+    @property
+    def is_controller(self) -> bool:
+        return self.controller_epoch is not None
+
+    @property
+    def auto_create_topics(self) -> bool:
+        return bool(self.config.get("auto.create.topics.enable"))
+
+    def leader_error(self, topic: str, index: int) -> ErrorCode:
+        """NONE when this broker leads ``topic``-``index``, else the error clients expect."""
+        view = self._topic_views.get(topic)
+        if view is None or not 0 <= index < len(view.partitions):
+            return ErrorCode.unknown_topic_or_partition
+        partition = view.partitions[index]
+        if partition.leader < 0:
+            return ErrorCode.leader_not_available
+        if partition.leader != self.broker_id:
+            return ErrorCode.not_leader_or_follower
+        if self.replicas.get(topic, index) is None:
+            return ErrorCode.not_leader_or_follower
+        return ErrorCode.none
+
+    def in_sync_replica_count(self, topic: str, index: int) -> int:
+        view = self._topic_views.get(topic)
+        if view is None or index >= len(view.partitions):
+            return 0
+        return len(view.partitions[index].isr)
+
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        assert self.metadata is not None
+        return dict(self.metadata.image.topic_configs.get(topic, {}))
+
+    def topic_config(self, topic: str):  # -> TopicConfig
+        return effective_topic_config(self.config, self.topic_overrides(topic))
+
+    def log_config(self, topic: str) -> LogConfig:
+        config = self.topic_config(topic)
+        return LogConfig(
+            segment_bytes=config.segment_bytes,
+            segment_ms=config.segment_ms,
+            index_interval_bytes=config.index_interval_bytes,
+            segment_index_bytes=config.segment_index_bytes,
+            message_timestamp_type=config.message_timestamp_type,
+            max_message_bytes=config.max_message_bytes,
+        )
+
+    async def allocate_producer_id(self) -> int:
+        assert self.store is not None
+        return await self.store.allocate_producer_id()
+
+    async def auto_create_topic(self, name: str) -> tuple[ErrorCode, TopicView | None]:
+        """Create ``name`` with the broker defaults (Metadata auto-creation).
+
+        The controller creates it; any other broker asks the controller with CreateTopics,
+        as Kafka's AutoTopicCreationManager does.
+        """
+        from brokers import admin
+
+        if self.is_controller:
+            outcome = await admin.create_topic(
+                self,
+                name=name,
+                num_partitions=-1,
+                replication_factor=-1,
+                assignments={},
+                configs={},
+                validate_only=False,
+                timeout_ms=5000,
+            )
+            error = outcome.error
+        else:
+            error = await self._create_topic_on_controller(name)
+        if error not in (ErrorCode.none, ErrorCode.topic_already_exists):
+            return error, None
+        await self.wait_for_metadata(lambda: name in self._topic_views, 5.0)
+        view = self._topic_views.get(name)
+        if view is None:
+            return ErrorCode.leader_not_available, None
+        return ErrorCode.none, view
+
+    def _controller_client(self) -> BrokerClient | None:
+        controller = self.controller_id()
+        endpoint = next((b for b in self.live_brokers() if b.broker_id == controller), None)
+        if endpoint is None:
+            return None
+        client = self._controller_clients.get(controller)
+        if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
+            client = BrokerClient(
+                endpoint.host, endpoint.port, client_id=f"weir-broker-{self.broker_id}"
+            )
+            self._controller_clients[controller] = client
+        return client
+
+    async def _create_topic_on_controller(self, name: str) -> ErrorCode:
+        from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+
+        client = self._controller_client()
+        if client is None:
+            return ErrorCode.leader_not_available
+        request = CreateTopicsRequest(
+            topics=(
+                CreatableTopic(
+                    name=name,
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    assignments=(),
+                    configs=(),
+                ),
+            ),
+            timeout=timedelta(seconds=5),
+            validate_only=False,
+        )
+        try:
+            response = await client.request(request, timeout=10)
+        except BrokerClientError as exc:
+            log.warning("auto-creating %s on the controller failed: %s", name, exc)
+            return ErrorCode.leader_not_available
+        return ErrorCode(response.topics[0].error_code)
+
+    async def forward_config_change(
+        self, resource_type: int, resource_name: str, changes: list[tuple[str, int, str | None]]
+    ) -> tuple[ErrorCode, str | None]:
+        """Send a config change to the controller as IncrementalAlterConfigs."""
+        from kio.schema.incremental_alter_configs.v1.request import (
+            AlterableConfig,
+            AlterConfigsResource,
+            IncrementalAlterConfigsRequest,
+        )
+
+        client = self._controller_client()
+        if client is None:
+            return ErrorCode.not_controller, "no controller is available; retry"
+        request = IncrementalAlterConfigsRequest(
+            resources=(
+                AlterConfigsResource(
+                    resource_type=resource_type,
+                    resource_name=resource_name,
+                    configs=tuple(
+                        AlterableConfig(name=name, config_operation=op, value=value)
+                        for name, op, value in changes
+                    ),
+                ),
+            ),
+            validate_only=False,
+        )
+        try:
+            response = await client.request(request, timeout=10)
+        except BrokerClientError as exc:
+            return ErrorCode.not_controller, f"forwarding to the controller failed: {exc}"
+        result = response.responses[0]
+        return ErrorCode(result.error_code), result.error_message
+
+    # configs ----------------------------------------------------------------------------
+    def broker_dynamic_overrides(self, resource_name: str) -> dict[str, str]:
+        """Dynamic overrides of one broker (``"<id>"``) or the cluster default (``""``)."""
+        assert self.metadata is not None
+        return dict(self.metadata.image.broker_configs.get(resource_name, {}))
+
+    def current_overrides(self, scope: tuple[str, str]) -> dict[str, str]:
+        kind, name = scope
+        if kind == "topic":
+            return self.topic_overrides(name)
+        return self.broker_dynamic_overrides(name)
+
+    def effective_config_value(self, scope: tuple[str, str], name: str) -> str | None:
+        kind, resource = scope
+        if kind == "topic":
+            entries = describe_topic_config(
+                self.config, self.topic_overrides(resource), keys=[name]
+            )
+        else:
+            entries = describe_broker_config(self.config, keys=[name])
+        return entries[0].value if entries else None

@@ -1,0 +1,59 @@
+"""One module per Kafka API family; each exposes ``API_KEY``, ``VERSIONS`` and ``handle``.
+
+``registry()`` collects them into the dispatch table the server uses and that ApiVersions
+advertises, so what Weir claims and what it implements cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from brokers.handlers import (
+    api_versions,
+    configs,
+    delete_records,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+    topics,
+)
+
+if TYPE_CHECKING:
+    from brokers.broker import Broker
+    from brokers.server import Handler
+
+__all__ = ["registry"]
+
+
+def registry(broker: Broker) -> tuple[dict[int, Handler], dict[int, tuple[int, int]]]:
+    """(handlers by API key, supported version range by API key) bound to ``broker``."""
+    table = [
+        (produce.API_KEY, produce.VERSIONS, produce.handle),
+        (fetch.API_KEY, fetch.VERSIONS, fetch.handle),
+        (list_offsets.API_KEY, list_offsets.VERSIONS, list_offsets.handle),
+        (metadata.METADATA_KEY, metadata.METADATA_VERSIONS, metadata.handle_metadata),
+        (api_versions.API_KEY, api_versions.VERSIONS, api_versions.handle),
+        (topics.CREATE_TOPICS_KEY, topics.CREATE_TOPICS_VERSIONS, topics.handle_create_topics),
+        (topics.DELETE_TOPICS_KEY, topics.DELETE_TOPICS_VERSIONS, topics.handle_delete_topics),
+        (delete_records.API_KEY, delete_records.VERSIONS, delete_records.handle),
+        (init_producer_id.API_KEY, init_producer_id.VERSIONS, init_producer_id.handle),
+        (configs.DESCRIBE_KEY, configs.DESCRIBE_VERSIONS, configs.handle_describe),
+        (configs.ALTER_KEY, configs.ALTER_VERSIONS, configs.handle_alter),
+        (
+            topics.CREATE_PARTITIONS_KEY,
+            topics.CREATE_PARTITIONS_VERSIONS,
+            topics.handle_create_partitions,
+        ),
+        (configs.INCREMENTAL_KEY, configs.INCREMENTAL_VERSIONS, configs.handle_incremental),
+        (
+            metadata.DESCRIBE_CLUSTER_KEY,
+            metadata.DESCRIBE_CLUSTER_VERSIONS,
+            metadata.handle_describe_cluster,
+        ),
+    ]
+    handlers: dict[int, Handler] = {key: partial(fn, broker) for key, _, fn in table}
+    versions = {key: rng for key, rng, _ in table}
+    return handlers, versions

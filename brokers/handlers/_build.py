@@ -1,0 +1,59 @@
+"""Building kio response entities across versions without per-version code.
+
+kio generates one dataclass per message version, and fields come and go between versions.
+Handlers pass every field any version may want; ``make`` keeps the ones this version's class
+has. Nested classes are found by name in the response class's module.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import fields
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+from kio.index import load_response_schema
+
+__all__ = ["NO_THROTTLE", "make", "response_class", "response_types"]
+
+NO_THROTTLE = timedelta(0)
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
+def make(cls: type, /, **values: Any) -> Any:
+    """Instantiate ``cls`` with the subset of ``values`` it declares."""
+    if cls is _absent:
+        return None
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+@cache
+def response_class(api_key: int, api_version: int) -> type:
+    return load_response_schema(api_key, api_version)
+
+
+class _Types:
+    """Attribute access to the nested entity classes of one response version."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        # A nested type that this version lacks belongs to a field it lacks too: building it
+        # yields None, and ``make`` drops that field from the parent.
+        return getattr(self._module, name, _absent)
+
+
+def _absent(**_: Any) -> None:
+    return None
+
+
+@cache
+def response_types(api_key: int, api_version: int) -> _Types:
+    return _Types(sys.modules[response_class(api_key, api_version).__module__])

@@ -1,0 +1,55 @@
+"""Shared plumbing of the Kafka-tool commands (``topics``, ``configs``): a Kafka client.
+
+The commands speak the Kafka protocol through confluent-kafka's AdminClient, so they work
+against any broker of the cluster exactly as Kafka's own shell tools do.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def add_bootstrap_argument(parser: CommandParser) -> None:
+    parser.add_argument(
+        "--bootstrap-server",
+        default=os.environ.get("WEIR_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP),
+        help="HOST:PORT[,HOST:PORT] of brokers (default $WEIR_BOOTSTRAP_SERVERS or "
+        f"{DEFAULT_BOOTSTRAP})",
+    )
+
+
+def admin_client(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+
+
+def parse_config_pairs(pairs: list[str], *, flag: str) -> dict[str, str]:
+    """``["k=v", ...]`` → dict, or a CommandError naming ``flag``."""
+    configs: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+def wait_all(futures: dict[Any, Any], timeout: float, *, ok_codes: set[str]) -> str | None:
+    """Wait for AdminClient futures; the first error's text, unless its code is tolerated."""
+    from confluent_kafka import KafkaException
+
+    for future in futures.values():
+        try:
+            future.result(timeout)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.name() in ok_codes:
+                continue
+            return f"{error.name()}: {error.str()}"
+    return None

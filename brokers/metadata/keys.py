@@ -1,0 +1,112 @@
+"""The Redis key layout: every key of a cluster lives under ``weir:{cluster_id}:``.
+
+==============================  =======  =====================================================
+key (after the prefix)          type     holds
+==============================  =======  =====================================================
+``metadata_log``                stream   change records (``type``, ``data`` JSON, ``end`` on
+                                         the last record of one atomic write)
+``topics``                      hash     topic name → JSON ``{topic_id, partitions: [...]}``
+``topic_ids``                   hash     topic id → topic name
+``topic_collisions``            hash     name with '.' → '_' → topic name (Kafka's rule)
+``configs:topic:<name>``        hash     dynamic topic config overrides
+``configs:broker:<id>``         hash     dynamic per-broker config overrides
+``configs:broker:``             hash     dynamic cluster-wide broker defaults
+``config_resources``            set      ``topic:<name>`` / ``broker:<id>`` with overrides
+``brokers``                     hash     broker id → JSON registration (last known endpoint)
+``broker:<id>``                 string   live lease (JSON registration), PX TTL
+``broker_epoch``                counter  source of broker epochs (INCR)
+``controller``                  string   controller lease ``<broker_id>:<epoch>``, PX TTL
+``controller_epoch``            counter  controller epoch; every controller write checks it
+``next_producer_id``            counter  producer id allocation (INCRBY)
+``incarnation``                 string   random id of this metadata store (detects a reset)
+==============================  =======  =====================================================
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = [
+    "DEFAULT_CLUSTER_ID",
+    "DEFAULT_REDIS_URL",
+    "KeyLayout",
+    "cluster_id_from_env",
+    "redis_url_from_env",
+]
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_CLUSTER_ID = "weir"
+
+
+def redis_url_from_env() -> str:
+    return os.environ.get("WEIR_REDIS_URL", DEFAULT_REDIS_URL)
+
+
+def cluster_id_from_env() -> str:
+    return os.environ.get("WEIR_CLUSTER_ID", DEFAULT_CLUSTER_ID)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLayout:
+    """Key names of one cluster."""
+
+    cluster_id: str
+
+    @property
+    def prefix(self) -> str:
+        return f"weir:{self.cluster_id}:"
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    @property
+    def metadata_log(self) -> str:
+        return self.key("metadata_log")
+
+    @property
+    def topics(self) -> str:
+        return self.key("topics")
+
+    @property
+    def topic_ids(self) -> str:
+        return self.key("topic_ids")
+
+    @property
+    def topic_collisions(self) -> str:
+        return self.key("topic_collisions")
+
+    @property
+    def config_resources(self) -> str:
+        return self.key("config_resources")
+
+    def configs(self, resource_type: str, resource_name: str) -> str:
+        """``configs:topic:<name>``, ``configs:broker:<id>`` or ``configs:broker:``."""
+        return self.key(f"configs:{resource_type}:{resource_name}")
+
+    @property
+    def brokers(self) -> str:
+        return self.key("brokers")
+
+    def broker_lease(self, broker_id: int) -> str:
+        return self.key(f"broker:{broker_id}")
+
+    @property
+    def broker_epoch(self) -> str:
+        return self.key("broker_epoch")
+
+    @property
+    def controller(self) -> str:
+        return self.key("controller")
+
+    @property
+    def controller_epoch(self) -> str:
+        return self.key("controller_epoch")
+
+    @property
+    def next_producer_id(self) -> str:
+        return self.key("next_producer_id")
+
+    @property
+    def incarnation(self) -> str:
+        return self.key("incarnation")

@@ -1,0 +1,168 @@
+"""The partitions this broker hosts, kept in step with the cluster metadata.
+
+Theory of operation
+-------------------
+The metadata image says which partitions have a replica on this broker, who leads them and
+at which leader epoch. ``reconcile`` turns that into local state: it opens (or creates) the
+log of every assigned partition, updates leadership and configs, and closes and deletes the
+logs of topics that were deleted. A partition directory that metadata does not know about is
+left alone (and logged): losing data because Redis was reset would be worse than a stray
+directory.
+
+Kafka's checkpoint files live in the data directory root: ``recovery-point-offset-checkpoint``
+and ``log-start-offset-checkpoint``; they are written periodically and on shutdown, and read
+at start so recovery only rescans what may not have reached the disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from brokers.log.checkpoint import read_offset_checkpoint, write_offset_checkpoint
+from brokers.log.log import Log, LogConfig
+from brokers.partition import Partition
+
+__all__ = ["Assignment", "ReplicaManager"]
+
+log = logging.getLogger("weir.replicas")
+
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """One partition that metadata places on this broker."""
+
+    topic: str
+    index: int
+    topic_id: str
+    leader: int
+    leader_epoch: int
+
+
+class ReplicaManager:
+    """Local partitions by (topic, index)."""
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        data_dir: Path,
+        time_ms: Callable[[], int],
+        log_config_for: Callable[[str], LogConfig],
+    ) -> None:
+        self.broker_id = broker_id
+        self.data_dir = data_dir
+        self._time_ms = time_ms
+        self._log_config_for = log_config_for
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._recovery_points = self._read_checkpoint(RECOVERY_POINT_FILE)
+        self._log_starts = self._read_checkpoint(LOG_START_FILE)
+
+    def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        path = self.data_dir / name
+        if not path.exists():
+            return {}
+        try:
+            return read_offset_checkpoint(path)
+        except ValueError as exc:
+            # A damaged checkpoint only costs a longer recovery: start from offset 0.
+            log.warning("ignoring %s: %s", path, exc)
+            return {}
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self._partitions.get((topic, index))
+
+    def partitions(self) -> Iterable[Partition]:
+        return self._partitions.values()
+
+    def reconcile(self, assignments: Iterable[Assignment], live_topics: set[str]) -> None:
+        """Make local partitions match ``assignments``; delete logs of vanished topics."""
+        wanted = {(a.topic, a.index): a for a in assignments}
+        for key, assignment in wanted.items():
+            partition = self._partitions.get(key)
+            if partition is None:
+                partition = self._open(assignment)
+                self._partitions[key] = partition
+            partition.leader_epoch = assignment.leader_epoch
+            partition.is_leader = assignment.leader == self.broker_id
+        for key in list(self._partitions):
+            if key in wanted:
+                continue
+            partition = self._partitions.pop(key)
+            if key[0] not in live_topics:
+                log.info("topic %s deleted: removing %s", key[0], partition.log.directory)
+                partition.delete()
+            else:
+                partition.close()
+
+    def _open(self, assignment: Assignment) -> Partition:
+        key = (assignment.topic, assignment.index)
+        directory = self.data_dir / f"{assignment.topic}-{assignment.index}"
+        topic_id_file = directory / "partition.metadata"
+        if topic_id_file.exists():
+            recorded = _read_topic_id(topic_id_file)
+            if recorded and recorded != assignment.topic_id:
+                # Same name, new topic: the old one was deleted while we were away.
+                log.info(
+                    "replacing %s (topic id %s, now %s)", directory, recorded, assignment.topic_id
+                )
+                shutil.rmtree(directory)
+        log_obj = Log.open(
+            directory,
+            config=self._log_config_for(assignment.topic),
+            time_ms=self._time_ms,
+            recovery_point=self._recovery_points.get(key, 0),
+            log_start_offset=self._log_starts.get(key, 0),
+        )
+        if not topic_id_file.exists():
+            _write_topic_id(topic_id_file, assignment.topic_id)
+        return Partition(
+            topic=assignment.topic,
+            index=assignment.index,
+            topic_id=assignment.topic_id,
+            log=log_obj,
+            leader_epoch=assignment.leader_epoch,
+            is_leader=assignment.leader == self.broker_id,
+        )
+
+    def update_configs(self) -> None:
+        for partition in self._partitions.values():
+            partition.update_config(self._log_config_for(partition.topic))
+
+    def checkpoint(self, *, flush: bool = False) -> None:
+        """Write the recovery-point and log-start checkpoints (flushing logs first if asked)."""
+        if flush:
+            for partition in self._partitions.values():
+                partition.log.flush()
+        recovery = {k: p.log.recovery_point for k, p in self._partitions.items()}
+        starts = {k: p.log.log_start_offset for k, p in self._partitions.items()}
+        write_offset_checkpoint(self.data_dir / RECOVERY_POINT_FILE, recovery)
+        write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
+
+    def close(self) -> None:
+        for partition in self._partitions.values():
+            partition.close()
+        self.checkpoint()
+        self._partitions.clear()
+
+
+def _read_topic_id(path: Path) -> str | None:
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            return value.strip()
+    return None
+
+
+def _write_topic_id(path: Path, topic_id: str) -> None:
+    # Kafka's partition.metadata format (KIP-516).
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"version: 0\ntopic_id: {topic_id}\n")
+    tmp.replace(path)

@@ -1,0 +1,236 @@
+"""The Kafka listener: a thin asyncio loop around the sans-io protocol package.
+
+Theory of operation
+-------------------
+One ``KafkaConnection`` per client socket. ``data_received`` feeds the ``FrameDecoder`` and
+queues whole frames; a single task per connection decodes and handles them one at a time and
+writes each response before reading the next request, so responses leave in request order
+(Kafka "mutes" a connection the same way while a request is in flight). A parked Fetch or an
+``acks=all`` Produce simply holds that connection's task.
+
+Bad input never takes the process down: a framing error or an unparseable request closes
+only that connection; a handler that raises is logged and the connection closed, because a
+Kafka client cannot match a missing response. Responses are bytes plus file regions, and
+file regions go out with ``loop.sendfile`` (``os.sendfile`` under the hood: zero copy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from brokers.protocol.codec import (
+    API_VERSIONS_KEY,
+    ProtocolError,
+    Request,
+    UnsupportedVersionError,
+    decode_request,
+    encode_response,
+    encode_unsupported_api_versions,
+)
+from brokers.protocol.framing import FrameDecoder, FramingError
+
+__all__ = ["ConnectionContext", "Handler", "KafkaServer"]
+
+log = logging.getLogger("weir.server")
+
+# Stop reading from a client that has this many request bytes queued but unhandled.
+_MAX_QUEUED_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class ConnectionContext:
+    """What a handler may know about the connection a request came from."""
+
+    peer_host: str
+    peer_port: int
+    listener: str
+    closed: bool = False
+
+
+Handler = Callable[[ConnectionContext, Request], Awaitable[Any]]
+
+
+class KafkaConnection(asyncio.Protocol):
+    """One client connection: frames in, responses out, strictly in order."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self._server = server
+        self._decoder = FrameDecoder(server.max_request_size)
+        self._frames: deque[bytes] = deque()
+        self._queued_bytes = 0
+        self._wakeup = asyncio.Event()
+        self._transport: asyncio.Transport | None = None
+        self._reading_paused = False
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._task: asyncio.Task[None] | None = None
+        self.context = ConnectionContext(peer_host="?", peer_port=0, listener=server.name)
+
+    # asyncio.Protocol callbacks -------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.context.peer_host, self.context.peer_port = peer[0], peer[1]
+        self._server.connections.add(self)
+        self._task = asyncio.get_running_loop().create_task(self._serve())
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._decoder.feed(data)
+        except FramingError as exc:
+            log.warning("closing %s: %s", self._peer(), exc)
+            self.close()
+            return
+        if frames:
+            for frame in frames:
+                self._queued_bytes += len(frame)
+            self._frames.extend(frames)
+            self._wakeup.set()
+            if self._queued_bytes > _MAX_QUEUED_BYTES and self._transport:
+                self._transport.pause_reading()
+                self._reading_paused = True
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.context.closed = True
+        self._server.connections.discard(self)
+        self._wakeup.set()
+        self._can_write.set()
+        if self._task is not None:
+            self._task.cancel()
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # request loop ----------------------------------------------------------------------
+    def close(self) -> None:
+        self.context.closed = True
+        if self._transport is not None:
+            self._transport.close()
+
+    def _peer(self) -> str:
+        return f"{self.context.peer_host}:{self.context.peer_port}"
+
+    async def _next_frame(self) -> bytes | None:
+        while not self._frames:
+            if self.context.closed:
+                return None
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        frame = self._frames.popleft()
+        self._queued_bytes -= len(frame)
+        if self._reading_paused and self._queued_bytes <= _MAX_QUEUED_BYTES // 2:
+            self._reading_paused = False
+            if self._transport is not None and not self.context.closed:
+                self._transport.resume_reading()
+        return frame
+
+    async def _serve(self) -> None:
+        try:
+            while True:
+                frame = await self._next_frame()
+                if frame is None:
+                    return
+                if not await self._handle(frame):
+                    self.close()
+                    return
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("connection %s failed; closing it", self._peer())
+            self.close()
+
+    async def _handle(self, frame: bytes) -> bool:
+        """Handle one request; False means the connection must close."""
+        server = self._server
+        try:
+            request = decode_request(frame, server.supported_versions)
+        except UnsupportedVersionError as exc:
+            if exc.api_key == API_VERSIONS_KEY:
+                await self._send(
+                    [encode_unsupported_api_versions(exc.correlation_id, server.supported_versions)]
+                )
+                return True
+            log.warning("closing %s: %s", self._peer(), exc)
+            return False
+        except ProtocolError as exc:
+            log.warning("closing %s: %s", self._peer(), exc)
+            return False
+        handler = server.handlers[request.api_key]
+        try:
+            body = await handler(self.context, request)
+        except Exception:
+            log.exception(
+                "handler for API %d v%d failed (client %s at %s)",
+                request.api_key,
+                request.api_version,
+                request.client_id,
+                self._peer(),
+            )
+            return False
+        if body is None:  # e.g. Produce with acks=0: Kafka sends no response
+            return True
+        chunks = encode_response(request.api_key, request.api_version, request.correlation_id, body)
+        await self._send(chunks)
+        return True
+
+    async def _send(self, chunks: list[Any]) -> None:
+        transport = self._transport
+        if transport is None or self.context.closed:
+            return
+        loop = asyncio.get_running_loop()
+        for chunk in chunks:
+            if self.context.closed:
+                return
+            if isinstance(chunk, bytes | bytearray):
+                transport.write(chunk)
+            else:
+                await loop.sendfile(transport, chunk.file, chunk.position, chunk.size)
+        if not self._can_write.is_set():
+            await self._can_write.wait()
+
+
+class KafkaServer:
+    """Accepts connections on one listener and dispatches requests to handlers."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        handlers: dict[int, Handler],
+        supported_versions: dict[int, tuple[int, int]],
+        max_request_size: int,
+    ) -> None:
+        self.name = name
+        self.handlers = handlers
+        self.supported_versions = supported_versions
+        self.max_request_size = max_request_size
+        self.connections: set[KafkaConnection] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self), host, port, reuse_address=True, backlog=1024
+        )
+        sockname = self._server.sockets[0].getsockname()
+        return sockname[0], sockname[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self.connections):
+            connection.close()
+        if self._server is not None:
+            await self._server.wait_closed()

@@ -1,0 +1,133 @@
+"""Real broker processes for client compatibility tests.
+
+Each test gets ``runbroker`` subprocesses on free loopback ports, its own data directory,
+and a unique ``WEIR_CLUSTER_ID`` on the suite's private ``redis-server``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class BrokerProcess:
+    """A ``manage.py runbroker`` child process that tests can stop, kill and restart."""
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        data_dir: Path,
+        redis_url: str,
+        cluster_id: str,
+        configs: list[str],
+        log_path: Path,
+    ) -> None:
+        self.broker_id = broker_id
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.redis_url = redis_url
+        self.cluster_id = cluster_id
+        self.configs = configs
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        argv = [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "runbroker",
+            "--broker-id",
+            str(self.broker_id),
+            "--listen",
+            self.bootstrap,
+            "--data-dir",
+            str(self.data_dir),
+        ]
+        for config in self.configs:
+            argv += ["--config", config]
+        env = dict(os.environ, WEIR_REDIS_URL=self.redis_url, WEIR_CLUSTER_ID=self.cluster_id)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=log, stderr=log)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited early:\n{self.log_path.read_text()[-3000:]}")
+            with socket.socket() as sock:
+                sock.settimeout(0.2)
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"broker did not listen in {timeout}s:\n{self.log_path.read_text()}")
+
+    def stop(self, timeout: float = 20.0) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture
+def start_broker(redis_server: str, cluster_id: str, tmp_path: Path) -> Iterator[object]:
+    """Factory: ``start_broker(broker_id=1, configs=[...])`` → a running BrokerProcess."""
+    started: list[BrokerProcess] = []
+
+    def factory(broker_id: int = 1, configs: list[str] | None = None) -> BrokerProcess:
+        broker = BrokerProcess(
+            broker_id=broker_id,
+            data_dir=tmp_path / f"broker-{broker_id}",
+            redis_url=redis_server,
+            cluster_id=cluster_id,
+            configs=configs or [],
+            log_path=tmp_path / f"broker-{broker_id}.log",
+        )
+        broker.start()
+        started.append(broker)
+        return broker
+
+    yield factory
+    for broker in started:
+        broker.stop()
+
+
+@pytest.fixture
+def broker(start_broker: object) -> BrokerProcess:
+    """One running broker with default configs."""
+    return start_broker()  # type: ignore[operator]
