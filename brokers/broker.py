@@ -32,16 +32,21 @@ from kio.schema.errors import ErrorCode
 from brokers.client import BrokerClient, BrokerClientError
 from brokers.config import (
     BrokerConfig,
+    InvalidConfigError,
     describe_broker_config,
     describe_topic_config,
     effective_topic_config,
 )
+from brokers.controller import Controller, IsrChangeRequest
 from brokers.handlers import registry
 from brokers.log.log import LogConfig
 from brokers.metadata.cache import MetadataCache
+from brokers.metadata.image import ClusterImage
 from brokers.metadata.registration import BrokerRegistration
 from brokers.metadata.store import MetadataStore
+from brokers.partition import Partition
 from brokers.replica_manager import Assignment, ReplicaManager
+from brokers.replication.fetcher import ReplicaFetcherManager
 from brokers.server import KafkaServer
 from brokers.topic_names import INTERNAL_TOPICS
 
@@ -49,7 +54,6 @@ __all__ = ["Broker", "BrokerEndpoint", "BrokerSettings", "PartitionView", "Topic
 
 log = logging.getLogger("weir.broker")
 
-CONTROLLER_LEASE_MS = 10_000
 CHECKPOINT_INTERVAL_S = 60.0
 
 
@@ -103,6 +107,13 @@ class Broker:
         self.broker_id = settings.broker_id
         self.cluster_id = settings.cluster_id
         self.config = BrokerConfig(static=settings.overrides, broker_id=settings.broker_id)
+        if self.config.get("broker.heartbeat.interval.ms") >= self.config.get(
+            "broker.session.timeout.ms"
+        ):
+            raise InvalidConfigError(
+                "broker.heartbeat.interval.ms",
+                "--config broker.heartbeat.interval.ms must be below broker.session.timeout.ms",
+            )
         self.handlers, self.supported_versions = registry(self)
         self.replicas = ReplicaManager(
             broker_id=settings.broker_id,
@@ -127,6 +138,12 @@ class Broker:
         self._topic_views_by_id: dict[uuid.UUID, TopicView] = {}
         self._metadata_changed = asyncio.Event()
         self._controller_clients: dict[int, BrokerClient] = {}
+        self._incarnation = ""
+        self.time_ms = wall_clock_ms
+        self.fetchers = ReplicaFetcherManager(
+            broker_id=settings.broker_id, endpoint=self.endpoint_of, time_ms=wall_clock_ms
+        )
+        self.controller: Controller | None = None
 
     # lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -143,8 +160,21 @@ class Broker:
             host=self.endpoint[0],
             port=self.endpoint[1],
             rack=settings.rack,
+            lease_ms=int(self.config.get("broker.session.timeout.ms")),
+            heartbeat_ms=int(self.config.get("broker.heartbeat.interval.ms")),
         )
         await self.registration.register()
+        self.controller = Controller(
+            store=self.store,
+            image=lambda: self.metadata.image,  # type: ignore[union-attr]
+            epoch=lambda: self.controller_epoch,
+            unclean_for=lambda topic: bool(self.topic_config(topic).unclean_leader_election_enable),
+            auto_rebalance=lambda: bool(self.config.get("auto.leader.rebalance.enable")),
+            rebalance_interval_s=lambda: float(
+                self.config.get("leader.imbalance.check.interval.seconds")
+            ),
+            time_s=time.monotonic,
+        )
         self.metadata = MetadataCache(self.redis, cluster_id=settings.cluster_id)
         self.metadata.add_listener(self._on_metadata)
         await self.metadata.start()
@@ -152,6 +182,8 @@ class Broker:
         await self._try_controller()
         self._tasks.append(asyncio.create_task(self._controller_loop(), name="controller"))
         self._tasks.append(asyncio.create_task(self._checkpoint_loop(), name="checkpoint"))
+        self._tasks.append(asyncio.create_task(self._isr_loop(), name="isr"))
+        self.controller.start()
         log.info(
             "broker %d serving Kafka on %s:%d (advertised %s:%d), data in %s",
             self.broker_id,
@@ -164,6 +196,9 @@ class Broker:
     async def stop(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
         await self.server.stop()
+        if self.controller is not None:
+            await self.controller.stop()
+        await self.fetchers.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -190,7 +225,7 @@ class Broker:
         try:
             if self.controller_epoch is None:
                 self.controller_epoch = await self.store.acquire_controller(
-                    self.broker_id, CONTROLLER_LEASE_MS
+                    self.broker_id, self._controller_lease_ms()
                 )
                 if self.controller_epoch is not None:
                     log.info(
@@ -199,7 +234,7 @@ class Broker:
                         self.controller_epoch,
                     )
             elif not await self.store.renew_controller(
-                self.broker_id, self.controller_epoch, CONTROLLER_LEASE_MS
+                self.broker_id, self.controller_epoch, self._controller_lease_ms()
             ):
                 log.warning("broker %d lost the controller lease", self.broker_id)
                 self.controller_epoch = None
@@ -207,10 +242,116 @@ class Broker:
             log.warning("controller lease check failed: %s", exc)
             self.controller_epoch = None
 
+    def _controller_lease_ms(self) -> int:
+        # The controller lease lives as long as a broker lease: a dead controller's broker
+        # and its controllership expire together.
+        return int(self.config.get("broker.session.timeout.ms"))
+
     async def _controller_loop(self) -> None:
         while True:
-            await asyncio.sleep(CONTROLLER_LEASE_MS / 4000)
+            await asyncio.sleep(int(self.config.get("broker.heartbeat.interval.ms")) / 1000)
             await self._try_controller()
+
+    # ISR maintenance (leader side) ------------------------------------------------------
+    async def _isr_loop(self) -> None:
+        """Propose ISR shrinks for laggards, like Kafka's isr-expiration task."""
+        while True:
+            lag_max = int(self.config.get("replica.lag.time.max.ms"))
+            await asyncio.sleep(min(max(lag_max / 2000, 0.05), 1.0))
+            now = self.time_ms()
+            for partition in list(self.replicas.partitions()):
+                state = partition.leader_state
+                if state is None or partition.isr_change_pending:
+                    continue
+                proposed = state.proposed_isr(now_ms=now, lag_max_ms=lag_max)
+                if proposed != frozenset(partition.isr) | {self.broker_id}:
+                    self._propose_isr(partition, proposed)
+
+    def maybe_expand_isr(self, partition: Partition) -> None:
+        """After a follower fetch: a caught-up follower outside the ISR may rejoin."""
+        state = partition.leader_state
+        if state is None or partition.isr_change_pending:
+            return
+        joining = state.caught_up_outside_isr()
+        if joining:
+            self._propose_isr(partition, frozenset(partition.isr) | joining)
+
+    def _propose_isr(self, partition: Partition, new_isr: frozenset[int]) -> None:
+        partition.isr_change_pending = True
+        ordered = tuple(r for r in partition.replicas if r in new_isr)
+        asyncio.get_running_loop().create_task(self._send_isr_change(partition, ordered))
+
+    async def _send_isr_change(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        """AlterPartition to the controller (or straight to it when we are the controller)."""
+        request = IsrChangeRequest(
+            broker_id=self.broker_id,
+            leader_epoch=partition.leader_epoch,
+            partition_epoch=partition.partition_epoch,
+            new_isr=new_isr,
+        )
+        log.info(
+            "%s-%d: proposing ISR %s (was %s)",
+            partition.topic,
+            partition.index,
+            list(new_isr),
+            list(partition.isr),
+        )
+        error = ErrorCode.unknown_server_error
+        try:
+            if self.controller is not None and self.controller_epoch is not None:
+                error, _ = await self.controller.alter_isr(
+                    self.controller_epoch, partition.topic, partition.index, request
+                )
+            else:
+                error = await self._alter_partition_on_controller(partition, request)
+        except Exception as exc:
+            log.warning("ISR change of %s-%d failed: %s", partition.topic, partition.index, exc)
+        if error is not ErrorCode.none:
+            log.info(
+                "ISR change of %s-%d not applied: %s", partition.topic, partition.index, error.name
+            )
+            await asyncio.sleep(0.5)
+            partition.isr_change_pending = False
+        else:
+            # Cleared when the new partition state arrives through metadata; the timeout
+            # covers a lost update.
+            await asyncio.sleep(5.0)
+            partition.isr_change_pending = False
+
+    async def _alter_partition_on_controller(
+        self, partition: Partition, request: IsrChangeRequest
+    ) -> ErrorCode:
+        from kio.schema.alter_partition.v2.request import (
+            AlterPartitionRequest,
+            PartitionData,
+            TopicData,
+        )
+
+        client = self._controller_client()
+        if client is None or self.registration is None:
+            return ErrorCode.not_controller
+        body = AlterPartitionRequest(
+            broker_id=self.broker_id,
+            broker_epoch=self.registration.epoch or -1,
+            topics=(
+                TopicData(
+                    topic_id=uuid.UUID(partition.topic_id),
+                    partitions=(
+                        PartitionData(
+                            partition_index=partition.index,
+                            leader_epoch=request.leader_epoch,
+                            new_isr=request.new_isr,
+                            leader_recovery_state=0,
+                            partition_epoch=request.partition_epoch,
+                        ),
+                    ),
+                ),
+            ),
+        )
+        response = await client.request(body, timeout=10)
+        if response.error_code != ErrorCode.none:
+            return ErrorCode(response.error_code)
+        return ErrorCode(response.topics[0].partitions[0].error_code)
 
     async def _checkpoint_loop(self) -> None:
         while True:
@@ -221,16 +362,16 @@ class Broker:
                 log.error("checkpoint failed: %s", exc)
 
     # metadata ----------------------------------------------------------------------------
-    def _on_metadata(self, image: object) -> None:
+    def _on_metadata(self, image: ClusterImage) -> None:
         """Rebuild the views and reconcile local replicas with a new metadata image."""
         self.config = self.config.with_dynamic(
-            dynamic_broker=image.broker_config(self.broker_id),  # type: ignore[attr-defined]
-            dynamic_default=image.broker_config(""),  # type: ignore[attr-defined]
+            dynamic_broker=image.broker_config(self.broker_id),
+            dynamic_default=image.broker_config(""),
         )
         views: dict[str, TopicView] = {}
         assignments: list[Assignment] = []
         live = set(self._live_broker_ids(image))
-        for topic in image.topics.values():  # type: ignore[attr-defined]
+        for topic in image.topics.values():
             parts = []
             for p in sorted(topic.partitions.values(), key=lambda p: p.partition):
                 parts.append(
@@ -251,6 +392,9 @@ class Broker:
                             topic_id=str(topic.topic_id),
                             leader=p.leader,
                             leader_epoch=p.leader_epoch,
+                            partition_epoch=p.partition_epoch,
+                            replicas=tuple(p.replicas),
+                            isr=tuple(p.isr),
                         )
                     )
             views[topic.name] = TopicView(
@@ -261,13 +405,28 @@ class Broker:
             )
         self._topic_views = views
         self._topic_views_by_id = {v.topic_id: v for v in views.values()}
-        self.replicas.reconcile(assignments, live_topics=set(views))
+        reset = bool(self._incarnation) and image.incarnation != self._incarnation
+        self._incarnation = image.incarnation
+        changes = self.replicas.reconcile(
+            assignments, live_topics=set(views), now_ms=self.time_ms(), allow_delete=not reset
+        )
+        for key in changes.unfollow:
+            self.fetchers.unfollow(key)
+        for partition in changes.follow:
+            self.fetchers.follow(partition)
         self.replicas.update_configs()
+        if self.controller is not None:
+            self.controller.poke()
         self._metadata_changed.set()
         self._metadata_changed = asyncio.Event()
 
-    def _live_broker_ids(self, image: object) -> list[int]:
-        return sorted(image.brokers)  # type: ignore[attr-defined]
+    def _live_broker_ids(self, image: ClusterImage) -> list[int]:
+        return sorted(image.brokers)
+
+    def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
+        assert self.metadata is not None
+        registration = self.metadata.image.registrations.get(broker_id)
+        return None if registration is None else (registration.host, registration.port)
 
     async def wait_for_metadata(self, predicate: object, timeout_s: float) -> bool:
         """Wait until ``predicate()`` holds for the local image (or the timeout passes)."""
@@ -317,17 +476,14 @@ class Broker:
         partition = view.partitions[index]
         if partition.leader < 0:
             return ErrorCode.leader_not_available
-        if partition.leader != self.broker_id:
-            return ErrorCode.not_leader_or_follower
-        if self.replicas.get(topic, index) is None:
+        local = self.replicas.get(topic, index)
+        if partition.leader != self.broker_id or local is None or not local.is_leader:
             return ErrorCode.not_leader_or_follower
         return ErrorCode.none
 
     def in_sync_replica_count(self, topic: str, index: int) -> int:
-        view = self._topic_views.get(topic)
-        if view is None or index >= len(view.partitions):
-            return 0
-        return len(view.partitions[index].isr)
+        local = self.replicas.get(topic, index)
+        return 0 if local is None else len(local.isr)
 
     def topic_overrides(self, topic: str) -> dict[str, str]:
         assert self.metadata is not None

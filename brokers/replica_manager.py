@@ -26,7 +26,7 @@ from brokers.log.checkpoint import read_offset_checkpoint, write_offset_checkpoi
 from brokers.log.log import Log, LogConfig
 from brokers.partition import Partition
 
-__all__ = ["Assignment", "ReplicaManager"]
+__all__ = ["Assignment", "ReplicaManager", "RoleChanges"]
 
 log = logging.getLogger("weir.replicas")
 
@@ -43,6 +43,17 @@ class Assignment:
     topic_id: str
     leader: int
     leader_epoch: int
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoleChanges:
+    """What ``reconcile`` changed: partitions to (re)start following, and to stop."""
+
+    follow: tuple[Partition, ...]
+    unfollow: tuple[tuple[str, int], ...]
 
 
 class ReplicaManager:
@@ -82,25 +93,66 @@ class ReplicaManager:
     def partitions(self) -> Iterable[Partition]:
         return self._partitions.values()
 
-    def reconcile(self, assignments: Iterable[Assignment], live_topics: set[str]) -> None:
-        """Make local partitions match ``assignments``; delete logs of vanished topics."""
+    def reconcile(
+        self,
+        assignments: Iterable[Assignment],
+        live_topics: set[str],
+        now_ms: int,
+        *,
+        allow_delete: bool = True,
+    ) -> RoleChanges:
+        """Make local partitions match ``assignments``; delete logs of vanished replicas.
+
+        ``allow_delete`` is False when the metadata store itself was reset: then replicas
+        that vanished are only closed, never deleted.
+        """
         wanted = {(a.topic, a.index): a for a in assignments}
+        follow: list[Partition] = []
+        unfollow: list[tuple[str, int]] = []
         for key, assignment in wanted.items():
             partition = self._partitions.get(key)
             if partition is None:
                 partition = self._open(assignment)
                 self._partitions[key] = partition
-            partition.leader_epoch = assignment.leader_epoch
-            partition.is_leader = assignment.leader == self.broker_id
+            if assignment.leader == self.broker_id:
+                if not partition.is_leader:
+                    unfollow.append(key)
+                partition.make_leader(
+                    leader_epoch=assignment.leader_epoch,
+                    partition_epoch=assignment.partition_epoch,
+                    replicas=assignment.replicas,
+                    isr=assignment.isr,
+                    now_ms=now_ms,
+                )
+            else:
+                if partition.make_follower(
+                    leader_id=assignment.leader,
+                    leader_epoch=assignment.leader_epoch,
+                    partition_epoch=assignment.partition_epoch,
+                    replicas=assignment.replicas,
+                    isr=assignment.isr,
+                ):
+                    unfollow.append(key)
+                    if assignment.leader >= 0:
+                        follow.append(partition)
         for key in list(self._partitions):
             if key in wanted:
                 continue
             partition = self._partitions.pop(key)
-            if key[0] not in live_topics:
+            unfollow.append(key)
+            partition.make_follower(
+                leader_id=-1, leader_epoch=-1, partition_epoch=-1, replicas=(), isr=()
+            )
+            if not allow_delete:
+                log.warning("metadata store was reset: closing (not deleting) %s-%d", *key)
+                partition.close()
+            elif key[0] not in live_topics:
                 log.info("topic %s deleted: removing %s", key[0], partition.log.directory)
                 partition.delete()
             else:
-                partition.close()
+                log.info("replica %s-%d moved away: removing %s", *key, partition.log.directory)
+                partition.delete()
+        return RoleChanges(follow=tuple(follow), unfollow=tuple(unfollow))
 
     def _open(self, assignment: Assignment) -> Partition:
         key = (assignment.topic, assignment.index)
@@ -124,12 +176,11 @@ class ReplicaManager:
         if not topic_id_file.exists():
             _write_topic_id(topic_id_file, assignment.topic_id)
         return Partition(
+            broker_id=self.broker_id,
             topic=assignment.topic,
             index=assignment.index,
             topic_id=assignment.topic_id,
             log=log_obj,
-            leader_epoch=assignment.leader_epoch,
-            is_leader=assignment.leader == self.broker_id,
         )
 
     def update_configs(self) -> None:

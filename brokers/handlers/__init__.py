@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 
 from brokers.handlers import (
     api_versions,
+    cluster_control,
     configs,
     delete_records,
     fetch,
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
     topics,
 )
@@ -48,6 +50,21 @@ def registry(broker: Broker) -> tuple[dict[int, Handler], dict[int, tuple[int, i
             topics.handle_create_partitions,
         ),
         (configs.INCREMENTAL_KEY, configs.INCREMENTAL_VERSIONS, configs.handle_incremental),
+        (
+            offset_for_leader_epoch.API_KEY,
+            offset_for_leader_epoch.VERSIONS,
+            offset_for_leader_epoch.handle,
+        ),
+        (
+            cluster_control.ELECT_LEADERS_KEY,
+            cluster_control.ELECT_LEADERS_VERSIONS,
+            cluster_control.handle_elect_leaders,
+        ),
+        (
+            cluster_control.ALTER_PARTITION_KEY,
+            cluster_control.ALTER_PARTITION_VERSIONS,
+            cluster_control.handle_alter_partition,
+        ),
         (
             metadata.DESCRIBE_CLUSTER_KEY,
             metadata.DESCRIBE_CLUSTER_VERSIONS,

@@ -2,11 +2,12 @@
 
 Theory of operation
 -------------------
-A first pass reads every requested partition (never above the HW for consumers). If the
-response already holds ``min_bytes``, an error, or ``max_wait`` is zero, it is sent at once.
-Otherwise the request parks: a waiter registered on each partition counts bytes appended
-after the first pass and wakes the request as soon as ``min_bytes`` is reachable (DESIGN §5:
-never sit out a fixed wait), or when ``max_wait`` expires; then the partitions are read again.
+A first pass reads every requested partition: consumers never above the HW, followers
+(``replica_id`` set) up to the LEO — and a follower's fetch offset is its LEO report, which
+may move the HW. If the response already holds ``min_bytes``, an error, or ``max_wait`` is
+zero, it is sent at once. Otherwise the request parks: every LEO/HW movement of its
+partitions wakes it to re-check, and it completes as soon as ``min_bytes`` is available
+(DESIGN §5: never sit out a fixed wait), or when ``max_wait`` expires.
 
 Size limits follow KIP-74: ``partition_max_bytes`` per partition, ``max_bytes`` for the whole
 response, and the first non-empty partition always returns at least one whole batch so a
@@ -53,30 +54,53 @@ class _PartitionRead:
 
 async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
     body = request.body
+    replica_id = getattr(body, "replica_id", -1)
     wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
-    reads = _read_all(broker, wanted, body.max_bytes)
-    total = sum(r.size for r in reads)
-    has_error = any(r.error is not ErrorCode.none for r in reads)
-    max_wait_ms = int(body.max_wait.total_seconds() * 1000)
-    if total < body.min_bytes and not has_error and max_wait_ms > 0 and not ctx.closed:
-        await _park(broker, wanted, body.min_bytes - total, max_wait_ms / 1000)
-        reads = _read_all(broker, wanted, body.max_bytes)
+    if replica_id >= 0:
+        _record_follower_positions(broker, replica_id, wanted)
+    reads = _read_all(broker, wanted, body.max_bytes, replica_id)
+    max_wait_s = body.max_wait.total_seconds()
+    if _should_park(reads, body.min_bytes, max_wait_s, ctx):
+        await _park(broker, wanted, body, replica_id, max_wait_s, ctx)
+        reads = _read_all(broker, wanted, body.max_bytes, replica_id)
     return _response(request.api_version, reads)
 
 
+def _should_park(
+    reads: list[_PartitionRead], min_bytes: int, max_wait_s: float, ctx: ConnectionContext
+) -> bool:
+    total = sum(r.size for r in reads)
+    has_error = any(r.error is not ErrorCode.none for r in reads)
+    return total < min_bytes and not has_error and max_wait_s > 0 and not ctx.closed
+
+
+def _record_follower_positions(
+    broker: Broker, replica_id: int, wanted: list[tuple[str, Any]]
+) -> None:
+    """A follower's fetch offset is its LEO: the leader's HW may move."""
+    now = broker.time_ms()
+    for topic, p in wanted:
+        partition = broker.replicas.get(topic, p.partition)
+        if partition is not None and partition.is_leader:
+            partition.on_follower_fetch(replica_id, p.fetch_offset, now)
+            broker.maybe_expand_isr(partition)
+
+
 def _read_all(
-    broker: Broker, wanted: list[tuple[str, Any]], max_bytes: int
+    broker: Broker, wanted: list[tuple[str, Any]], max_bytes: int, replica_id: int
 ) -> list[_PartitionRead]:
     budget = max_bytes
     reads = []
     for topic, p in wanted:
-        read = _read_one(broker, topic, p, budget, first=budget == max_bytes)
+        read = _read_one(broker, topic, p, budget, first=budget == max_bytes, replica_id=replica_id)
         budget = max(0, budget - read.size)
         reads.append(read)
     return reads
 
 
-def _read_one(broker: Broker, topic: str, p: Any, budget: int, *, first: bool) -> _PartitionRead:
+def _read_one(
+    broker: Broker, topic: str, p: Any, budget: int, *, first: bool, replica_id: int
+) -> _PartitionRead:
     index = p.partition
     error = broker.leader_error(topic, index)
     partition = broker.replicas.get(topic, index) if error is ErrorCode.none else None
@@ -86,27 +110,22 @@ def _read_one(broker: Broker, topic: str, p: Any, budget: int, *, first: bool) -
     if epoch_error is not ErrorCode.none:
         return _PartitionRead(topic, index, epoch_error, -1, -1, _EMPTY, 0)
     hw = partition.high_watermark
+    start = partition.log_start_offset
     limit = min(p.partition_max_bytes, budget)
     if limit <= 0 and not first:
-        return _PartitionRead(
-            topic, index, ErrorCode.none, hw, partition.log_start_offset, _EMPTY, 0
-        )
+        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
+    # Followers read up to the LEO; consumers only what the ISR has (below the HW).
+    max_offset = None if replica_id >= 0 else hw
     try:
         slices = partition.log.read(
-            p.fetch_offset, max(limit, 1), max_offset=hw, min_one_batch=first or limit > 0
+            p.fetch_offset, max(limit, 1), max_offset=max_offset, min_one_batch=first or limit > 0
         )
     except OffsetOutOfRangeError:
-        return _PartitionRead(
-            topic, index, ErrorCode.offset_out_of_range, hw, partition.log_start_offset, _EMPTY, 0
-        )
+        return _PartitionRead(topic, index, ErrorCode.offset_out_of_range, hw, start, _EMPTY, 0)
     if not slices:
-        return _PartitionRead(
-            topic, index, ErrorCode.none, hw, partition.log_start_offset, _EMPTY, 0
-        )
+        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
     region = RecordsRegion(slices)
-    return _PartitionRead(
-        topic, index, ErrorCode.none, hw, partition.log_start_offset, region, region.total
-    )
+    return _PartitionRead(topic, index, ErrorCode.none, hw, start, region, region.total)
 
 
 def _check_epoch(partition: Partition, requested: int) -> ErrorCode:
@@ -119,32 +138,47 @@ def _check_epoch(partition: Partition, requested: int) -> ErrorCode:
 
 
 async def _park(
-    broker: Broker, wanted: list[tuple[str, Any]], missing_bytes: int, timeout: float
+    broker: Broker,
+    wanted: list[tuple[str, Any]],
+    body: Any,
+    replica_id: int,
+    timeout: float,
+    ctx: ConnectionContext,
 ) -> None:
-    """Wait until ``missing_bytes`` more are appended to the partitions, or ``timeout``."""
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    arrived = 0
+    """Wait until the partitions hold ``min_bytes`` for this reader, or ``timeout``.
 
-    def on_append(added: int) -> None:
-        nonlocal arrived
-        arrived += added
-        if arrived >= missing_bytes and not done.done():
-            done.set_result(None)
+    Partitions notify on every LEO or HW movement; each notification re-reads (index
+    lookups only, no data is read) and completes the request once enough is available.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    wake = asyncio.Event()
+
+    def on_change() -> None:
+        wake.set()
 
     partitions = []
     for topic, p in wanted:
         partition = broker.replicas.get(topic, p.partition)
         if partition is not None:
-            partition.add_waiter(on_append)
+            partition.add_waiter(on_change)
             partitions.append(partition)
     try:
-        await asyncio.wait_for(done, timeout)
-    except TimeoutError:
-        pass
+        while not ctx.closed:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            try:
+                await asyncio.wait_for(wake.wait(), remaining)
+            except TimeoutError:
+                return
+            wake.clear()
+            reads = _read_all(broker, wanted, body.max_bytes, replica_id)
+            if not _should_park(reads, body.min_bytes, 1.0, ctx):
+                return
     finally:
         for partition in partitions:
-            partition.remove_waiter(on_append)
+            partition.remove_waiter(on_change)
 
 
 def _response(version: int, reads: list[_PartitionRead]) -> Any:

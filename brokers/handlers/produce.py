@@ -3,13 +3,15 @@
 Per partition: the topic must exist and this broker lead it; the payload must be whole v2
 batches with good CRCs (CORRUPT_MESSAGE otherwise) no larger than ``max.message.bytes``
 (MESSAGE_TOO_LARGE); ``acks=all`` needs ``min.insync.replicas`` in-sync replicas
-(NOT_ENOUGH_REPLICAS). Idempotent batches go through the producer state: duplicates are
-acknowledged with their original offsets, gaps get OUT_OF_ORDER_SEQUENCE_NUMBER. One bad
-partition never fails the others.
+(NOT_ENOUGH_REPLICAS) and then waits in a purgatory until the high watermark passes the
+batch (REQUEST_TIMED_OUT after the request's timeout). Idempotent batches go through the
+producer state: duplicates are acknowledged with their original offsets, gaps get
+OUT_OF_ORDER_SEQUENCE_NUMBER. One bad partition never fails the others.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -24,6 +26,7 @@ from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
     from brokers.broker import Broker
+    from brokers.partition import Partition
 
 API_KEY = 0
 VERSIONS = (3, 9)
@@ -36,9 +39,10 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     version = request.api_version
     types = response_types(API_KEY, version)
     acks = body.acks
-    topic_responses = []
+    results: list[tuple[str, list[list[Any]]]] = []
+    waits: list[tuple[list[Any], Partition, int, int]] = []
     for topic_data in body.topic_data:
-        partition_responses = []
+        rows = []
         for partition_data in topic_data.partition_data:
             error, base_offset, append_time, log_start, message = _append_one(
                 broker,
@@ -48,32 +52,83 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
                 acks,
                 body.transactional_id,
             )
-            partition_responses.append(
-                make(
-                    types.PartitionProduceResponse,
-                    index=partition_data.index,
-                    error_code=error,
-                    base_offset=base_offset,
-                    log_append_time=_append_time(append_time),
-                    log_start_offset=log_start,
-                    record_errors=(),
-                    error_message=message,
-                )
-            )
-        topic_responses.append(
-            make(
-                types.TopicProduceResponse,
-                name=topic_data.name,
-                partition_responses=tuple(partition_responses),
-            )
-        )
+            row = [partition_data.index, error, base_offset, append_time, log_start, message]
+            rows.append(row)
+            if acks == -1 and error is ErrorCode.none:
+                partition = broker.replicas.get(topic_data.name, partition_data.index)
+                assert partition is not None
+                waits.append((row, partition, partition.leader_epoch, _required_hw(partition)))
+        results.append((topic_data.name, rows))
     if acks == 0:
         return None
+    if waits:
+        timeout_s = body.timeout.total_seconds()
+        await asyncio.gather(*(_await_commit(broker, w, timeout_s) for w in waits))
     return make(
         response_class(API_KEY, version),
-        responses=tuple(topic_responses),
+        responses=tuple(
+            make(
+                types.TopicProduceResponse,
+                name=name,
+                partition_responses=tuple(
+                    make(
+                        types.PartitionProduceResponse,
+                        index=index,
+                        error_code=error,
+                        base_offset=base_offset,
+                        log_append_time=_append_time(append_time),
+                        log_start_offset=log_start,
+                        record_errors=(),
+                        error_message=message,
+                    )
+                    for index, error, base_offset, append_time, log_start, message in rows
+                ),
+            )
+            for name, rows in results
+        ),
         throttle_time=NO_THROTTLE,
     )
+
+
+def _required_hw(partition: Partition) -> int:
+    """acks=all is satisfied once the HW passes everything appended so far."""
+    return partition.log_end_offset
+
+
+async def _await_commit(
+    broker: Broker, wait: tuple[list[Any], Partition, int, int], timeout_s: float
+) -> None:
+    """The purgatory: park until the HW reaches the batch, leadership is lost, or timeout.
+
+    Each LEO/HW movement of the partition re-checks; the row's error is set in place.
+    """
+    row, partition, epoch, required = wait
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def check() -> None:
+        if done.done():
+            return
+        if not partition.is_leader or partition.leader_epoch != epoch:
+            done.set_result(ErrorCode.not_leader_or_follower)
+        elif partition.high_watermark >= required:
+            min_isr = broker.topic_config(partition.topic).min_insync_replicas
+            enough = len(partition.isr) >= min_isr
+            done.set_result(
+                ErrorCode.none if enough else ErrorCode.not_enough_replicas_after_append
+            )
+
+    partition.add_waiter(check)
+    try:
+        check()
+        try:
+            row[1] = await asyncio.wait_for(done, timeout_s if timeout_s > 0 else 0.001)
+        except TimeoutError:
+            row[1] = ErrorCode.request_timed_out
+    finally:
+        partition.remove_waiter(check)
+    if row[1] is not ErrorCode.none:
+        row[5] = f"not committed by the in-sync replicas: {row[1].name}"
 
 
 def _append_one(

@@ -170,7 +170,7 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
     header_reader, body_reader = _request_readers(api_key, api_version)
     try:
         header, offset = header_reader(frame, 0)
-        body, body_size = body_reader(frame, offset)
+        body, _ = body_reader(frame, offset)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(
             f"malformed request (API {api_key} v{api_version}, correlation id "

@@ -1,0 +1,66 @@
+"""OffsetForLeaderEpoch (API 23): where a leader epoch ends in the leader's log (KIP-101).
+
+Followers ask it before fetching from a new leader and truncate their log at the answer, so
+no divergent tail survives a leader change; consumers ask it (KIP-320) to detect that their
+position was truncated away.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
+from brokers.protocol.codec import Request
+from brokers.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from brokers.broker import Broker
+
+API_KEY = 23
+VERSIONS = (2, 4)
+
+
+async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(API_KEY, version)
+    topics = []
+    for topic in request.body.topics:
+        partitions = []
+        for p in topic.partitions:
+            error, epoch, end_offset = _lookup(
+                broker, topic.topic, p.partition, p.current_leader_epoch, p.leader_epoch
+            )
+            partitions.append(
+                make(
+                    types.EpochEndOffset,
+                    error_code=error,
+                    partition=p.partition,
+                    leader_epoch=epoch,
+                    end_offset=end_offset,
+                )
+            )
+        topics.append(
+            make(types.OffsetForLeaderTopicResult, topic=topic.topic, partitions=tuple(partitions))
+        )
+    return make(response_class(API_KEY, version), throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _lookup(
+    broker: Broker, topic: str, index: int, current_epoch: int, epoch: int
+) -> tuple[ErrorCode, int, int]:
+    error = broker.leader_error(topic, index)
+    if error is not ErrorCode.none:
+        return error, -1, -1
+    partition = broker.replicas.get(topic, index)
+    assert partition is not None
+    if current_epoch >= 0 and current_epoch != partition.leader_epoch:
+        fenced = current_epoch < partition.leader_epoch
+        return (
+            ErrorCode.fenced_leader_epoch if fenced else ErrorCode.unknown_leader_epoch,
+            -1,
+            -1,
+        )
+    found_epoch, end_offset = partition.log.end_offset_for_epoch(epoch)
+    return ErrorCode.none, found_epoch, end_offset

@@ -1,0 +1,1 @@
+"""Replication: leader-side ISR/HW tracking, the follower fetcher, the produce purgatory."""
