@@ -42,11 +42,17 @@ from brokers.handlers import registry
 from brokers.log.log import LogConfig
 from brokers.metadata.cache import MetadataCache
 from brokers.metadata.image import ClusterImage
+from brokers.metadata.partition_state import (
+    PartitionStatePublisher,
+    PartitionStatus,
+    ReplicaStatus,
+)
 from brokers.metadata.registration import BrokerRegistration
 from brokers.metadata.store import MetadataStore
 from brokers.partition import Partition
 from brokers.replica_manager import Assignment, ReplicaManager
 from brokers.replication.fetcher import ReplicaFetcherManager
+from brokers.replication.quota import ReplicationQuota, is_throttled
 from brokers.server import KafkaServer
 from brokers.topic_names import INTERNAL_TOPICS
 
@@ -55,6 +61,7 @@ __all__ = ["Broker", "BrokerEndpoint", "BrokerSettings", "PartitionView", "Topic
 log = logging.getLogger("weir.broker")
 
 CHECKPOINT_INTERVAL_S = 60.0
+PUBLISH_INTERVAL_S = 1.0
 
 
 def wall_clock_ms() -> int:
@@ -144,6 +151,7 @@ class Broker:
             broker_id=settings.broker_id, endpoint=self.endpoint_of, time_ms=wall_clock_ms
         )
         self.controller: Controller | None = None
+        self._replication_quota = ReplicationQuota()
 
     # lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -183,6 +191,7 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._controller_loop(), name="controller"))
         self._tasks.append(asyncio.create_task(self._checkpoint_loop(), name="checkpoint"))
         self._tasks.append(asyncio.create_task(self._isr_loop(), name="isr"))
+        self._tasks.append(asyncio.create_task(self._publish_loop(), name="publish"))
         self.controller.start()
         log.info(
             "broker %d serving Kafka on %s:%d (advertised %s:%d), data in %s",
@@ -353,6 +362,56 @@ class Broker:
             return ErrorCode(response.error_code)
         return ErrorCode(response.topics[0].partitions[0].error_code)
 
+    async def _publish_loop(self) -> None:
+        """Publish partition and replica state for the control plane, once a second."""
+        assert self.redis is not None
+        publisher = PartitionStatePublisher(
+            self.redis, cluster_id=self.cluster_id, broker_id=self.broker_id
+        )
+        while True:
+            await asyncio.sleep(PUBLISH_INTERVAL_S)
+            now = self.time_ms()
+            partitions: list[PartitionStatus] = []
+            replicas: list[ReplicaStatus] = []
+            for p in list(self.replicas.partitions()):
+                log_obj = p.log
+                replicas.append(
+                    ReplicaStatus(
+                        topic=p.topic,
+                        partition=p.index,
+                        broker_id=self.broker_id,
+                        log_end_offset=log_obj.log_end_offset,
+                        log_start_offset=log_obj.log_start_offset,
+                        size_bytes=log_obj.size_bytes,
+                        is_leader=p.is_leader,
+                        updated_ms=now,
+                    )
+                )
+                state = p.leader_state
+                if state is None:
+                    continue
+                partitions.append(
+                    PartitionStatus(
+                        topic=p.topic,
+                        partition=p.index,
+                        leader=self.broker_id,
+                        leader_epoch=p.leader_epoch,
+                        isr=tuple(p.isr),
+                        log_end_offset=log_obj.log_end_offset,
+                        high_watermark=p.high_watermark,
+                        log_start_offset=log_obj.log_start_offset,
+                        size_bytes=log_obj.size_bytes,
+                        follower_log_end_offsets={
+                            str(f.broker_id): f.log_end_offset for f in state.followers.values()
+                        },
+                        updated_ms=now,
+                    )
+                )
+            try:
+                await publisher.publish(partitions, replicas)
+            except Exception as exc:  # Redis away: observability only, try again later
+                log.debug("publishing partition state failed: %s", exc)
+
     async def _checkpoint_loop(self) -> None:
         while True:
             await asyncio.sleep(CHECKPOINT_INTERVAL_S)
@@ -480,6 +539,28 @@ class Broker:
         if partition.leader != self.broker_id or local is None or not local.is_leader:
             return ErrorCode.not_leader_or_follower
         return ErrorCode.none
+
+    # replication throttle (reassignments) --------------------------------------------
+    def replication_throttled(self, topic: str, index: int, replica_id: int) -> bool:
+        """Kafka's leader throttle: listed leader replica, follower not (yet) in sync."""
+        local = self.replicas.get(topic, index)
+        if local is None or replica_id in local.isr:
+            return False
+        config = self.topic_config(topic)
+        return is_throttled(config.leader_replication_throttled_replicas, index, self.broker_id)
+
+    def replication_quota_available(self) -> bool:
+        return self._replication_quota.available(
+            rate=int(self.config.get("leader.replication.throttled.rate")),
+            now_s=time.monotonic(),
+        )
+
+    def record_replication_bytes(self, size: int) -> None:
+        self._replication_quota.record(
+            size,
+            rate=int(self.config.get("leader.replication.throttled.rate")),
+            now_s=time.monotonic(),
+        )
 
     def in_sync_replica_count(self, topic: str, index: int) -> int:
         local = self.replicas.get(topic, index)

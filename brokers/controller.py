@@ -41,9 +41,12 @@ from brokers.metadata.store import MetadataStore, PartitionChange
 __all__ = [
     "Controller",
     "IsrChangeError",
+    "ReassignmentError",
+    "completed_reassignment",
     "elect_leader",
     "partition_changes_for",
     "preferred_leader_change",
+    "reassignment_change",
     "validate_isr_change",
 ]
 
@@ -86,6 +89,9 @@ def partition_changes_for(
 def _change_for(
     partition: PartitionImage, live: set[int], *, unclean: bool
 ) -> PartitionChange | None:
+    done = completed_reassignment(partition)
+    if done is not None and (done.leader is None or done.leader in live):
+        return done
     if partition.leader not in live:
         elected = elect_leader(partition, live, unclean=unclean)
         if elected is None:
@@ -123,6 +129,106 @@ def preferred_leader_change(
         leader=preferred,
         expected_partition_epoch=partition.partition_epoch,
     )
+
+
+class ReassignmentError(Exception):
+    """A reassignment request the controller refuses."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def original_replicas(partition: PartitionImage) -> tuple[int, ...]:
+    """The replica set before the ongoing reassignment (the set a cancel returns to)."""
+    return tuple(r for r in partition.replicas if r not in partition.adding_replicas)
+
+
+def target_replicas(partition: PartitionImage) -> tuple[int, ...]:
+    """The replica set the ongoing reassignment moves to."""
+    return tuple(r for r in partition.replicas if r not in partition.removing_replicas)
+
+
+def reassignment_change(
+    partition: PartitionImage, target: tuple[int, ...] | None, registered: Collection[int]
+) -> PartitionChange | None:
+    """Start, replace or (``target`` None) cancel a reassignment, as KIP-455 does.
+
+    While moving, ``replicas`` = target + the original replicas not in it; ``adding`` and
+    ``removing`` say which is which. New replicas follow the leader and join the ISR; the
+    controller completes the move once every target replica is in sync.
+    """
+    origin = original_replicas(partition)
+    ongoing = bool(partition.adding_replicas or partition.removing_replicas)
+    if target is None:
+        if not ongoing:
+            raise ReassignmentError(
+                ErrorCode.no_reassignment_in_progress,
+                "There is no ongoing reassignment for this partition.",
+            )
+        return _settle(partition, origin)
+    if not target:
+        raise ReassignmentError(
+            ErrorCode.invalid_replica_assignment, "The target replica set is empty."
+        )
+    if len(set(target)) != len(target):
+        raise ReassignmentError(
+            ErrorCode.invalid_replica_assignment, f"Duplicate brokers in {list(target)}."
+        )
+    unknown = [r for r in target if r not in registered]
+    if unknown:
+        raise ReassignmentError(
+            ErrorCode.invalid_replica_assignment, f"Unknown brokers {unknown} in the target."
+        )
+    adding = tuple(r for r in target if r not in origin)
+    removing = tuple(r for r in origin if r not in target)
+    if not adding:
+        # Nothing to copy: the move completes at once.
+        return _settle(partition, target)
+    return PartitionChange(
+        partition=partition.partition,
+        replicas=tuple(target) + removing,
+        adding_replicas=adding,
+        removing_replicas=removing,
+        expected_partition_epoch=partition.partition_epoch,
+    )
+
+
+def _settle(partition: PartitionImage, replicas: tuple[int, ...]) -> PartitionChange | None:
+    """Make ``replicas`` the final set: trim the ISR, move leadership if it must."""
+    isr = tuple(r for r in partition.isr if r in replicas)
+    leader = partition.leader
+    if leader not in replicas:
+        candidates = [r for r in replicas if r in isr]
+        leader = candidates[0] if candidates else -1
+    if not isr:
+        isr = (leader,) if leader >= 0 else partition.isr
+    if (
+        replicas == partition.replicas
+        and isr == partition.isr
+        and not partition.adding_replicas
+        and not partition.removing_replicas
+    ):
+        return None
+    return PartitionChange(
+        partition=partition.partition,
+        leader=leader if leader != partition.leader else None,
+        replicas=replicas,
+        isr=isr,
+        adding_replicas=(),
+        removing_replicas=(),
+        expected_partition_epoch=partition.partition_epoch,
+    )
+
+
+def completed_reassignment(partition: PartitionImage) -> PartitionChange | None:
+    """When every target replica is in the ISR, finish the move."""
+    if not (partition.adding_replicas or partition.removing_replicas):
+        return None
+    target = target_replicas(partition)
+    if any(r not in partition.isr for r in target):
+        return None
+    return _settle(partition, target)
 
 
 class IsrChangeError(Exception):
@@ -313,6 +419,41 @@ class Controller:
             if not await self._write(epoch, topic, changes, "unclean leader election"):
                 for change in changes:
                     results[(topic, change.partition)] = ErrorCode.not_controller
+        return results
+
+    async def alter_reassignments(
+        self, epoch: int, requests: list[tuple[str, int, tuple[int, ...] | None]]
+    ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """AlterPartitionReassignments: start, replace or cancel moves."""
+        image = self._image()
+        registered = set(image.registrations)
+        results: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        by_topic: dict[str, list[PartitionChange]] = {}
+        for topic, index, target in requests:
+            topic_image = image.topics.get(topic)
+            partition = topic_image.partitions.get(index) if topic_image else None
+            if partition is None:
+                results[(topic, index)] = (
+                    ErrorCode.unknown_topic_or_partition,
+                    f"Partition {topic}-{index} does not exist.",
+                )
+                continue
+            try:
+                change = reassignment_change(partition, target, registered)
+            except ReassignmentError as exc:
+                results[(topic, index)] = (exc.error, str(exc))
+                continue
+            results[(topic, index)] = (ErrorCode.none, None)
+            if change is not None:
+                by_topic.setdefault(topic, []).append(change)
+        for topic, changes in by_topic.items():
+            if not await self._write(epoch, topic, changes, "reassignment"):
+                for change in changes:
+                    results[(topic, change.partition)] = (
+                        ErrorCode.not_controller,
+                        "the reassignment could not be written; retry",
+                    )
+        self.poke()
         return results
 
     async def alter_isr(

@@ -20,6 +20,7 @@ from brokers.handlers import (
     metadata,
     offset_for_leader_epoch,
     produce,
+    reassignments,
     topics,
 )
 
@@ -60,6 +61,8 @@ def registry(broker: Broker) -> tuple[dict[int, Handler], dict[int, tuple[int, i
             cluster_control.ELECT_LEADERS_VERSIONS,
             cluster_control.handle_elect_leaders,
         ),
+        (reassignments.ALTER_KEY, reassignments.ALTER_VERSIONS, reassignments.handle_alter),
+        (reassignments.LIST_KEY, reassignments.LIST_VERSIONS, reassignments.handle_list),
         (
             cluster_control.ALTER_PARTITION_KEY,
             cluster_control.ALTER_PARTITION_VERSIONS,

@@ -116,6 +116,9 @@ def _read_one(
         return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
     # Followers read up to the LEO; consumers only what the ISR has (below the HW).
     max_offset = None if replica_id >= 0 else hw
+    throttled = replica_id >= 0 and broker.replication_throttled(topic, index, replica_id)
+    if throttled and not broker.replication_quota_available():
+        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
     try:
         slices = partition.log.read(
             p.fetch_offset, max(limit, 1), max_offset=max_offset, min_one_batch=first or limit > 0
@@ -125,6 +128,8 @@ def _read_one(
     if not slices:
         return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
     region = RecordsRegion(slices)
+    if throttled:
+        broker.record_replication_bytes(region.total)
     return _PartitionRead(topic, index, ErrorCode.none, hw, start, region, region.total)
 
 

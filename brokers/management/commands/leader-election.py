@@ -1,0 +1,90 @@
+"""``manage.py leader-election``: ``kafka-leader-election.sh`` parity.
+
+    manage.py leader-election --election-type preferred --all-topic-partitions
+    manage.py leader-election --election-type preferred --topic T --partition 0
+    manage.py leader-election --election-type unclean --path-to-json-file partitions.json
+
+The JSON file is Kafka's: ``{"partitions": [{"topic": "T", "partition": 0}, ...]}``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
+from kio.schema.errors import ErrorCode
+
+from brokers.management.kafka_admin import add_bootstrap_argument
+from brokers.management.protocol_admin import request_timeout, send_to_controller
+
+ELECTION_TYPES = {"preferred": 0, "unclean": 1}
+
+
+class Command(BaseCommand):
+    help = "Elect preferred or unclean leaders (kafka-leader-election.sh parity)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        add_bootstrap_argument(parser)
+        parser.add_argument("--election-type", required=True, choices=sorted(ELECTION_TYPES))
+        scope = parser.add_mutually_exclusive_group(required=True)
+        scope.add_argument("--all-topic-partitions", action="store_true")
+        scope.add_argument("--topic", help="with --partition: one partition")
+        scope.add_argument("--path-to-json-file", help='{"partitions":[{"topic","partition"}]}')
+        parser.add_argument("--partition", type=int)
+        parser.add_argument("--timeout", type=float, default=30.0)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        targets = self._targets(options)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in targets or []:
+            by_topic.setdefault(topic, []).append(partition)
+        request = ElectLeadersRequest(
+            election_type=ELECTION_TYPES[options["election_type"]],
+            topic_partitions=None
+            if targets is None
+            else tuple(TopicPartitions(topic=t, partitions=tuple(p)) for t, p in by_topic.items()),
+            timeout=request_timeout(options["timeout"]),
+        )
+        response = send_to_controller(options["bootstrap_server"], request)
+        if response.error_code != ErrorCode.none:
+            raise CommandError(f"Error completing leader election: {response.error_code.name}")
+        done, valid, failed = [], [], []
+        for topic in response.replica_election_results:
+            for result in topic.partition_result:
+                name = f"{topic.topic}-{result.partition_id}"
+                if result.error_code == ErrorCode.none:
+                    done.append(name)
+                elif result.error_code == ErrorCode.election_not_needed:
+                    valid.append(name)
+                else:
+                    failed.append(f"{name}: {ErrorCode(result.error_code).name}")
+        kind = options["election_type"].upper()
+        if done:
+            self.stdout.write(
+                f"Successfully completed leader election ({kind}) for partitions {', '.join(done)}"
+            )
+        if valid:
+            self.stdout.write(f"Valid replica already elected for partitions {', '.join(valid)}")
+        if not done and not valid and not failed:
+            self.stdout.write(f"No partition needed a {kind.lower()} leader election")
+        if failed:
+            raise CommandError(
+                f"Error completing leader election ({kind}) for partitions {', '.join(failed)}"
+            )
+
+    def _targets(self, options: dict[str, Any]) -> list[tuple[str, int]] | None:
+        if options["all_topic_partitions"]:
+            return None
+        if options["topic"]:
+            if options["partition"] is None:
+                raise CommandError("--topic needs --partition")
+            return [(options["topic"], options["partition"])]
+        path = Path(options["path_to_json_file"])
+        try:
+            data = json.loads(path.read_text())
+            return [(item["topic"], int(item["partition"])) for item in data["partitions"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CommandError(f"--path-to-json-file {path}: {exc}") from None

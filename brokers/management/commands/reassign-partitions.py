@@ -1,0 +1,386 @@
+"""``manage.py reassign-partitions``: ``kafka-reassign-partitions.sh`` parity.
+
+    manage.py reassign-partitions --generate --topics-to-move-json-file topics.json \\
+        --broker-list 1,2,3
+    manage.py reassign-partitions --execute --reassignment-json-file plan.json \\
+        [--throttle 10000000]
+    manage.py reassign-partitions --verify --reassignment-json-file plan.json
+    manage.py reassign-partitions --cancel --reassignment-json-file plan.json
+    manage.py reassign-partitions --list
+
+Files use Kafka's JSON: ``{"version":1,"topics":[{"topic":"T"}]}`` to generate, and
+``{"version":1,"partitions":[{"topic":"T","partition":0,"replicas":[1,2]}]}`` to execute.
+``--throttle`` (bytes/s) limits the catch-up traffic of the moving replicas by setting
+``leader.replication.throttled.rate`` on the brokers and the throttled-replica lists on the
+topics, as Kafka's tool does; ``--verify`` removes them once every move has completed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from kio.schema.alter_partition_reassignments.v0.request import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
+from kio.schema.errors import ErrorCode
+from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
+
+from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
+from brokers.management.protocol_admin import (
+    ClusterInfo,
+    cluster_info,
+    request_timeout,
+    send_to_controller,
+)
+from brokers.metadata.placement import assign_replicas
+
+THROTTLE_BROKER_CONFIGS = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+)
+THROTTLE_TOPIC_CONFIGS = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+
+
+def _load_json(path: str, flag: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"{flag} {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise CommandError(f"{flag} {path}: expected a JSON object")
+    return data
+
+
+def parse_plan(path: str) -> list[tuple[str, int, list[int]]]:
+    """``{"partitions":[{"topic","partition","replicas"}]}`` → [(topic, partition, replicas)]."""
+    data = _load_json(path, "--reassignment-json-file")
+    plan = []
+    try:
+        for item in data["partitions"]:
+            replicas = [int(r) for r in item["replicas"]]
+            plan.append((str(item["topic"]), int(item["partition"]), replicas))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CommandError(
+            f"--reassignment-json-file {path}: each partition needs topic, partition and "
+            f"replicas ({exc!r})"
+        ) from None
+    seen = set()
+    for topic, partition, replicas in plan:
+        if (topic, partition) in seen:
+            raise CommandError(f"Partition {topic}-{partition} appears more than once")
+        seen.add((topic, partition))
+        if len(set(replicas)) != len(replicas):
+            raise CommandError(f"Partition {topic}-{partition} lists a broker twice: {replicas}")
+    return plan
+
+
+def plan_json(partitions: list[tuple[str, int, list[int]]]) -> str:
+    return json.dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+                for t, p, r in sorted(partitions)
+            ],
+        },
+        separators=(",", ":"),
+    )
+
+
+def _alter_configs(admin: Any, resources: list[Any]) -> None:
+    """IncrementalAlterConfigs, one call per broker resource (librdkafka's rule)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource
+
+    topics = [r for r in resources if r.restype == ConfigResource.Type.TOPIC]
+    batches = [[r] for r in resources if r not in topics] + ([topics] if topics else [])
+    for batch in batches:
+        try:
+            for future in admin.incremental_alter_configs(batch).values():
+                future.result(30)
+        except KafkaException as exc:
+            raise CommandError(f"setting throttles failed: {exc.args[0].str()}") from None
+
+
+class Command(BaseCommand):
+    help = "Move partition replicas between brokers (kafka-reassign-partitions.sh parity)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        add_bootstrap_argument(parser)
+        actions = parser.add_mutually_exclusive_group(required=True)
+        actions.add_argument("--generate", action="store_true")
+        actions.add_argument("--execute", action="store_true")
+        actions.add_argument("--verify", action="store_true")
+        actions.add_argument("--cancel", action="store_true")
+        actions.add_argument("--list", action="store_true")
+        parser.add_argument("--topics-to-move-json-file")
+        parser.add_argument("--broker-list", help="comma-separated broker ids")
+        parser.add_argument("--reassignment-json-file")
+        parser.add_argument("--throttle", type=int, default=-1, help="bytes/s for moving replicas")
+        parser.add_argument("--timeout", type=float, default=30.0)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        bootstrap = options["bootstrap_server"]
+        if options["generate"]:
+            self._generate(bootstrap, options)
+        elif options["list"]:
+            self._list(bootstrap)
+        else:
+            if not options["reassignment_json_file"]:
+                raise CommandError("--reassignment-json-file is required for this action")
+            plan = parse_plan(options["reassignment_json_file"])
+            if options["execute"]:
+                self._execute(bootstrap, plan, options)
+            elif options["verify"]:
+                self._verify(bootstrap, plan)
+            else:
+                self._cancel(bootstrap, plan)
+
+    # --generate --------------------------------------------------------------------------
+    def _generate(self, bootstrap: str, options: dict[str, Any]) -> None:
+        if not options["topics_to_move_json_file"] or not options["broker_list"]:
+            raise CommandError("--generate needs --topics-to-move-json-file and --broker-list")
+        data = _load_json(options["topics_to_move_json_file"], "--topics-to-move-json-file")
+        try:
+            topics = [str(t["topic"]) for t in data["topics"]]
+            brokers = [int(b) for b in options["broker_list"].split(",") if b.strip()]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CommandError(f"bad --generate input: {exc!r}") from None
+        info = cluster_info(bootstrap)
+        unknown = [b for b in brokers if b not in info.brokers]
+        if unknown:
+            raise CommandError(f"--broker-list names brokers that are not live: {unknown}")
+        current, proposed = [], []
+        for topic in topics:
+            partitions = info.topics.get(topic)
+            if partitions is None:
+                raise CommandError(f"Topic {topic} does not exist")
+            rf = len(partitions[0])
+            if rf > len(brokers):
+                raise CommandError(
+                    f"Replication factor {rf} of {topic} is larger than --broker-list"
+                )
+            new = assign_replicas(
+                partitions=len(partitions),
+                replication_factor=rf,
+                brokers=[(b, None) for b in brokers],
+            )
+            for index in sorted(partitions):
+                current.append((topic, index, partitions[index]))
+                proposed.append((topic, index, new[index]))
+        self.stdout.write("Current partition replica assignment")
+        self.stdout.write(plan_json(current))
+        self.stdout.write("")
+        self.stdout.write("Proposed partition reassignment configuration")
+        self.stdout.write(plan_json(proposed))
+
+    # --execute ---------------------------------------------------------------------------
+    def _execute(
+        self, bootstrap: str, plan: list[tuple[str, int, list[int]]], options: dict[str, Any]
+    ) -> None:
+        info = cluster_info(bootstrap)
+        current = []
+        for topic, partition, _ in plan:
+            replicas = info.topics.get(topic, {}).get(partition)
+            if replicas is None:
+                raise CommandError(f"Partition {topic}-{partition} does not exist")
+            current.append((topic, partition, replicas))
+        self.stdout.write("Current partition replica assignment\n")
+        self.stdout.write(plan_json(current))
+        self.stdout.write(
+            "\nSave this to use as the --reassignment-json-file option during rollback"
+        )
+        if options["throttle"] >= 0:
+            self._set_throttles(bootstrap, info, plan, options["throttle"])
+        self._alter(bootstrap, [(t, p, r) for t, p, r in plan], options["timeout"])
+        names = ",".join(f"{t}-{p}" for t, p, _ in plan)
+        self.stdout.write(f"Successfully started partition reassignments for {names}")
+
+    def _alter(
+        self, bootstrap: str, plan: list[tuple[str, int, list[int] | None]], timeout: float
+    ) -> None:
+        by_topic: dict[str, list[ReassignablePartition]] = {}
+        for topic, partition, replicas in plan:
+            by_topic.setdefault(topic, []).append(
+                ReassignablePartition(
+                    partition_index=partition,
+                    replicas=None if replicas is None else tuple(replicas),
+                )
+            )
+        response = send_to_controller(
+            bootstrap,
+            AlterPartitionReassignmentsRequest(
+                timeout=request_timeout(timeout),
+                topics=tuple(
+                    ReassignableTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items()
+                ),
+            ),
+        )
+        if response.error_code != ErrorCode.none:
+            raise CommandError(
+                f"Error reassigning partitions: {ErrorCode(response.error_code).name} "
+                f"{response.error_message or ''}"
+            )
+        failures = [
+            f"{t.name}-{p.partition_index}: {ErrorCode(p.error_code).name} {p.error_message or ''}"
+            for t in response.responses
+            for p in t.partitions
+            if p.error_code != ErrorCode.none
+        ]
+        if failures:
+            raise CommandError("Error reassigning partition(s):\n" + "\n".join(failures))
+
+    def _set_throttles(
+        self,
+        bootstrap: str,
+        info: ClusterInfo,
+        plan: list[tuple[str, int, list[int]]],
+        rate: int,
+    ) -> None:
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+        admin = admin_client(bootstrap)
+        involved: set[int] = set()
+        leaders: dict[str, list[str]] = {}
+        followers: dict[str, list[str]] = {}
+        for topic, partition, target in plan:
+            current = info.topics[topic][partition]
+            involved.update(current, target)
+            leaders.setdefault(topic, []).extend(f"{partition}:{b}" for b in current)
+            followers.setdefault(topic, []).extend(
+                f"{partition}:{b}" for b in target if b not in current
+            )
+        resources = [
+            ConfigResource(
+                "broker",
+                str(broker),
+                incremental_configs=[
+                    ConfigEntry(name, str(rate), incremental_operation=AlterConfigOpType.SET)
+                    for name in THROTTLE_BROKER_CONFIGS
+                ],
+            )
+            for broker in sorted(involved)
+            if broker in info.brokers
+        ]
+        resources += [
+            ConfigResource(
+                "topic",
+                topic,
+                incremental_configs=[
+                    ConfigEntry(
+                        THROTTLE_TOPIC_CONFIGS[0],
+                        ",".join(leaders[topic]),
+                        incremental_operation=AlterConfigOpType.SET,
+                    ),
+                ]
+                + (
+                    [
+                        ConfigEntry(
+                            THROTTLE_TOPIC_CONFIGS[1],
+                            ",".join(followers[topic]),
+                            incremental_operation=AlterConfigOpType.SET,
+                        )
+                    ]
+                    if followers[topic]
+                    else []
+                ),
+            )
+            for topic in leaders
+        ]
+        _alter_configs(admin, resources)
+        self.stdout.write(f"The inter-broker throttle limit was set to {rate} B/s")
+
+    # --verify / --cancel / --list ----------------------------------------------------------
+    def _ongoing(self, bootstrap: str) -> dict[tuple[str, int], Any]:
+        response = send_to_controller(
+            bootstrap, ListPartitionReassignmentsRequest(timeout=request_timeout(30), topics=None)
+        )
+        if response.error_code != ErrorCode.none:
+            raise CommandError(
+                f"Error listing reassignments: {ErrorCode(response.error_code).name}"
+            )
+        return {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
+
+    def _verify(self, bootstrap: str, plan: list[tuple[str, int, list[int]]]) -> None:
+        ongoing = self._ongoing(bootstrap)
+        info = cluster_info(bootstrap)
+        self.stdout.write("Status of partition reassignment:")
+        all_done = True
+        for topic, partition, target in plan:
+            if (topic, partition) in ongoing:
+                all_done = False
+                self.stdout.write(
+                    f"Reassignment of partition {topic}-{partition} is still in progress."
+                )
+            elif info.topics.get(topic, {}).get(partition) == target:
+                self.stdout.write(f"Reassignment of partition {topic}-{partition} is completed.")
+            else:
+                all_done = False
+                self.stdout.write(
+                    f"There is no active reassignment of partition {topic}-{partition}, but "
+                    f"replica set is {info.topics.get(topic, {}).get(partition)} rather than "
+                    f"{target}."
+                )
+        if all_done:
+            self._clear_throttles(bootstrap, info, {t for t, _, _ in plan})
+
+    def _clear_throttles(self, bootstrap: str, info: ClusterInfo, topics: set[str]) -> None:
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+        admin = admin_client(bootstrap)
+        resources = [
+            ConfigResource(
+                "broker",
+                str(broker),
+                incremental_configs=[
+                    ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
+                    for name in THROTTLE_BROKER_CONFIGS
+                ],
+            )
+            for broker in sorted(info.brokers)
+        ] + [
+            ConfigResource(
+                "topic",
+                topic,
+                incremental_configs=[
+                    ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
+                    for name in THROTTLE_TOPIC_CONFIGS
+                ],
+            )
+            for topic in sorted(topics)
+        ]
+        _alter_configs(admin, resources)
+        self.stdout.write(
+            f"Clearing broker-level throttles on brokers {','.join(map(str, sorted(info.brokers)))}"
+        )
+        self.stdout.write(f"Clearing topic-level throttles on topics {','.join(sorted(topics))}")
+
+    def _cancel(self, bootstrap: str, plan: list[tuple[str, int, list[int]]]) -> None:
+        ongoing = self._ongoing(bootstrap)
+        targets: list[tuple[str, int, list[int] | None]] = [
+            (t, p, None) for t, p, _ in plan if (t, p) in ongoing
+        ]
+        if targets:
+            self._alter(bootstrap, targets, 30.0)
+        names = ",".join(f"{t}-{p}" for t, p, _ in targets) or "(none were in progress)"
+        self.stdout.write(f"Successfully cancelled partition reassignments for: {names}")
+
+    def _list(self, bootstrap: str) -> None:
+        ongoing = self._ongoing(bootstrap)
+        if not ongoing:
+            self.stdout.write("No partition reassignments found.")
+            return
+        self.stdout.write("Current partition reassignments:")
+        for (topic, partition), state in sorted(ongoing.items()):
+            self.stdout.write(
+                f"{topic}-{partition}: replicas: {list(state.replicas)}. adding: "
+                f"{list(state.adding_replicas)}. removing: {list(state.removing_replicas)}."
+            )

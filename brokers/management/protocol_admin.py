@@ -1,0 +1,91 @@
+"""Admin requests confluent-kafka's AdminClient lacks, sent over the Kafka protocol.
+
+``reassign-partitions`` and ``leader-election`` need AlterPartitionReassignments,
+ListPartitionReassignments and ElectLeaders. These helpers find the controller with a
+Metadata request to a bootstrap broker and send the request there with Weir's own kio-based
+client, so the commands work against any cluster that speaks the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import CommandError
+from kio.schema.metadata.v12.request import MetadataRequest
+
+from brokers.client import BrokerClient, BrokerClientError
+
+__all__ = ["ClusterInfo", "cluster_info", "send_to_controller"]
+
+
+class ClusterInfo:
+    """Brokers, controller and topic assignments as Metadata reports them."""
+
+    def __init__(self, response: Any) -> None:
+        self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+        self.controller_id = response.controller_id
+        self.topics: dict[str, dict[int, list[int]]] = {
+            t.name: {p.partition_index: list(p.replica_nodes) for p in t.partitions}
+            for t in response.topics
+            if t.error_code == 0
+        }
+
+
+def _bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    endpoints = []
+    for item in bootstrap.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise CommandError(f"--bootstrap-server expects HOST:PORT[,HOST:PORT], got {item!r}")
+        endpoints.append((host, int(port)))
+    return endpoints
+
+
+async def _metadata(bootstrap: str) -> ClusterInfo:
+    errors = []
+    for host, port in _bootstrap(bootstrap):
+        client = BrokerClient(host, port, client_id="weir-admin")
+        try:
+            response = await client.request(
+                MetadataRequest(
+                    topics=None,
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                ),
+                timeout=10,
+            )
+            return ClusterInfo(response)
+        except BrokerClientError as exc:
+            errors.append(str(exc))
+        finally:
+            await client.close()
+    raise CommandError(f"no broker answered: {'; '.join(errors)}")
+
+
+def cluster_info(bootstrap: str) -> ClusterInfo:
+    return asyncio.run(_metadata(bootstrap))
+
+
+async def _send(bootstrap: str, body: Any, timeout: float) -> Any:
+    info = await _metadata(bootstrap)
+    endpoint = info.brokers.get(info.controller_id)
+    if endpoint is None:
+        raise CommandError("the cluster has no controller right now; retry in a few seconds")
+    client = BrokerClient(*endpoint, client_id="weir-admin")
+    try:
+        return await client.request(body, timeout=timeout)
+    except BrokerClientError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        await client.close()
+
+
+def send_to_controller(bootstrap: str, body: Any, *, timeout: float = 30.0) -> Any:
+    """Send a kio request to the controller and return its response."""
+    return asyncio.run(_send(bootstrap, body, timeout))
+
+
+def request_timeout(seconds: float) -> timedelta:
+    return timedelta(seconds=seconds)
