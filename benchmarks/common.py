@@ -30,11 +30,26 @@ def admin_client(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0) -> None:
-    """Create ``topic`` (replication factor 1) and wait until metadata shows every leader."""
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int = 1,
+    timeout: float = 30.0,
+    *,
+    replication_factor: int = 1,
+    config: dict[str, str] | None = None,
+) -> None:
+    """Create ``topic`` and wait until metadata shows every leader."""
     admin = admin_client(bootstrap)
     futures = admin.create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        [
+            NewTopic(
+                topic,
+                num_partitions=partitions,
+                replication_factor=replication_factor,
+                config=config or {},
+            )
+        ],
         operation_timeout=timeout,
         request_timeout=timeout,
     )

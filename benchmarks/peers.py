@@ -247,7 +247,7 @@ def wait_kafka_ready(
         except KafkaException as exc:
             last_error = exc
             continue
-        if metadata.brokers:
+        if len(metadata.brokers) >= bootstrap.count(",") + 1:
             return
     raise PeerStartError(f"{bootstrap} did not answer metadata within {timeout}s: {last_error}")
 
@@ -350,7 +350,7 @@ def _start_redis(workdir: Path, port: int) -> tuple[subprocess.Popen[bytes], IO[
     return proc, log_file, log_path
 
 
-def weir_command(port: int, data_dir: Path) -> list[str]:
+def weir_command(port: int, data_dir: Path, broker_id: int = 1) -> list[str]:
     venv_python = REPO_ROOT / ".venv" / "bin" / "python"
     python = str(venv_python) if venv_python.exists() else sys.executable
     return [
@@ -358,7 +358,7 @@ def weir_command(port: int, data_dir: Path) -> list[str]:
         "manage.py",
         "runbroker",
         "--broker-id",
-        "1",
+        str(broker_id),
         "--listen",
         f"{HOST}:{port}",
         "--data-dir",
@@ -367,9 +367,17 @@ def weir_command(port: int, data_dir: Path) -> list[str]:
 
 
 def start_weir(
-    port: int, data_dir: str | os.PathLike[str], *, ready_timeout: float = 60.0
+    port: int,
+    data_dir: str | os.PathLike[str],
+    *,
+    ready_timeout: float = 60.0,
+    brokers: int = 1,
 ) -> PeerHandle:
-    """Start a private Redis and one Weir broker on 127.0.0.1:``port`` writing to ``data_dir``."""
+    """Start a private Redis and Weir brokers (the first on 127.0.0.1:``port``).
+
+    With ``brokers`` > 1 the others listen on free ports and write to ``data_dir/broker-N``;
+    the handle's bootstrap lists them all.
+    """
     data_path = Path(data_dir)
     data_path.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="weir-bench-weir-"))
@@ -386,13 +394,20 @@ def start_weir(
         env["WEIR_REDIS_URL"] = f"redis://{HOST}:{redis_port}/0"
         env["WEIR_CLUSTER_ID"] = f"bench-{uuid.uuid4().hex[:12]}"
         env["PYTHONUNBUFFERED"] = "1"
-        log_path = workdir / "weir.log"
-        proc, log_file = _spawn(
-            weir_command(port, data_path), log_path=log_path, env=env, cwd=REPO_ROOT
-        )
-        handle.procs.append(proc)
-        handle._log_files.append(log_file)
-        handle.logs.append(log_path)
+        ports = [port] + [free_port() for _ in range(brokers - 1)]
+        for broker_id, broker_port in enumerate(ports, start=1):
+            broker_dir = data_path if brokers == 1 else data_path / f"broker-{broker_id}"
+            log_path = workdir / f"weir-{broker_id}.log"
+            proc, log_file = _spawn(
+                weir_command(broker_port, broker_dir, broker_id),
+                log_path=log_path,
+                env=env,
+                cwd=REPO_ROOT,
+            )
+            handle.procs.append(proc)
+            handle._log_files.append(log_file)
+            handle.logs.append(log_path)
+        handle.bootstrap = ",".join(f"{HOST}:{p}" for p in ports)
         wait_kafka_ready(handle.bootstrap, ready_timeout, handle.procs)
     except Exception as exc:
         tail = handle.log_tail()

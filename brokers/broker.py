@@ -152,6 +152,7 @@ class Broker:
         )
         self.controller: Controller | None = None
         self._replication_quota = ReplicationQuota()
+        self.fenced = asyncio.Event()
 
     # lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -170,6 +171,7 @@ class Broker:
             rack=settings.rack,
             lease_ms=int(self.config.get("broker.session.timeout.ms")),
             heartbeat_ms=int(self.config.get("broker.heartbeat.interval.ms")),
+            on_fenced=self._on_fenced,
         )
         await self.registration.register()
         self.controller = Controller(
@@ -227,6 +229,11 @@ class Broker:
         if self.redis is not None:
             await self.redis.aclose()
         log.info("broker %d stopped", self.broker_id)
+
+    def _on_fenced(self, exc: Exception) -> None:
+        """Another process registered this broker id: this one is a zombie and must stop."""
+        log.error("broker %d was fenced (%s); shutting down", self.broker_id, exc)
+        self.fenced.set()
 
     async def _try_controller(self) -> None:
         """Take or renew the controller lease (issue 3 adds the controller's duties)."""

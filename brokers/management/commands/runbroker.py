@@ -97,6 +97,14 @@ async def _run(broker: Any) -> None:
         loop.add_signal_handler(signum, stop.set)
     await broker.start()
     try:
-        await stop.wait()
+        stop_task = asyncio.create_task(stop.wait())
+        fenced_task = asyncio.create_task(broker.fenced.wait())
+        await asyncio.wait({stop_task, fenced_task}, return_when=asyncio.FIRST_COMPLETED)
+        stop_task.cancel()
+        fenced_task.cancel()
     finally:
         await broker.stop()
+    if broker.fenced.is_set():
+        raise CommandError(
+            f"broker {broker.broker_id} was fenced by a newer registration of the same id"
+        )
