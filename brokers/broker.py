@@ -61,6 +61,7 @@ __all__ = ["Broker", "BrokerEndpoint", "BrokerSettings", "PartitionView", "Topic
 log = logging.getLogger("weir.broker")
 
 CHECKPOINT_INTERVAL_S = 60.0
+HW_CHECKPOINT_INTERVAL_S = 5.0
 PUBLISH_INTERVAL_S = 1.0
 
 
@@ -420,10 +421,17 @@ class Broker:
                 log.debug("publishing partition state failed: %s", exc)
 
     async def _checkpoint_loop(self) -> None:
+        """HW checkpoint every 5 s; flush and recovery-point checkpoint every 60 s."""
+        elapsed = 0.0
         while True:
-            await asyncio.sleep(CHECKPOINT_INTERVAL_S)
+            await asyncio.sleep(HW_CHECKPOINT_INTERVAL_S)
+            elapsed += HW_CHECKPOINT_INTERVAL_S
             try:
-                self.replicas.checkpoint(flush=True)
+                if elapsed >= CHECKPOINT_INTERVAL_S:
+                    elapsed = 0.0
+                    self.replicas.checkpoint(flush=True)
+                else:
+                    self.replicas.checkpoint_high_watermarks()
             except OSError as exc:
                 log.error("checkpoint failed: %s", exc)
 

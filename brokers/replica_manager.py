@@ -9,9 +9,10 @@ logs of topics that were deleted. A partition directory that metadata does not k
 left alone (and logged): losing data because Redis was reset would be worse than a stray
 directory.
 
-Kafka's checkpoint files live in the data directory root: ``recovery-point-offset-checkpoint``
-and ``log-start-offset-checkpoint``; they are written periodically and on shutdown, and read
-at start so recovery only rescans what may not have reached the disk.
+Kafka's checkpoint files live in the data directory root: ``recovery-point-offset-checkpoint``,
+``log-start-offset-checkpoint`` and ``replication-offset-checkpoint`` (high watermarks); they
+are written periodically and on shutdown, and read at start so recovery only rescans what may
+not have reached the disk and a restarted replica knows its last HW.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ log = logging.getLogger("weir.replicas")
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
+HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,7 @@ class ReplicaManager:
         data_dir.mkdir(parents=True, exist_ok=True)
         self._recovery_points = self._read_checkpoint(RECOVERY_POINT_FILE)
         self._log_starts = self._read_checkpoint(LOG_START_FILE)
+        self._high_watermarks = self._read_checkpoint(HIGH_WATERMARK_FILE)
 
     def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         path = self.data_dir / name
@@ -175,13 +178,17 @@ class ReplicaManager:
         )
         if not topic_id_file.exists():
             _write_topic_id(topic_id_file, assignment.topic_id)
-        return Partition(
+        partition = Partition(
             broker_id=self.broker_id,
             topic=assignment.topic,
             index=assignment.index,
             topic_id=assignment.topic_id,
             log=log_obj,
         )
+        # The last HW this replica knew (Kafka's replication-offset-checkpoint): a replica
+        # elected leader after a restart serves consumers from it at once.
+        partition.update_follower_hw(self._high_watermarks.get(key, 0))
+        return partition
 
     def update_configs(self) -> None:
         for partition in self._partitions.values():
@@ -196,6 +203,12 @@ class ReplicaManager:
         starts = {k: p.log.log_start_offset for k, p in self._partitions.items()}
         write_offset_checkpoint(self.data_dir / RECOVERY_POINT_FILE, recovery)
         write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
+        self.checkpoint_high_watermarks()
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint`` (Kafka does it every 5 s)."""
+        high_watermarks = {k: p.high_watermark for k, p in self._partitions.items()}
+        write_offset_checkpoint(self.data_dir / HIGH_WATERMARK_FILE, high_watermarks)
 
     def close(self) -> None:
         for partition in self._partitions.values():
