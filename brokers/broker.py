@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import redis.asyncio as aioredis
 from kio.schema.errors import ErrorCode
@@ -63,6 +64,20 @@ log = logging.getLogger("weir.broker")
 CHECKPOINT_INTERVAL_S = 60.0
 HW_CHECKPOINT_INTERVAL_S = 5.0
 PUBLISH_INTERVAL_S = 1.0
+
+
+SHUTDOWN_STEP_S = 5.0
+
+
+async def _bounded(step: Any, what: str) -> None:
+    """Await one shutdown step for at most SHUTDOWN_STEP_S; log instead of hanging."""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_STEP_S)
+    if not done:
+        task.cancel()
+        log.warning("shutdown: %s did not finish in %.0f s; going on", what, SHUTDOWN_STEP_S)
+    elif not task.cancelled() and task.exception() is not None:
+        log.warning("shutdown: %s failed: %s", what, task.exception())
 
 
 def wall_clock_ms() -> int:
@@ -160,7 +175,9 @@ class Broker:
         settings = self.settings
         self.redis = aioredis.Redis.from_url(settings.redis_url)
         self.store = MetadataStore(self.redis, cluster_id=settings.cluster_id)
-        host, port = await self.server.start(*settings.listen)
+        # Bound first (so the port is known for registration), accepting last: clients
+        # never meet a broker that has no metadata or controller yet.
+        host, port = await self.server.bind(*settings.listen)
         if settings.advertise is None:
             self.endpoint = (host, port)
         self.registration = BrokerRegistration(
@@ -196,6 +213,7 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._isr_loop(), name="isr"))
         self._tasks.append(asyncio.create_task(self._publish_loop(), name="publish"))
         self.controller.start()
+        await self.server.start_serving()
         log.info(
             "broker %d serving Kafka on %s:%d (advertised %s:%d), data in %s",
             self.broker_id,
@@ -206,29 +224,34 @@ class Broker:
         )
 
     async def stop(self) -> None:
+        """Stop serving, flush and checkpoint the logs, resign and deregister.
+
+        Every step that waits is bounded: a shutdown must finish even if Redis or a peer
+        hangs (the logs are closed whatever happens).
+        """
         log.info("broker %d shutting down", self.broker_id)
-        await self.server.stop()
+        await _bounded(self.server.stop(), "closing the listener")
         if self.controller is not None:
-            await self.controller.stop()
-        await self.fetchers.stop()
+            await _bounded(self.controller.stop(), "stopping the controller")
+        await _bounded(self.fetchers.stop(), "stopping the replica fetchers")
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=SHUTDOWN_STEP_S)
         self.replicas.close()
         for client in self._controller_clients.values():
-            await client.close()
+            await _bounded(client.close(), "closing controller connections")
         if self.metadata is not None:
-            await self.metadata.stop()
+            await _bounded(self.metadata.stop(), "stopping the metadata cache")
         if self.store is not None and self.controller_epoch is not None:
-            with contextlib.suppress(Exception):
-                await self.store.resign_controller(self.broker_id, self.controller_epoch)
+            await _bounded(
+                self.store.resign_controller(self.broker_id, self.controller_epoch),
+                "resigning the controller lease",
+            )
         if self.registration is not None:
-            with contextlib.suppress(Exception):
-                await self.registration.deregister()
+            await _bounded(self.registration.deregister(), "deregistering")
         if self.redis is not None:
-            await self.redis.aclose()
+            await _bounded(self.redis.aclose(), "closing the Redis client")
         log.info("broker %d stopped", self.broker_id)
 
     def _on_fenced(self, exc: Exception) -> None:
@@ -510,7 +533,8 @@ class Broker:
             if remaining <= 0:
                 return False
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._metadata_changed.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await self._metadata_changed.wait()
         return True
 
     # views for handlers -----------------------------------------------------------------

@@ -42,7 +42,8 @@ class BrokerClient:
         """Send ``body`` (a kio request entity) and return the decoded response body."""
         async with self._lock:
             try:
-                return await asyncio.wait_for(self._roundtrip(body), timeout)
+                async with asyncio.timeout(timeout):
+                    return await self._roundtrip(body)
             except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
                 await self.close()
                 raise BrokerClientError(

@@ -324,8 +324,10 @@ class Controller:
 
     async def _run(self) -> None:
         while True:
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), 1.0)
+                async with asyncio.timeout(1.0):
+                    await self._wake.wait()
             self._wake.clear()
             epoch = self._epoch()
             if epoch is None:

@@ -219,13 +219,23 @@ class KafkaServer:
         self.connections: set[KafkaConnection] = set()
         self._server: asyncio.Server | None = None
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
+    async def bind(self, host: str, port: int) -> tuple[str, int]:
+        """Bind the listening socket without accepting yet; the bound (host, port)."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: KafkaConnection(self), host, port, reuse_address=True, backlog=1024
+            lambda: KafkaConnection(self),
+            host,
+            port,
+            reuse_address=True,
+            backlog=1024,
+            start_serving=False,
         )
         sockname = self._server.sockets[0].getsockname()
         return sockname[0], sockname[1]
+
+    async def start_serving(self) -> None:
+        assert self._server is not None
+        await self._server.start_serving()
 
     async def stop(self) -> None:
         if self._server is not None:

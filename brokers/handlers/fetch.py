@@ -174,7 +174,8 @@ async def _park(
             if remaining <= 0:
                 return
             try:
-                await asyncio.wait_for(wake.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await wake.wait()
             except TimeoutError:
                 return
             wake.clear()

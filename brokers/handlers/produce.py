@@ -122,7 +122,8 @@ async def _await_commit(
     try:
         check()
         try:
-            row[1] = await asyncio.wait_for(done, timeout_s if timeout_s > 0 else 0.001)
+            async with asyncio.timeout(timeout_s if timeout_s > 0 else 0.001):
+                row[1] = await done
         except TimeoutError:
             row[1] = ErrorCode.request_timed_out
     finally:

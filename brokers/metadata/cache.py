@@ -80,6 +80,7 @@ class MetadataCache:
         self._resync = asyncio.Event()
         self._changed = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._running = False
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -100,12 +101,17 @@ class MetadataCache:
         """
         self._install(await self.store.snapshot())
         self.connected = True
+        self._running = True
         self._tasks = [
             asyncio.create_task(self._tail_loop(), name="metadata-tail"),
             asyncio.create_task(self._liveness_loop(), name="metadata-liveness"),
         ]
 
     async def stop(self) -> None:
+        # The loops also check ``_running``: redis-py can swallow a cancellation that lands
+        # while a blocking read times out (Python 3.11 asyncio.timeout), so cancelling alone
+        # may leave a loop running.
+        self._running = False
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
@@ -175,7 +181,7 @@ class MetadataCache:
 
     async def _tail_loop(self) -> None:
         backoff = 0.05
-        while True:
+        while self._running:
             try:
                 if self._resync.is_set():
                     await self._resync_now()
@@ -215,7 +221,7 @@ class MetadataCache:
             await self._update(lambda image: image.apply(completed, stream_id=end_id))
 
     async def _liveness_loop(self) -> None:
-        while True:
+        while self._running:
             await asyncio.sleep(self.poll_interval_s)
             try:
                 await self._poll_liveness()

@@ -228,8 +228,12 @@ class BrokerRegistration:
             )
 
     async def _heartbeat_loop(self) -> None:
-        while True:
+        # ``_heartbeat`` is None once stopped: a cancellation swallowed inside redis-py must
+        # not keep a deregistered broker renewing its lease.
+        while self._heartbeat is not None:
             await asyncio.sleep(self.heartbeat_ms / 1000)
+            if self._heartbeat is None:
+                return
             try:
                 await self.renew()
             except RegistrationLostError as exc:

@@ -497,7 +497,7 @@ class MetadataStore:
             )
             if result[0] != "conflict":
                 self._check(result, name=name)
-                return new_topic  # type: ignore[no-any-return]
+                return new_topic
         raise MetadataUnavailableError(f"topic {name} kept changing; gave up after retries")
 
     async def create_partitions(
@@ -577,7 +577,7 @@ class MetadataStore:
         controller_epoch: int,
         resource_type: str,
         resource_name: str,
-        set: Mapping[str, str],  # shadows the builtin on purpose: the brief's name
+        set: Mapping[str, str],  # Kafka's op name (AlterConfigOp SET); shadows the builtin
         delete: Collection[str] = (),
     ) -> None:
         """Incremental change of a resource's overrides (IncrementalAlterConfigs).
