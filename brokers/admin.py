@@ -92,7 +92,7 @@ async def create_topic(
                 ErrorCode.invalid_topic_exception,
                 f"Topic '{name}' collides with existing topic: {other}",
             )
-    live = broker.live_brokers()
+    live = await broker.fresh_live_brokers()
     if assignments:
         if num_partitions != -1 or replication_factor != -1:
             return _fail(
@@ -236,7 +236,7 @@ async def create_partitions(
         )
     adding = count - current
     replication_factor = len(view.partitions[0].replicas)
-    live = broker.live_brokers()
+    live = await broker.fresh_live_brokers()
     if assignments is not None:
         if len(assignments) != adding:
             return _fail(

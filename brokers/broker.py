@@ -42,6 +42,7 @@ from brokers.controller import Controller, IsrChangeRequest
 from brokers.handlers import registry
 from brokers.log.log import LogConfig
 from brokers.metadata.cache import MetadataCache
+from brokers.metadata.errors import MetadataUnavailableError
 from brokers.metadata.image import ClusterImage
 from brokers.metadata.partition_state import (
     PartitionStatePublisher,
@@ -550,6 +551,18 @@ class Broker:
             BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
             for _, b in sorted(self.metadata.image.brokers.items())
         ]
+
+    async def fresh_live_brokers(self) -> list[BrokerEndpoint]:
+        """Live brokers read from Redis now (the image polls liveness once a second)."""
+        if self.registration is not None:
+            try:
+                return [
+                    BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+                    for b in await self.registration.live_brokers()
+                ]
+            except MetadataUnavailableError:
+                pass
+        return self.live_brokers()
 
     def controller_id(self) -> int:
         if self.controller_epoch is not None:
