@@ -720,7 +720,8 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         10 * 1024 * 1024,
         "The maximum size in bytes of the offset index",
-        AtLeast(4),
+        # Kafka allows 4, but an index must hold at least two 12-byte time index entries.
+        AtLeast(24),
         dynamic=True,
     ),
     _broker(
@@ -1295,7 +1296,8 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "This configuration controls the size of the index that maps offsets to file "
         "positions. We preallocate this index file and shrink it only after log rolls. You "
         "generally should not need to change this setting.",
-        AtLeast(4),
+        # Kafka allows 4, but an index must hold at least two 12-byte time index entries.
+        AtLeast(24),
         _log("log.index.size.max.bytes"),
     ),
     _topic(

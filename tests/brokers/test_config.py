@@ -321,7 +321,7 @@ def test_read_only_broker_configs_cannot_be_altered() -> None:
     assert "Cannot update these configs dynamically: broker.id" in str(caught.value)
     assert "read-only" in str(caught.value)
     assert caught.value.error_code is ErrorCode.invalid_request
-    with pytest.raises(InvalidConfigError, match="num.partitions"):
+    with pytest.raises(InvalidConfigError, match=r"num\.partitions"):
         validate_broker_dynamic_configs({"num.partitions": "3"}, per_broker=False)
 
 
@@ -332,7 +332,7 @@ def test_dynamic_broker_configs_are_validated_and_normalized() -> None:
     with pytest.raises(InvalidConfigError, match="Not a number of type LONG") as caught:
         validate_broker_dynamic_configs({"log.retention.ms": "x"})
     assert caught.value.error_code is ErrorCode.invalid_request
-    with pytest.raises(InvalidConfigError, match="Unknown broker config name: log.foo"):
+    with pytest.raises(InvalidConfigError, match=r"Unknown broker config name: log\.foo"):
         validate_broker_dynamic_configs({"log.foo": "1"})
 
 

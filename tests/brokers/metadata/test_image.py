@@ -175,10 +175,8 @@ def test_records_for_unknown_topics_are_ignored() -> None:
 def test_topic_json_round_trips_and_accepts_lua_empty_lists() -> None:
     topic = ClusterImage().apply(created()).topics["t"]
     assert TopicImage.from_json("t", topic.to_json()) == topic
-    lua = (
-        '{"topic_id":"%s","partitions":[{"partition":0,"replicas":[1],"isr":[1],'
-        '"leader":1,"adding_replicas":{}}]}' % TOPIC_ID
-    )
+    partition = '{"partition":0,"replicas":[1],"isr":[1],"leader":1,"adding_replicas":{}}'
+    lua = f'{{"topic_id":"{TOPIC_ID}","partitions":[{partition}]}}'
     assert TopicImage.from_json("t", lua).partitions[0].adding_replicas == ()
 
 

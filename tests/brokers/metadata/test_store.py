@@ -206,10 +206,10 @@ async def test_existing_or_colliding_names_are_rejected(
     store: MetadataStore, controller_epoch: int
 ) -> None:
     await store.create_topic(controller_epoch=controller_epoch, name="a.b", assignments=[[1]])
-    with pytest.raises(TopicExistsError, match="Topic 'a.b' already exists.") as caught:
+    with pytest.raises(TopicExistsError, match=r"Topic 'a\.b' already exists\.") as caught:
         await store.create_topic(controller_epoch=controller_epoch, name="a.b", assignments=[[1]])
     assert caught.value.error_code is ErrorCode.topic_already_exists
-    with pytest.raises(InvalidTopicError, match="collides with existing topic: a.b"):
+    with pytest.raises(InvalidTopicError, match=r"collides with existing topic: a\.b"):
         await store.create_topic(controller_epoch=controller_epoch, name="a_b", assignments=[[1]])
     with pytest.raises(InvalidTopicError, match="illegal"):
         await store.create_topic(controller_epoch=controller_epoch, name="a/b", assignments=[[1]])
