@@ -228,11 +228,13 @@ async def create_partitions(
     if view is None:
         return _fail(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
     current = len(view.partitions)
-    if count <= current:
+    if count == current:
+        return _fail(ErrorCode.invalid_partitions, f"Topic already has {current} partition(s).")
+    if count < current:
         return _fail(
             ErrorCode.invalid_partitions,
-            f"Topic currently has {current} partitions, which is higher than the requested "
-            f"{count}.",
+            f"The topic {name} currently has {current} partition(s); {count} would not be an "
+            "increase.",
         )
     adding = count - current
     replication_factor = len(view.partitions[0].replicas)

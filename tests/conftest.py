@@ -46,6 +46,9 @@ class RedisServer:
     with ``--save ''`` and loads ``dump.rdb`` from its directory when it starts.
     """
 
+    # How the server persists: RDB snapshots only when a test asks (``SAVE``).
+    persistence: tuple[str, ...] = ("--appendonly", "no", "--dbfilename", "dump.rdb")
+
     def __init__(self, directory: Path, port: int | None = None) -> None:
         self.directory = directory
         self.port = port or _free_port()
@@ -67,12 +70,9 @@ class RedisServer:
                 "127.0.0.1",
                 "--save",
                 "",
-                "--appendonly",
-                "no",
                 "--dir",
                 str(self.directory),
-                "--dbfilename",
-                "dump.rdb",
+                *self.persistence,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

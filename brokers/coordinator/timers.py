@@ -53,7 +53,9 @@ class Timers(Generic[P]):
         return min(entry.deadline_ms for entry in self._entries.values())
 
     def pop_due(self, now_ms: int) -> tuple[Hashable, P] | None:
-        due = [(e.deadline_ms, e.seq, k) for k, e in self._entries.items() if e.deadline_ms <= now_ms]
+        due = [
+            (e.deadline_ms, e.seq, k) for k, e in self._entries.items() if e.deadline_ms <= now_ms
+        ]
         if not due:
             return None
         _, _, key = min(due, key=lambda item: (item[0], item[1]))

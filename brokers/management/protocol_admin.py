@@ -17,7 +17,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from brokers.client import BrokerClient, BrokerClientError
 
-__all__ = ["ClusterInfo", "cluster_info", "send_to_controller"]
+__all__ = ["ClusterInfo", "cluster_info", "send_to_any_broker", "send_to_controller"]
 
 
 class ClusterInfo:
@@ -85,6 +85,24 @@ async def _send(bootstrap: str, body: Any, timeout: float) -> Any:
 def send_to_controller(bootstrap: str, body: Any, *, timeout: float = 30.0) -> Any:
     """Send a kio request to the controller and return its response."""
     return asyncio.run(_send(bootstrap, body, timeout))
+
+
+async def _send_any(bootstrap: str, body: Any, timeout: float) -> Any:
+    errors = []
+    for host, port in _bootstrap(bootstrap):
+        client = BrokerClient(host, port, client_id="weir-admin")
+        try:
+            return await client.request(body, timeout=timeout)
+        except BrokerClientError as exc:
+            errors.append(f"{host}:{port}: {exc}")
+        finally:
+            await client.close()
+    raise CommandError(f"no broker answered: {'; '.join(errors)}")
+
+
+def send_to_any_broker(bootstrap: str, body: Any, *, timeout: float = 30.0) -> Any:
+    """Send a kio request to the first bootstrap broker that answers."""
+    return asyncio.run(_send_any(bootstrap, body, timeout))
 
 
 def request_timeout(seconds: float) -> timedelta:

@@ -57,6 +57,10 @@ class DuplicateBrokerError(MetadataError):
 
     error_code = ErrorCode.duplicate_broker_registration
 
+    def __init__(self, message: str, *, lease_remaining_ms: int = 0) -> None:
+        super().__init__(message)
+        self.lease_remaining_ms = lease_remaining_ms
+
 
 class TopicExistsError(MetadataError):
     error_code = ErrorCode.topic_already_exists

@@ -162,8 +162,27 @@ class BrokerRegistration:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
 
     async def register(self, *, heartbeat: bool = True) -> int:
-        """Register (new broker epoch) and, with ``heartbeat``, keep the lease alive."""
-        epoch = await self._register_once()
+        """Register (new broker epoch) and, with ``heartbeat``, keep the lease alive.
+
+        A broker restarted after a crash finds its previous incarnation's lease still live
+        for up to one lease: like Kafka's DUPLICATE_BROKER_REGISTRATION, that is retried
+        until the old lease has expired (plus one lease for a renewal in flight). Only a
+        lease that keeps being renewed, i.e. a second live broker with the same id, fails.
+        """
+        deadline: float | None = None
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                epoch = await self._register_once()
+                break
+            except DuplicateBrokerError as exc:
+                if deadline is None:
+                    deadline = loop.time() + (exc.lease_remaining_ms + self.lease_ms) / 1000
+                if loop.time() >= deadline:
+                    raise
+                log.info("%s; waiting for that lease to expire", exc)
+                wait_s = min(max(exc.lease_remaining_ms, 50) / 1000, 1.0)
+                await asyncio.sleep(min(wait_s, max(deadline - loop.time(), 0.05)))
         if heartbeat and self._heartbeat is None:
             self._heartbeat = asyncio.create_task(
                 self._heartbeat_loop(), name=f"broker-{self.broker_id}-heartbeat"
@@ -192,11 +211,13 @@ class BrokerRegistration:
         status = _text(result[0])
         if status == "duplicate":
             holder = json.loads(_text(result[1]))
+            remaining_ms = int(_text(result[2]))
             raise DuplicateBrokerError(
                 f"broker id {self.broker_id} is already registered by a live broker at "
                 f"{holder.get('host')}:{holder.get('port')} (epoch {holder.get('epoch')}); "
-                f"its lease expires in {_text(result[2])} ms unless it is renewed. Is another "
-                f"broker running with --broker-id {self.broker_id}?"
+                f"its lease expires in {remaining_ms} ms unless it is renewed. Is another "
+                f"broker running with --broker-id {self.broker_id}?",
+                lease_remaining_ms=remaining_ms,
             )
         self.epoch = int(_text(result[1]))
         self.fenced = None

@@ -12,10 +12,17 @@ partition's records are appended unchanged (offsets and epochs as the leader wro
 its HW taken from the response. The fetch offset *is* the follower's LEO report: that is how
 the leader learns it and moves the HW.
 
-Errors are per partition: a leader that no longer leads (NOT_LEADER_OR_FOLLOWER, FENCED /
-UNKNOWN_LEADER_EPOCH) parks the partition until metadata moves it to another fetcher;
-OFFSET_OUT_OF_RANGE below the leader's log start restarts the follower log there. A broken
-connection is retried with a short backoff; nothing here can stop the broker.
+Truncation follows Kafka's rules including KIP-279: when the leader answers with an older
+epoch than the one asked about (it never had our latest epoch), the follower first cuts its
+log to where *it* ended that older epoch and asks again, so several leader changes in a row
+cannot leave a divergent tail in the middle of the log.
+
+Errors are per partition: a leader that does not lead (yet) answers NOT_LEADER_OR_FOLLOWER or
+FENCED / UNKNOWN_LEADER_EPOCH; the partition is backed off for ``replica.fetch.backoff.ms``
+and retried, as Kafka's fetcher does, because the new leader may simply not have learned of
+its election yet; metadata replaces it when the leader moves elsewhere. OFFSET_OUT_OF_RANGE
+below the leader's log start restarts the follower log there. A broken connection is retried
+with a short backoff; nothing here can stop the broker.
 """
 
 from __future__ import annotations
@@ -47,6 +54,9 @@ FETCH_MAX_WAIT = timedelta(milliseconds=500)
 FETCH_MAX_BYTES = 64 * 1024 * 1024
 PARTITION_MAX_BYTES = 16 * 1024 * 1024
 RETRY_BACKOFF_S = 0.3
+# replica.fetch.backoff.ms: how long a partition whose leader refused it waits to retry.
+PARTITION_BACKOFF_MS = 1000
+UNDEFINED = -1
 
 
 @dataclass(slots=True)
@@ -54,7 +64,9 @@ class _Followed:
     partition: Partition
     leader_epoch: int
     truncated: bool = False
-    parked: bool = False
+    # Wall-clock ms before which the partition is not fetched (its leader refused it).
+    delayed_until_ms: int = 0
+    refusals: int = 0
 
 
 class LeaderFetcher:
@@ -109,10 +121,15 @@ class LeaderFetcher:
 
     async def _run(self) -> None:
         while True:
-            active = [f for f in self.partitions.values() if not f.parked]
+            now = self._time_ms()
+            active = [f for f in self.partitions.values() if f.delayed_until_ms <= now]
             if not active:
                 self._changed.clear()
-                await self._changed.wait()
+                delays = [f.delayed_until_ms - now for f in self.partitions.values()]
+                timeout = min(delays) / 1000 if delays else None
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await self._changed.wait()
                 continue
             client = self._connect()
             if client is None:
@@ -122,7 +139,8 @@ class LeaderFetcher:
                 pending = [f for f in active if not f.truncated]
                 if pending:
                     await self._truncate(client, pending)
-                ready = [f for f in active if f.truncated and not f.parked]
+                now = self._time_ms()
+                ready = [f for f in active if f.truncated and f.delayed_until_ms <= now]
                 if ready:
                     await self._fetch(client, ready)
             except BrokerClientError as exc:
@@ -164,23 +182,13 @@ class LeaderFetcher:
                     continue
                 partition = followed.partition
                 if result.error_code != ErrorCode.none:
-                    self._park(followed, ErrorCode(result.error_code))
+                    self._back_off(followed, ErrorCode(result.error_code))
                     continue
-                if (
-                    _latest_epoch(partition) >= 0
-                    and 0 <= result.end_offset < partition.log_end_offset
-                ):
-                    log.info(
-                        "%s-%d: truncating from %d to %d (leader %d epoch %d ends there)",
-                        partition.topic,
-                        partition.index,
-                        partition.log_end_offset,
-                        result.end_offset,
-                        self.leader_id,
-                        result.leader_epoch,
-                    )
-                    partition.truncate_to(result.end_offset)
-                followed.truncated = True
+                followed.refusals = 0
+                complete = truncate_by_epoch(
+                    partition, result.leader_epoch, result.end_offset, leader_id=self.leader_id
+                )
+                followed.truncated = complete
 
     async def _fetch(self, client: BrokerClient, ready: list[_Followed]) -> None:
         by_topic: dict[str, list[_Followed]] = {}
@@ -220,7 +228,7 @@ class LeaderFetcher:
         for topic_result in response.responses:
             for data in topic_result.partitions:
                 followed = self.partitions.get((topic_result.topic, data.partition_index))
-                if followed is None or followed.parked:
+                if followed is None or not followed.truncated:
                     continue
                 self._apply(followed, data)
 
@@ -241,8 +249,9 @@ class LeaderFetcher:
                 followed.truncated = False  # diverged: truncate by epoch again
             return
         if error != ErrorCode.none:
-            self._park(followed, error)
+            self._back_off(followed, error)
             return
+        followed.refusals = 0
         records = data.records  # type: ignore[attr-defined]
         try:
             partition.append_as_follower(records or b"", data.high_watermark)  # type: ignore[attr-defined]
@@ -250,16 +259,68 @@ class LeaderFetcher:
             log.error("%s-%d: follower append failed: %s", partition.topic, partition.index, exc)
             followed.truncated = False
 
-    def _park(self, followed: _Followed, error: ErrorCode) -> None:
-        """Stop fetching this partition until metadata says who leads it now."""
-        log.info(
-            "%s-%d: leader %d answered %s; waiting for new metadata",
+    def _back_off(self, followed: _Followed, error: ErrorCode) -> None:
+        """Retry this partition after ``PARTITION_BACKOFF_MS``: its leader refused it."""
+        followed.refusals += 1
+        level = logging.INFO if followed.refusals == 1 else logging.DEBUG
+        log.log(
+            level,
+            "%s-%d: leader %d answered %s; retrying in %d ms",
             followed.partition.topic,
             followed.partition.index,
             self.leader_id,
             error.name,
+            PARTITION_BACKOFF_MS,
         )
-        followed.parked = True
+        followed.delayed_until_ms = self._time_ms() + PARTITION_BACKOFF_MS
+        if error in (ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch):
+            followed.truncated = False  # the epochs moved: ask where ours ends again
+
+
+def truncate_by_epoch(
+    partition: Partition, leader_epoch: int, end_offset: int, *, leader_id: int
+) -> bool:
+    """Apply one OffsetForLeaderEpoch answer; True when truncation is complete."""
+    offset, complete = _truncation_point(partition, leader_epoch, end_offset)
+    if offset < partition.log_end_offset:
+        log.info(
+            "%s-%d: truncating from %d to %d (leader %d: epoch %d ends at %d)",
+            partition.topic,
+            partition.index,
+            partition.log_end_offset,
+            offset,
+            leader_id,
+            leader_epoch,
+            end_offset,
+        )
+        partition.truncate_to(offset)
+    elif not complete:
+        # Nothing to cut but epochs the leader never had, started at our LEO: drop them so
+        # the next round asks about an older epoch instead of the same one forever.
+        partition.log.leader_epoch_cache.truncate_from_end(offset)
+    return complete
+
+
+def _truncation_point(partition: Partition, leader_epoch: int, end_offset: int) -> tuple[int, bool]:
+    """Where to cut the follower's log after OffsetForLeaderEpoch, and whether that is final.
+
+    Kafka's rules: a follower without epochs, or a leader that knows none of ours, falls back
+    to the high watermark (committed data is never cut). When the leader answers with an epoch
+    the follower also has, cut at the smaller of both ends of that epoch. When the follower
+    does not have the leader's epoch (KIP-279), cut where the follower's largest epoch below it
+    ends and ask again with the now latest epoch.
+    """
+    leo = partition.log_end_offset
+    if _latest_epoch(partition) == UNDEFINED:
+        return leo, True
+    if leader_epoch == UNDEFINED or end_offset == UNDEFINED:
+        return min(partition.high_watermark, leo), True
+    own_epoch, own_end = partition.log.leader_epoch_cache.end_offset_for(leader_epoch, leo)
+    if own_end == UNDEFINED:
+        return min(partition.high_watermark, leo), True
+    if own_epoch != leader_epoch:
+        return min(own_end, leo), False
+    return min(own_end, end_offset, leo), True
 
 
 def _latest_epoch(partition: Partition) -> int:

@@ -85,8 +85,13 @@ class LeaderState:
         follower = self.followers.get(broker_id)
         if follower is None:
             return False
-        if fetch_offset >= leader_leo or fetch_offset >= follower.leader_leo_at_last_fetch >= 0:
+        if fetch_offset >= leader_leo:
             follower.last_caught_up_ms = now_ms
+        elif fetch_offset >= follower.leader_leo_at_last_fetch >= 0:
+            # Caught up to what the leader had at the previous fetch: caught up *then*
+            # (Kafka's Replica.updateFetchState), so a follower one slow round trip behind
+            # forever still ages out of the ISR.
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
         follower.log_end_offset = fetch_offset
         follower.last_fetch_ms = now_ms
         follower.leader_leo_at_last_fetch = leader_leo

@@ -7,7 +7,9 @@
     manage.py configs --entity-type brokers --entity-name 1 --describe
     manage.py configs --entity-type brokers --entity-default --alter --add-config log.retention.ms=1
 
-Alterations are incremental (IncrementalAlterConfigs), as in current Kafka tools.
+Alterations are incremental (IncrementalAlterConfigs), as in current Kafka tools. Requests go
+over the Kafka protocol with Weir's own client, which (unlike librdkafka) can address the
+cluster-wide broker default resource (an empty broker name).
 """
 
 from __future__ import annotations
@@ -15,8 +17,25 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from kio.schema.describe_configs.v4.request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from kio.schema.errors import ErrorCode
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from kio.static.primitive import i8
 
-from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
+from brokers.management.kafka_admin import add_bootstrap_argument
+from brokers.management.protocol_admin import send_to_any_broker
+
+# Kafka's ConfigResource types and IncrementalAlterConfigs operations.
+_RESOURCE_TYPES = {"topic": 2, "broker": 4}
+_SET, _DELETE = 0, 1
+_DYNAMIC = {1, 2, 3}
 
 _SOURCES = {
     1: "DYNAMIC_TOPIC_CONFIG",
@@ -80,69 +99,84 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=30.0)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from confluent_kafka.admin import ConfigResource
-
         entity_type = options["entity_type"]
         if options["entity_default"]:
             if entity_type != "brokers":
                 raise CommandError("--entity-default is only valid with --entity-type brokers")
+            if options["entity_name"] is not None:
+                raise CommandError("--entity-name and --entity-default are mutually exclusive")
             name = ""
         elif options["entity_name"] is None:
             raise CommandError("--entity-name (or --entity-default for brokers) is required")
         else:
             name = options["entity_name"]
         kind = "topic" if entity_type == "topics" else "broker"
-        admin = admin_client(options["bootstrap_server"])
-        if options["describe"]:
-            self._describe(admin, ConfigResource(kind, name), kind, name, options)
-        else:
-            self._alter(admin, kind, name, options)
-
-    def _describe(
-        self, admin: Any, resource: Any, kind: str, name: str, options: dict[str, Any]
-    ) -> None:
-        from confluent_kafka import KafkaException
-
-        try:
-            entries = admin.describe_configs([resource])[resource].result(options["timeout"])
-        except KafkaException as exc:
-            raise CommandError(exc.args[0].str()) from None
-        dynamic = {1, 2, 3}
+        if kind == "broker" and name and not name.isdigit():
+            raise CommandError(f"--entity-name for brokers must be a broker id, got {name!r}")
         label = f"{kind} {name}" if name else "the default broker"
+        if options["describe"]:
+            self._describe(kind, name, label, options)
+        else:
+            self._alter(kind, name, label, options)
+
+    def _describe(self, kind: str, name: str, label: str, options: dict[str, Any]) -> None:
+        request = DescribeConfigsRequest(
+            resources=(
+                DescribeConfigsResource(
+                    resource_type=i8(_RESOURCE_TYPES[kind]),
+                    resource_name=name,
+                    configuration_keys=None,
+                ),
+            ),
+            include_synonyms=True,
+            include_documentation=False,
+        )
+        response = send_to_any_broker(
+            options["bootstrap_server"], request, timeout=options["timeout"]
+        )
+        (result,) = response.results
+        if result.error_code != ErrorCode.none:
+            raise CommandError(_error_text(result.error_code, result.error_message))
         self.stdout.write(f"{'All' if options['all'] else 'Dynamic'} configs for {label} are:")
-        for key, entry in sorted(entries.items()):
-            source = int(getattr(entry.source, "value", entry.source))
-            if not options["all"] and source not in dynamic:
+        for entry in sorted(result.configs, key=lambda c: c.name):
+            if not options["all"] and entry.config_source not in _DYNAMIC:
                 continue
             value = "null" if entry.value is None else entry.value
             synonyms = ", ".join(
-                f"{_SOURCES.get(int(getattr(s.source, 'value', s.source)), '?')}:{s.name}={s.value}"
-                for s in entry.synonyms.values()
+                f"{_SOURCES.get(s.source, '?')}:{s.name}={s.value}" for s in entry.synonyms
             )
             self.stdout.write(
-                f"  {key}={value} sensitive={str(entry.is_sensitive).lower()} "
+                f"  {entry.name}={value} sensitive={str(entry.is_sensitive).lower()} "
                 f"synonyms={{{synonyms}}}"
             )
 
-    def _alter(self, admin: Any, kind: str, name: str, options: dict[str, Any]) -> None:
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import (
-            AlterConfigOpType,
-            ConfigEntry,
-            ConfigResource,
-        )
-
+    def _alter(self, kind: str, name: str, label: str, options: dict[str, Any]) -> None:
         adds = split_add_config(options["add_config"]) if options["add_config"] else {}
         deletes = [k.strip() for k in options["delete_config"].split(",") if k.strip()]
         if not adds and not deletes:
             raise CommandError("--alter needs --add-config and/or --delete-config")
-        entries = [
-            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in adds.items()
-        ] + [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in deletes]
-        resource = ConfigResource(kind, name, incremental_configs=entries)
-        try:
-            admin.incremental_alter_configs([resource])[resource].result(options["timeout"])
-        except KafkaException as exc:
-            raise CommandError(exc.args[0].str()) from None
-        label = f"{kind} {name}" if name else "the default broker"
+        configs = tuple(
+            AlterableConfig(name=k, config_operation=i8(_SET), value=v) for k, v in adds.items()
+        ) + tuple(
+            AlterableConfig(name=k, config_operation=i8(_DELETE), value=None) for k in deletes
+        )
+        request = IncrementalAlterConfigsRequest(
+            resources=(
+                AlterConfigsResource(
+                    resource_type=i8(_RESOURCE_TYPES[kind]), resource_name=name, configs=configs
+                ),
+            ),
+            validate_only=False,
+        )
+        response = send_to_any_broker(
+            options["bootstrap_server"], request, timeout=options["timeout"]
+        )
+        (result,) = response.responses
+        if result.error_code != ErrorCode.none:
+            raise CommandError(_error_text(result.error_code, result.error_message))
         self.stdout.write(f"Completed updating config for {label}.")
+
+
+def _error_text(code: int, message: str | None) -> str:
+    name = ErrorCode(code).name.upper()
+    return f"{name}: {message}" if message else name

@@ -151,6 +151,8 @@ class Command(BaseCommand):
         topic = self._require_topic(options)
         if options["partitions"] is None:
             raise CommandError("--alter needs --partitions (use `manage.py configs` for configs)")
+        if options["if_exists"] and not self._exists(admin, topic, options["timeout"]):
+            return
         futures = admin.create_partitions(
             [NewPartitions(topic, options["partitions"])], request_timeout=options["timeout"]
         )
@@ -162,9 +164,22 @@ class Command(BaseCommand):
 
     def _delete(self, admin: Any, options: dict[str, Any]) -> None:
         topic = self._require_topic(options)
+        if options["if_exists"] and not self._exists(admin, topic, options["timeout"]):
+            return  # kafka-topics --if-exists: a missing topic is silently not deleted
         futures = admin.delete_topics([topic], request_timeout=options["timeout"])
         ok = {"UNKNOWN_TOPIC_OR_PART"} if options["if_exists"] else set()
         error = wait_all(futures, options["timeout"], ok_codes=ok)
         if error:
             raise CommandError(f"Error while executing topic command : {error}")
         self.stdout.write(f"Deleted topic {topic}.")
+
+    def _exists(self, admin: Any, topic: str, timeout: float) -> bool:
+        from confluent_kafka import KafkaException
+
+        try:
+            # All topics, not ``topic=``: naming one may auto-create it on the broker.
+            metadata = admin.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            raise CommandError(f"Error while executing topic command : {exc}") from None
+        found = metadata.topics.get(topic)
+        return found is not None and found.error is None

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,3 +132,22 @@ def start_broker(redis_server: str, cluster_id: str, tmp_path: Path) -> Iterator
 def broker(start_broker: object) -> BrokerProcess:
     """One running broker with default configs."""
     return start_broker()  # type: ignore[operator]
+
+
+@pytest.fixture(scope="module")
+def module_broker(
+    redis_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrokerProcess]:
+    """One broker shared by a whole test module (tests isolate by topic name)."""
+    directory = tmp_path_factory.mktemp("module-broker")
+    broker = BrokerProcess(
+        broker_id=1,
+        data_dir=directory / "broker-1",
+        redis_url=redis_server,
+        cluster_id=f"test-{uuid.uuid4().hex[:12]}",
+        configs=[],
+        log_path=directory / "broker-1.log",
+    )
+    broker.start()
+    yield broker
+    broker.stop()

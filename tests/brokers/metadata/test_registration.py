@@ -60,12 +60,12 @@ async def test_epochs_increase_with_every_registration(
     await second.deregister()
 
 
-async def test_duplicate_broker_id_is_rejected_while_the_lease_lives(
+async def test_duplicate_broker_id_is_rejected_while_the_lease_is_renewed(
     redis_client: aioredis.Redis, cluster_id: str
 ) -> None:
-    original = registration(redis_client, cluster_id, 3)
-    await original.register(heartbeat=False)
-    imposter = registration(redis_client, cluster_id, 3, port=9999)
+    original = registration(redis_client, cluster_id, 3, lease_ms=300, heartbeat_ms=60)
+    await original.register()
+    imposter = registration(redis_client, cluster_id, 3, port=9999, lease_ms=300, heartbeat_ms=60)
     with pytest.raises(DuplicateBrokerError) as caught:
         await imposter.register(heartbeat=False)
     assert caught.value.error_code is ErrorCode.duplicate_broker_registration
@@ -74,6 +74,21 @@ async def test_duplicate_broker_id_is_rejected_while_the_lease_lives(
     await original.deregister()
     await imposter.register(heartbeat=False)  # free once the original left
     await imposter.deregister()
+
+
+async def test_restart_after_a_crash_waits_out_the_previous_incarnations_lease(
+    redis_client: aioredis.Redis, cluster_id: str
+) -> None:
+    crashed = registration(redis_client, cluster_id, 4, lease_ms=400, heartbeat_ms=100)
+    old_epoch = await crashed.register(heartbeat=False)  # then "kill -9": no more renewals
+    restarted = registration(redis_client, cluster_id, 4, lease_ms=400, heartbeat_ms=100)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    new_epoch = await restarted.register(heartbeat=False)
+    assert new_epoch > old_epoch
+    assert loop.time() - started > 0.2  # it did wait for the old lease
+    assert [b.epoch for b in await restarted.live_brokers()] == [new_epoch]
+    await restarted.deregister()
 
 
 async def test_lease_expires_without_heartbeats(
