@@ -159,6 +159,7 @@ class Broker:
         self.endpoint: tuple[str, int] = settings.advertise or settings.listen
         self._tasks: list[asyncio.Task[None]] = []
         self._topic_views: dict[str, TopicView] = {}
+        self._topic_configs: dict[str, Any] = {}
         self._topic_views_by_id: dict[uuid.UUID, TopicView] = {}
         self._metadata_changed = asyncio.Event()
         self._controller_clients: dict[int, BrokerClient] = {}
@@ -502,6 +503,7 @@ class Broker:
                 partitions=tuple(parts),
             )
         self._topic_views = views
+        self._topic_configs = {}
         self._topic_views_by_id = {v.topic_id: v for v in views.values()}
         reset = bool(self._incarnation) and image.incarnation != self._incarnation
         self._incarnation = image.incarnation
@@ -623,7 +625,13 @@ class Broker:
         return dict(self.metadata.image.topic_configs.get(topic, {}))
 
     def topic_config(self, topic: str):  # -> TopicConfig
-        return effective_topic_config(self.config, self.topic_overrides(topic))
+        # Produce asks for every request; configs change only with a new metadata image,
+        # which clears this cache.
+        config = self._topic_configs.get(topic)
+        if config is None:
+            config = effective_topic_config(self.config, self.topic_overrides(topic))
+            self._topic_configs[topic] = config
+        return config
 
     def log_config(self, topic: str) -> LogConfig:
         config = self.topic_config(topic)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ log = logging.getLogger("weir.server")
 
 # Stop reading from a client that has this many request bytes queued but unhandled.
 _MAX_QUEUED_BYTES = 8 * 1024 * 1024
+# File regions up to this size are copied (pread) rather than sent with sendfile.
+_SENDFILE_MIN_BYTES = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -190,13 +193,34 @@ class KafkaConnection(asyncio.Protocol):
         if transport is None or self.context.closed:
             return
         loop = asyncio.get_running_loop()
+        # Coalesce the response into as few transport writes as possible: each write on an
+        # idle transport is a send() system call.
+        pending: list[bytes | bytearray] = []
         for chunk in chunks:
-            if self.context.closed:
-                return
             if isinstance(chunk, bytes | bytearray):
-                transport.write(chunk)
+                pending.append(chunk)
+                continue
+            if chunk.size <= _SENDFILE_MIN_BYTES:
+                # Small regions (a caught-up consumer's few batches): one pread is cheaper
+                # than sendfile, which must drain the buffer first and register the socket
+                # with the selector and unregister it again.
+                data = os.pread(chunk.file.fileno(), chunk.size, chunk.position)
+                sent = len(data)
+                pending.append(data)
             else:
-                await loop.sendfile(transport, chunk.file, chunk.position, chunk.size)
+                if pending:
+                    transport.write(b"".join(pending))
+                    pending.clear()
+                if self.context.closed:
+                    return
+                sent = await loop.sendfile(transport, chunk.file, chunk.position, chunk.size)
+            if sent != chunk.size:
+                # The file shrank under us; the frame's length prefix is now a lie.
+                log.warning("closing %s: log file region shrank while sending", self._peer())
+                self.close()
+                return
+        if pending and not self.context.closed:
+            transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
         if not self._can_write.is_set():
             await self._can_write.wait()
 
