@@ -603,8 +603,9 @@ class Broker:
         config = self.topic_config(topic)
         return is_throttled(config.leader_replication_throttled_replicas, index, self.broker_id)
 
-    def replication_quota_available(self) -> bool:
-        return self._replication_quota.available(
+    def replication_quota_remaining(self) -> int:
+        """Throttled catch-up bytes this leader may send now (negative: none)."""
+        return self._replication_quota.remaining(
             rate=int(self.config.get("leader.replication.throttled.rate")),
             now_s=time.monotonic(),
         )

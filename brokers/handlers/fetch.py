@@ -50,6 +50,19 @@ class _PartitionRead:
     log_start_offset: int
     records: bytes
     size: int
+    throttled: bool = False
+
+
+@dataclass(slots=True)
+class _ThrottleBudget:
+    """Catch-up bytes left for throttled partitions in one response (read lazily)."""
+
+    remaining: int | None = None
+
+    def take(self, broker: Broker) -> int:
+        if self.remaining is None:
+            self.remaining = broker.replication_quota_remaining()
+        return self.remaining
 
 
 async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
@@ -63,6 +76,10 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     if _should_park(reads, body.min_bytes, max_wait_s, ctx):
         await _park(broker, wanted, body, replica_id, max_wait_s, ctx)
         reads = _read_all(broker, wanted, body.max_bytes, replica_id)
+    # Charge the replication throttle for what is sent, not for parked re-reads.
+    throttled = sum(r.size for r in reads if r.throttled)
+    if throttled:
+        broker.record_replication_bytes(throttled)
     return _response(request.api_version, reads)
 
 
@@ -90,16 +107,32 @@ def _read_all(
     broker: Broker, wanted: list[tuple[str, Any]], max_bytes: int, replica_id: int
 ) -> list[_PartitionRead]:
     budget = max_bytes
+    throttle = _ThrottleBudget()
     reads = []
     for topic, p in wanted:
-        read = _read_one(broker, topic, p, budget, first=budget == max_bytes, replica_id=replica_id)
+        read = _read_one(
+            broker,
+            topic,
+            p,
+            budget,
+            first=budget == max_bytes,
+            replica_id=replica_id,
+            throttle=throttle,
+        )
         budget = max(0, budget - read.size)
         reads.append(read)
     return reads
 
 
 def _read_one(
-    broker: Broker, topic: str, p: Any, budget: int, *, first: bool, replica_id: int
+    broker: Broker,
+    topic: str,
+    p: Any,
+    budget: int,
+    *,
+    first: bool,
+    replica_id: int,
+    throttle: _ThrottleBudget,
 ) -> _PartitionRead:
     index = p.partition
     error = broker.leader_error(topic, index)
@@ -117,11 +150,16 @@ def _read_one(
     # Followers read up to the LEO; consumers only what the ISR has (below the HW).
     max_offset = None if replica_id >= 0 else hw
     throttled = replica_id >= 0 and broker.replication_throttled(topic, index, replica_id)
-    if throttled and not broker.replication_quota_available():
-        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
+    min_one_batch = first or limit > 0
+    if throttled:
+        allowance = throttle.take(broker)
+        if allowance <= 0:
+            return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
+        limit = min(limit, allowance)
+        min_one_batch = True  # a batch larger than the allowance must still move
     try:
         slices = partition.log.read(
-            p.fetch_offset, max(limit, 1), max_offset=max_offset, min_one_batch=first or limit > 0
+            p.fetch_offset, max(limit, 1), max_offset=max_offset, min_one_batch=min_one_batch
         )
     except OffsetOutOfRangeError:
         return _PartitionRead(topic, index, ErrorCode.offset_out_of_range, hw, start, _EMPTY, 0)
@@ -129,8 +167,10 @@ def _read_one(
         return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
     region = RecordsRegion(slices)
     if throttled:
-        broker.record_replication_bytes(region.total)
-    return _PartitionRead(topic, index, ErrorCode.none, hw, start, region, region.total)
+        throttle.remaining = (throttle.remaining or 0) - region.total
+    return _PartitionRead(
+        topic, index, ErrorCode.none, hw, start, region, region.total, throttled=throttled
+    )
 
 
 def _check_epoch(partition: Partition, requested: int) -> ErrorCode:

@@ -3,9 +3,10 @@
 Kafka's ``leader.replication.throttled.rate`` (broker, bytes/s) applies to the partitions
 and replicas a topic lists in ``leader.replication.throttled.replicas`` (``partition:broker``
 entries, or ``*``); ``kafka-reassign-partitions --throttle`` sets both. A leader listed there
-spends the budget on fetches of followers that are not in the ISR (replicas catching up) and
-leaves those partitions out of a response once it is exhausted, so in-sync replication is
-never slowed.
+spends the budget on fetches of followers that are not in the ISR (replicas catching up): a
+throttled partition gets at most the bytes left in the bucket (at least one whole batch) and
+is left out of a response while the bucket is empty, so in-sync replication is never slowed.
+Only bytes actually sent are charged, not the re-reads of a parked fetch.
 """
 
 from __future__ import annotations
@@ -33,10 +34,14 @@ class ReplicationQuota:
 
     def available(self, *, rate: int, now_s: float) -> bool:
         """True while the bucket has bytes left at ``rate``."""
+        return self.remaining(rate=rate, now_s=now_s) > 0
+
+    def remaining(self, *, rate: int, now_s: float) -> int:
+        """Bytes that may be sent now (``UNLIMITED`` without a rate); negative when in debt."""
         if rate >= UNLIMITED:
-            return True
+            return UNLIMITED
         self._refill(rate, now_s)
-        return self._tokens > 0
+        return int(self._tokens)
 
     def record(self, size: int, *, rate: int, now_s: float) -> None:
         if rate >= UNLIMITED:
