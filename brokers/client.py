@@ -9,7 +9,7 @@ requests are encoded with the same kio schemas the server decodes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import collections
 import io
 import struct
 from typing import Any
@@ -20,10 +20,109 @@ from kio.serial import entity_reader, entity_writer
 __all__ = ["BrokerClient", "BrokerClientError"]
 
 _SIZE = struct.Struct(">i")
+_SCRATCH_BYTES = 64 * 1024
+# Larger than any response a broker sends (fetch.max.bytes is at most a few hundred MB).
+_MAX_FRAME_BYTES = 1 << 30
 
 
 class BrokerClientError(Exception):
     """The peer broker could not be reached or answered garbage."""
+
+
+class _FrameProtocol(asyncio.BufferedProtocol):
+    """Reads size-prefixed response frames straight into their own buffers.
+
+    A follower's Fetch responses are megabytes: asyncio streams would copy every byte twice
+    (into the stream's buffer, then out of it). Here the kernel writes a frame's body
+    directly into the bytearray that becomes the frame, so each byte is copied once.
+    """
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self._scratch = bytearray(_SCRATCH_BYTES)
+        self._pending = 0  # bytes of the scratch buffer not yet consumed
+        self._frame: bytearray | None = None
+        self._filled = 0
+        self._frames: collections.deque[bytearray] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._lost: BaseException | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self.transport is None or self._lost is not None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled :]
+        return memoryview(self._scratch)[self._pending :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._frame is not None:
+            self._filled += nbytes
+            if self._filled == len(self._frame):
+                self._deliver(self._frame)
+                self._frame = None
+            return
+        self._pending += nbytes
+        self._split_scratch()
+
+    def _split_scratch(self) -> None:
+        view = memoryview(self._scratch)
+        start = 0
+        while self._pending - start >= 4:
+            (size,) = _SIZE.unpack_from(view, start)
+            if size < 0 or size > _MAX_FRAME_BYTES:
+                self._fail(BrokerClientError(f"response frame of {size} bytes"))
+                return
+            body_start = start + 4
+            available = self._pending - body_start
+            if available >= size:
+                self._deliver(bytearray(view[body_start : body_start + size]))
+                start = body_start + size
+                continue
+            # A large frame: give it its own buffer and receive the rest straight into it.
+            self._frame = bytearray(size)
+            self._frame[:available] = view[body_start : self._pending]
+            self._filled = available
+            start = self._pending
+            break
+        remaining = self._pending - start
+        if remaining and start:
+            self._scratch[:remaining] = view[start : self._pending]
+        self._pending = remaining
+
+    def _deliver(self, frame: bytearray) -> None:
+        self._frames.append(frame)
+        self._wake()
+
+    def _fail(self, exc: BaseException) -> None:
+        self._lost = exc
+        if self.transport is not None:
+            self.transport.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._lost is None:
+            self._lost = exc or asyncio.IncompleteReadError(b"", None)
+        self._wake()
+
+    async def read_frame(self) -> bytearray:
+        while not self._frames:
+            if self._lost is not None:
+                raise self._lost
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._frames.popleft()
 
 
 class BrokerClient:
@@ -33,8 +132,7 @@ class BrokerClient:
         self.host = host
         self.port = port
         self.client_id = client_id
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._protocol: _FrameProtocol | None = None
         self._correlation = 0
         self._lock = asyncio.Lock()
 
@@ -49,11 +147,16 @@ class BrokerClient:
                 raise BrokerClientError(
                     f"request to broker {self.host}:{self.port} failed: {exc!r}"
                 ) from exc
+            except BrokerClientError:
+                await self.close()
+                raise
 
     async def _roundtrip(self, body: Any) -> Any:
-        if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-        assert self._reader is not None
+        if self._protocol is None or self._protocol.closed:
+            loop = asyncio.get_running_loop()
+            _, self._protocol = await loop.create_connection(_FrameProtocol, self.host, self.port)
+        protocol = self._protocol
+        assert protocol.transport is not None
         self._correlation += 1
         api_key = body.__api_key__
         version = body.__version__
@@ -72,10 +175,9 @@ class BrokerClient:
         entity_writer(type(body))(buffer, body)
         frame = buffer.getbuffer()
         _SIZE.pack_into(frame, 0, len(frame) - 4)
-        self._writer.write(bytes(frame))
-        await self._writer.drain()
-        (size,) = _SIZE.unpack(await self._reader.readexactly(4))
-        payload = await self._reader.readexactly(size)
+        protocol.transport.write(bytes(frame))
+        # kio's native readers want a read-only buffer; the view costs no copy.
+        payload = memoryview(await protocol.read_frame()).toreadonly()
         response_type = load_response_schema(api_key, version)
         response_header_type = response_type.__header_schema__
         header, offset = entity_reader(response_header_type)(payload, 0)
@@ -87,8 +189,6 @@ class BrokerClient:
         return response
 
     async def close(self) -> None:
-        writer, self._writer, self._reader = self._writer, None, None
-        if writer is not None:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
+        protocol, self._protocol = self._protocol, None
+        if protocol is not None and protocol.transport is not None:
+            protocol.transport.close()

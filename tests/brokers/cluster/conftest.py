@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import pytest
 import redis
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.index import load_response_schema
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
@@ -437,7 +437,13 @@ class Cluster:
             }
         )
         try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
+            # Right after a leader moves, a new client's first metadata can be a moment
+            # behind (as with Kafka): retry transient lookups, not forever.
+            low, high = wait_until(
+                lambda: _watermarks_or_none(consumer, topic, index),
+                20,
+                lambda: f"watermarks of {topic}-{index}\n{self.describe(topic)}",
+            )
             consumer.assign([TopicPartition(topic, index, low)])
             records: list[tuple[int, bytes | None, bytes | None]] = []
             deadline = time.monotonic() + timeout
@@ -475,6 +481,23 @@ class Cluster:
         for broker in self.brokers.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 broker.stop()
+
+
+_TRANSIENT = {
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError._TIMED_OUT,
+}
+
+
+def _watermarks_or_none(consumer: Consumer, topic: str, index: int) -> tuple[int, int] | None:
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=5)
+    except KafkaException as exc:
+        if exc.args[0].code() in _TRANSIENT:
+            return None
+        raise
 
 
 def batch_summary(data: bytes) -> list[tuple[int, int, int, int]]:
