@@ -65,6 +65,8 @@ log = logging.getLogger("weir.broker")
 CHECKPOINT_INTERVAL_S = 60.0
 HW_CHECKPOINT_INTERVAL_S = 5.0
 PUBLISH_INTERVAL_S = 1.0
+# How often the controller trims metadata log history (metadata.max.retention.ms).
+METADATA_TRIM_INTERVAL_S = 60.0
 
 
 SHUTDOWN_STEP_S = 5.0
@@ -290,9 +292,25 @@ class Broker:
         return int(self.config.get("broker.session.timeout.ms"))
 
     async def _controller_loop(self) -> None:
+        next_trim = 0.0
         while True:
             await asyncio.sleep(int(self.config.get("broker.heartbeat.interval.ms")) / 1000)
             await self._try_controller()
+            if self.controller_epoch is not None and time.monotonic() >= next_trim:
+                next_trim = time.monotonic() + METADATA_TRIM_INTERVAL_S
+                await self._trim_metadata_log()
+
+    async def _trim_metadata_log(self) -> None:
+        """The controller drops metadata history older than ``metadata.max.retention.ms``."""
+        assert self.store is not None
+        retention = int(self.config.get("metadata.max.retention.ms"))
+        try:
+            removed = await self.store.trim_log(older_than_ms=int(time.time() * 1000) - retention)
+        except MetadataUnavailableError as exc:
+            log.warning("metadata log trim failed: %s", exc)
+            return
+        if removed:
+            log.info("trimmed %d metadata log entries older than %d ms", removed, retention)
 
     # ISR maintenance (leader side) ------------------------------------------------------
     async def _isr_loop(self) -> None:

@@ -1107,6 +1107,15 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         AtLeast(1),
     ),
     _broker(
+        "metadata.max.retention.ms",
+        L,
+        604800000,
+        "The maximum time before the metadata log's history is deleted. Weir's materialized "
+        "metadata in Redis always holds the current state, so history older than this is "
+        "trimmed from the metadata log by the controller.",
+        AtLeast(1),
+    ),
+    _broker(
         "offset.metadata.max.bytes",
         I,
         4096,

@@ -52,6 +52,11 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _stream_id(value: str) -> tuple[int, int]:
+    ms, _, seq = value.partition("-")
+    return int(ms), int(seq or 0)
+
+
 class MetadataCache:
     """The latest metadata image, kept up to date from Redis."""
 
@@ -192,11 +197,30 @@ class MetadataCache:
                 )
                 backoff = 0.05
                 if reply:
+                    if await self._missed_trimmed_entries():
+                        continue
                     await self._apply_reply(reply)
             except _REDIS_DOWN as exc:
                 self._went_down(exc)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff_s)
+
+    async def _missed_trimmed_entries(self) -> bool:
+        """Were entries this cache never read trimmed from the log? Then re-snapshot.
+
+        Only a cache that stopped reading for longer than ``metadata.max.retention.ms``
+        (a paused process) can fall behind the trimmed point.
+        """
+        trimmed = await self.redis.get(self.keys.metadata_log_trimmed)
+        if trimmed is None or _stream_id(self._read_id) >= _stream_id(_text(trimmed)):
+            return False
+        log.warning(
+            "metadata log was trimmed past %s (through %s); re-snapshotting",
+            self._read_id,
+            _text(trimmed),
+        )
+        self._resync.set()
+        return True
 
     async def _apply_reply(self, reply: Any) -> None:
         # RESP2: [[stream, [(id, fields), ...]]]; RESP3: {stream: [[(id, fields), ...]]}

@@ -5,6 +5,7 @@ key (after the prefix)          type     holds
 ==============================  =======  =====================================================
 ``metadata_log``                stream   change records (``type``, ``data`` JSON, ``end`` on
                                          the last record of one atomic write)
+``metadata_log_trimmed``        string   id of the newest entry trimmed from the log
 ``topics``                      hash     topic name → JSON ``{topic_id, partitions: [...]}``
 ``topic_ids``                   hash     topic id → topic name
 ``topic_collisions``            hash     name with '.' → '_' → topic name (Kafka's rule)
@@ -110,3 +111,7 @@ class KeyLayout:
     @property
     def incarnation(self) -> str:
         return self.key("incarnation")
+
+    @property
+    def metadata_log_trimmed(self) -> str:
+        return self.key("metadata_log_trimmed")

@@ -287,6 +287,27 @@ class StalePartitionEpochError(MetadataError):
     error_code = ErrorCode.invalid_update_version
 
 
+# Trim the metadata log below a cutoff id, never its newest entry, and remember the newest
+# removed id so a cache that had not read that far knows it must re-snapshot.
+_TRIM_LOG = """
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last == 0 then return 0 end
+local victims = redis.call('XREVRANGE', KEYS[1], '(' .. ARGV[1], '-', 'COUNT', 1)
+if #victims == 0 then return 0 end
+local newest_removed = victims[1][1]
+local min_id = ARGV[1]
+if newest_removed == last[1][1] then
+  local previous = redis.call('XREVRANGE', KEYS[1], '(' .. last[1][1], '-', 'COUNT', 1)
+  if #previous == 0 then return 0 end
+  newest_removed = previous[1][1]
+  min_id = last[1][1]
+end
+local removed = redis.call('XTRIM', KEYS[1], 'MINID', min_id)
+redis.call('SET', KEYS[2], newest_removed)
+return removed
+"""
+
+
 class MetadataStore:
     """Fenced metadata writes and consistent snapshots for one cluster id.
 
@@ -306,6 +327,7 @@ class MetadataStore:
         self._acquire = redis.register_script(_ACQUIRE_CONTROLLER)
         self._renew = redis.register_script(_RENEW_CONTROLLER)
         self._resign = redis.register_script(_RESIGN_CONTROLLER)
+        self._trim_log = redis.register_script(_TRIM_LOG)
 
     @classmethod
     def from_url(cls, url: str, *, cluster_id: str) -> MetadataStore:
@@ -651,6 +673,25 @@ class MetadataStore:
         return (await self.allocate_producer_ids(1)).start
 
     # -- reads -----------------------------------------------------------------------------
+    async def trim_log(self, *, older_than_ms: int) -> int:
+        """Remove metadata log entries written before ``older_than_ms`` (epoch ms).
+
+        Kafka deletes metadata log segments older than ``metadata.max.retention.ms`` once a
+        snapshot covers them; here the materialized state *is* that snapshot, always current,
+        so old entries are only history. The newest entry always stays. Returns how many
+        entries were removed.
+        """
+        if older_than_ms <= 0:
+            return 0  # nothing is older than the epoch (and "(0-0" is no valid range end)
+        try:
+            removed = await self._trim_log(
+                keys=[self.keys.metadata_log, self.keys.metadata_log_trimmed],
+                args=[f"{older_than_ms}-0"],
+            )
+        except (RedisError, OSError) as exc:
+            raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
+        return int(removed)
+
     async def snapshot(self) -> ClusterImage:
         """The whole materialized state as one consistent image, with its stream id."""
         keys = self.keys

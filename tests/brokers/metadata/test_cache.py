@@ -243,3 +243,23 @@ async def test_start_fails_clearly_when_redis_is_unreachable(cluster_id: str) ->
             await cache.start()
     finally:
         await client.aclose()
+
+
+async def test_a_cache_behind_the_trimmed_history_re_snapshots(
+    redis_client: aioredis.Redis, cluster_id: str, store: MetadataStore, controller_epoch: int
+) -> None:
+    cache = MetadataCache(redis_client, cluster_id=cluster_id, **FAST)  # type: ignore[arg-type]
+    await cache.start()
+    try:
+        await store.create_topic(controller_epoch=controller_epoch, name="x", assignments=[[1]])
+        await cache.wait_for(lambda i: "x" in i.topics, 5)
+        # Simulate a cache that stopped reading (a paused broker) while history it never
+        # read was trimmed: its read position is before the trimmed point.
+        cache._read_id = "1-0"
+        await store.create_topic(controller_epoch=controller_epoch, name="y", assignments=[[1]])
+        await store.create_topic(controller_epoch=controller_epoch, name="z", assignments=[[1]])
+        await store.trim_log(older_than_ms=2**50)
+        image = await cache.wait_for(lambda i: {"x", "y", "z"} <= set(i.topics), 5)
+        assert image.stream_id == (await store.snapshot()).stream_id
+    finally:
+        await cache.stop()

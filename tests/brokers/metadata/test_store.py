@@ -474,3 +474,27 @@ async def test_store_works_with_a_decoding_client(redis_server: str, cluster_id:
         assert "t" in image.topics and dict(image.topic_config("t")) == {"retention.ms": "1"}
     finally:
         await store.aclose()
+
+
+async def test_trimming_removes_old_history_but_never_the_newest_entry(
+    redis_client: aioredis.Redis, keys: KeyLayout, store: MetadataStore, controller_epoch: int
+) -> None:
+    lengths = []
+    for name in ("a", "b", "c"):
+        await asyncio.sleep(0.01)  # distinct stream id milliseconds per topic
+        await store.create_topic(controller_epoch=controller_epoch, name=name, assignments=[[1]])
+        lengths.append(await redis_client.xlen(keys.metadata_log))
+    entries = await redis_client.xrange(keys.metadata_log)
+    assert await store.trim_log(older_than_ms=0) == 0  # nothing is that old
+    # Cut at the first record of topic "c": the history before it goes.
+    first_of_c = entries[lengths[1]][0].decode()
+    removed = await store.trim_log(older_than_ms=int(first_of_c.split("-")[0]))
+    remaining = await redis_client.xrange(keys.metadata_log)
+    assert removed == lengths[1] and remaining == entries[lengths[1] :]
+    trimmed = await redis_client.get(keys.metadata_log_trimmed)
+    assert trimmed == entries[lengths[1] - 1][0]
+    # Everything older than "now": all but the newest entry go.
+    await store.trim_log(older_than_ms=2**50)
+    assert [e[0] for e in await redis_client.xrange(keys.metadata_log)] == [entries[-1][0]]
+    # The materialized state is untouched: it is the snapshot.
+    assert set((await store.snapshot()).topics) == {"a", "b", "c"}
