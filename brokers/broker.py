@@ -39,6 +39,7 @@ from brokers.config import (
     effective_topic_config,
 )
 from brokers.controller import Controller, IsrChangeRequest
+from brokers.group_coordinator import GroupCoordinator
 from brokers.handlers import registry
 from brokers.log.log import LogConfig
 from brokers.metadata.cache import MetadataCache
@@ -167,6 +168,7 @@ class Broker:
         self._controller_clients: dict[int, BrokerClient] = {}
         self._incarnation = ""
         self.time_ms = wall_clock_ms
+        self.groups = GroupCoordinator(self)
         self.fetchers = ReplicaFetcherManager(
             broker_id=settings.broker_id, endpoint=self.endpoint_of, time_ms=wall_clock_ms
         )
@@ -237,6 +239,7 @@ class Broker:
         await _bounded(self.server.stop(), "closing the listener")
         if self.controller is not None:
             await _bounded(self.controller.stop(), "stopping the controller")
+        await _bounded(self.groups.stop(), "stopping the group coordinator")
         await _bounded(self.fetchers.stop(), "stopping the replica fetchers")
         for task in self._tasks:
             task.cancel()
@@ -533,6 +536,7 @@ class Broker:
         for partition in changes.follow:
             self.fetchers.follow(partition)
         self.replicas.update_configs()
+        self.groups.on_metadata()
         if self.controller is not None:
             self.controller.poke()
         self._metadata_changed.set()
@@ -667,8 +671,16 @@ class Broker:
         assert self.store is not None
         return await self.store.allocate_producer_id()
 
-    async def auto_create_topic(self, name: str) -> tuple[ErrorCode, TopicView | None]:
-        """Create ``name`` with the broker defaults (Metadata auto-creation).
+    async def auto_create_topic(
+        self,
+        name: str,
+        *,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, str] | None = None,
+    ) -> tuple[ErrorCode, TopicView | None]:
+        """Create ``name`` (broker defaults unless given): Metadata auto-creation, and the
+        internal ``__consumer_offsets`` on first FindCoordinator.
 
         The controller creates it; any other broker asks the controller with CreateTopics,
         as Kafka's AutoTopicCreationManager does.
@@ -679,16 +691,18 @@ class Broker:
             outcome = await admin.create_topic(
                 self,
                 name=name,
-                num_partitions=-1,
-                replication_factor=-1,
+                num_partitions=num_partitions,
+                replication_factor=replication_factor,
                 assignments={},
-                configs={},
+                configs=dict(configs or {}),
                 validate_only=False,
                 timeout_ms=5000,
             )
             error = outcome.error
         else:
-            error = await self._create_topic_on_controller(name)
+            error = await self._create_topic_on_controller(
+                name, num_partitions, replication_factor, configs or {}
+            )
         if error not in (ErrorCode.none, ErrorCode.topic_already_exists):
             return error, None
         await self.wait_for_metadata(lambda: name in self._topic_views, 5.0)
@@ -710,8 +724,14 @@ class Broker:
             self._controller_clients[controller] = client
         return client
 
-    async def _create_topic_on_controller(self, name: str) -> ErrorCode:
-        from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+    async def _create_topic_on_controller(
+        self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> ErrorCode:
+        from kio.schema.create_topics.v7.request import (
+            CreatableTopic,
+            CreatableTopicConfig,
+            CreateTopicsRequest,
+        )
 
         client = self._controller_client()
         if client is None:
@@ -720,10 +740,12 @@ class Broker:
             topics=(
                 CreatableTopic(
                     name=name,
-                    num_partitions=-1,
-                    replication_factor=-1,
+                    num_partitions=num_partitions,
+                    replication_factor=replication_factor,
                     assignments=(),
-                    configs=(),
+                    configs=tuple(
+                        CreatableTopicConfig(name=k, value=v) for k, v in configs.items()
+                    ),
                 ),
             ),
             timeout=timedelta(seconds=5),

@@ -22,6 +22,7 @@ from brokers.handlers._build import NO_THROTTLE, make, response_class, response_
 from brokers.log.errors import LogError
 from brokers.protocol.codec import Request
 from brokers.protocol.records import CorruptBatchError, validate_batches
+from brokers.purgatory import await_commit
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -98,36 +99,9 @@ def _required_hw(partition: Partition) -> int:
 async def _await_commit(
     broker: Broker, wait: tuple[list[Any], Partition, int, int], timeout_s: float
 ) -> None:
-    """The purgatory: park until the HW reaches the batch, leadership is lost, or timeout.
-
-    Each LEO/HW movement of the partition re-checks; the row's error is set in place.
-    """
+    """The purgatory for one partition of a produce request; the row's error is set in place."""
     row, partition, epoch, required = wait
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-
-    def check() -> None:
-        if done.done():
-            return
-        if not partition.is_leader or partition.leader_epoch != epoch:
-            done.set_result(ErrorCode.not_leader_or_follower)
-        elif partition.high_watermark >= required:
-            min_isr = broker.topic_config(partition.topic).min_insync_replicas
-            enough = len(partition.isr) >= min_isr
-            done.set_result(
-                ErrorCode.none if enough else ErrorCode.not_enough_replicas_after_append
-            )
-
-    partition.add_waiter(check)
-    try:
-        check()
-        try:
-            async with asyncio.timeout(timeout_s if timeout_s > 0 else 0.001):
-                row[1] = await done
-        except TimeoutError:
-            row[1] = ErrorCode.request_timed_out
-    finally:
-        partition.remove_waiter(check)
+    row[1] = await await_commit(broker, partition, epoch, required, timeout_s)
     if row[1] is not ErrorCode.none:
         row[5] = f"not committed by the in-sync replicas: {row[1].name}"
 

@@ -1,0 +1,66 @@
+"""Encoding v2 record batches for the records the broker writes itself.
+
+The broker never re-encodes clients' batches; it only writes batches of its own for internal
+topics (the group coordinator's ``__consumer_offsets`` records). Those are small, so they go
+uncompressed, with no producer id, every record stamped with the same timestamp.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+import crc32c
+
+__all__ = ["build_batch"]
+
+_AFTER_CRC = struct.Struct(">hiqqqhii")
+_HEAD = struct.Struct(">qiibI")
+NO_PRODUCER_ID = -1
+
+
+def _varint(value: int) -> bytes:
+    encoded = (value << 1) ^ (value >> 63)  # zigzag
+    out = bytearray()
+    while True:
+        byte = encoded & 0x7F
+        encoded >>= 7
+        if encoded:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _blob(data: bytes | None) -> bytes:
+    return _varint(-1) if data is None else _varint(len(data)) + data
+
+
+def _record(offset_delta: int, key: bytes | None, value: bytes | None) -> bytes:
+    # attributes, timestampDelta 0, offsetDelta, key, value, no headers
+    body = b"\x00" + _varint(0) + _varint(offset_delta) + _blob(key) + _blob(value) + _varint(0)
+    return _varint(len(body)) + body
+
+
+def build_batch(
+    records: Sequence[tuple[bytes | None, bytes | None]], *, timestamp_ms: int
+) -> bytearray:
+    """One uncompressed magic-v2 batch holding ``(key, value)`` records (base offset 0)."""
+    if not records:
+        raise ValueError("a record batch needs at least one record")
+    body = b"".join(_record(i, key, value) for i, (key, value) in enumerate(records))
+    after_crc = (
+        _AFTER_CRC.pack(
+            0,  # attributes: no compression, CreateTime, not transactional
+            len(records) - 1,
+            timestamp_ms,
+            timestamp_ms,
+            NO_PRODUCER_ID,
+            -1,
+            -1,
+            len(records),
+        )
+        + body
+    )
+    head = _HEAD.pack(0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c.crc32c(after_crc))
+    return bytearray(head + after_crc)
