@@ -36,6 +36,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka
     import kafka.admin  # the admin client's schemas load on import too
+    import kafka.coordinator.assignors.roundrobin
+    import kafka.coordinator.assignors.sticky.sticky_assignor
 
 __all__ = [
     "CODECS",
