@@ -39,6 +39,7 @@ from brokers.config import (
     effective_topic_config,
 )
 from brokers.controller import Controller, IsrChangeRequest
+from brokers.group_admin import serve_group_commands
 from brokers.group_coordinator import GroupCoordinator
 from brokers.handlers import registry
 from brokers.log.log import LogConfig
@@ -218,6 +219,14 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._checkpoint_loop(), name="checkpoint"))
         self._tasks.append(asyncio.create_task(self._isr_loop(), name="isr"))
         self._tasks.append(asyncio.create_task(self._publish_loop(), name="publish"))
+        self._tasks.append(
+            asyncio.create_task(
+                serve_group_commands(
+                    self.redis, cluster_id=settings.cluster_id, coordinator=self.groups
+                ),
+                name="group-commands",
+            )
+        )
         self.controller.start()
         await self.server.start_serving()
         log.info(

@@ -234,6 +234,11 @@ class GroupCoordinator:
             raise CoordinatorError(ErrorCode.coordinator_load_in_progress)
         return shard
 
+    def coordinates(self, group_id: str) -> bool:
+        """Is this broker the (loaded) coordinator of ``group_id``?"""
+        shard = self.shards.get(self.partition_of(group_id)) if group_id else None
+        return shard is not None and shard.loaded
+
     def coordinator_of(self, group_id: str) -> tuple[int, int]:
         """(partition, leader broker id or -1) of the group's offsets partition."""
         index = self.partition_of(group_id)
@@ -344,8 +349,9 @@ class GroupCoordinator:
         except CoordinatorError as exc:
             return exc.error
         group = shard.groups.get(group_id)
-        if group is None or group.is_empty:
-            return ErrorCode.group_id_not_found if group is None else ErrorCode.non_empty_group
+        if group is None or not group.members:
+            # Nothing to rebalance: Kafka's error for a group without live members.
+            return ErrorCode.group_id_not_found
         self.process(shard, group, group.force_rebalance(self.broker.time_ms()))
         return ErrorCode.none
 

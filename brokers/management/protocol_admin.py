@@ -17,7 +17,13 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from brokers.client import BrokerClient, BrokerClientError
 
-__all__ = ["ClusterInfo", "cluster_info", "send_to_any_broker", "send_to_controller"]
+__all__ = [
+    "ClusterInfo",
+    "cluster_info",
+    "send_to_any_broker",
+    "send_to_controller",
+    "send_to_coordinator",
+]
 
 
 class ClusterInfo:
@@ -103,6 +109,29 @@ async def _send_any(bootstrap: str, body: Any, timeout: float) -> Any:
 def send_to_any_broker(bootstrap: str, body: Any, *, timeout: float = 30.0) -> Any:
     """Send a kio request to the first bootstrap broker that answers."""
     return asyncio.run(_send_any(bootstrap, body, timeout))
+
+
+async def _send_coordinator(bootstrap: str, group: str, body: Any, timeout: float) -> Any:
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+
+    found = await _send_any(
+        bootstrap, FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)), timeout
+    )
+    (coordinator,) = found.coordinators
+    if coordinator.error_code != 0:
+        raise CommandError(f"no coordinator for group {group}: error {coordinator.error_code}")
+    client = BrokerClient(coordinator.host, coordinator.port, client_id="weir-admin")
+    try:
+        return await client.request(body, timeout=timeout)
+    except BrokerClientError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        await client.close()
+
+
+def send_to_coordinator(bootstrap: str, group: str, body: Any, *, timeout: float = 30.0) -> Any:
+    """Send a kio request to the coordinator of ``group`` (found with FindCoordinator)."""
+    return asyncio.run(_send_coordinator(bootstrap, group, body, timeout))
 
 
 def request_timeout(seconds: float) -> timedelta:
