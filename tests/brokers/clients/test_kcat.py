@@ -69,8 +69,8 @@ def test_produce_with_keys_and_headers_and_consume_formatted_in_every_codec(
 # no FindCoordinator, so `kcat -z gzip` silently stores uncompressed batches.
 KCAT_CANNOT_COMPRESS = pytest.mark.xfail(
     strict=True,
-    reason="Weir advertises no Produce v0 / FindCoordinator v0: librdkafka 2.0.2 falls back "
-    "to uncompressed batches (librdkafka#4956)",
+    reason="Weir advertises no Produce v0 (as Kafka 4.0): librdkafka 2.0.2 falls back to "
+    "uncompressed batches (librdkafka#4956)",
 )
 
 
