@@ -213,9 +213,10 @@ class GroupCoordinator:
         log.info("unloaded %s-%d", OFFSETS_TOPIC, shard.index)
 
     async def stop(self) -> None:
-        for shard in list(self.shards.values()):
+        shards = list(self.shards.values())
+        tasks = [t for s in shards for t in s.tasks] + list(self._background)
+        for shard in shards:
             self._unload(shard)
-        tasks = [t for s in self.shards.values() for t in s.tasks] + list(self._background)
         for task in tasks:
             task.cancel()
         for task in tasks:

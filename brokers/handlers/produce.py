@@ -24,6 +24,7 @@ from brokers.protocol.codec import Request
 from brokers.protocol.records import CorruptBatchError, validate_batches
 from brokers.purgatory import await_commit
 from brokers.server import ConnectionContext
+from brokers.topic_names import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
     from brokers.broker import Broker
@@ -124,6 +125,15 @@ def _append_one(
             -1,
             -1,
             "transactions are not supported by this Weir version",
+        )
+    if topic in INTERNAL_TOPICS:
+        # Only the broker itself writes there (the group coordinator), as in Kafka.
+        return (
+            ErrorCode.invalid_topic_exception,
+            -1,
+            -1,
+            -1,
+            f"Cannot append to internal topic {topic}",
         )
     error = broker.leader_error(topic, index)
     if error is not ErrorCode.none:

@@ -464,3 +464,13 @@ def find_coordinator_port(broker: BrokerProcess, group: str) -> int:
     (coordinator,) = answer.coordinators
     assert coordinator.error_code == ErrorCode.none
     return coordinator.port
+
+
+def test_clients_cannot_write_to_the_offsets_topic(group_broker: BrokerProcess) -> None:
+    from tests.brokers.cluster.helpers import raw_produce
+
+    find_coordinator_port(group_broker, "any-group")  # creates __consumer_offsets
+    answer = raw_request(group_broker.port, raw_produce("__consumer_offsets", b"x", acks=1))
+    partition = answer.responses[0].partition_responses[0]
+    assert partition.error_code == ErrorCode.invalid_topic_exception
+    assert "internal topic" in (partition.error_message or "")
