@@ -733,6 +733,19 @@ class Broker:
             self._controller_clients[controller] = client
         return client
 
+    async def forward_to_controller(self, body: Any, timeout_s: float) -> Any | None:
+        """Send an admin request on to the controller; its response, or None if unreachable."""
+        if self.controller_id() == self.broker_id:
+            return None
+        client = self._controller_client()
+        if client is None:
+            return None
+        try:
+            return await client.request(body, timeout=timeout_s)
+        except BrokerClientError as exc:
+            log.warning("forwarding to the controller failed: %s", exc)
+            return None
+
     async def _create_topic_on_controller(
         self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str]
     ) -> ErrorCode:

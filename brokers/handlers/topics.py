@@ -25,10 +25,27 @@ DELETE_TOPICS_VERSIONS = (1, 6)
 CREATE_PARTITIONS_KEY = 37
 CREATE_PARTITIONS_VERSIONS = (0, 3)
 
+FORWARDED_CLIENT_PREFIX = "weir-broker-"
 _NOT_CONTROLLER = "this broker is not the controller; send the request to the controller"
 
 
+async def _forward(broker: Broker, request: Request) -> Any | None:
+    """KIP-590: a broker that is not the controller forwards topic admin to the controller.
+
+    Clients may send these to any broker (Kafka's own brokers forward since 2.8). A request
+    that was itself forwarded is never forwarded again, so two brokers that disagree about
+    the controller for a moment cannot bounce it between them: it gets NOT_CONTROLLER.
+    """
+    if broker.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
+        return None
+    timeout_s = request.body.timeout.total_seconds() + 10
+    return await broker.forward_to_controller(request.body, timeout_s)
+
+
 async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    forwarded = await _forward(broker, request)
+    if forwarded is not None:
+        return forwarded
     body = request.body
     version = request.api_version
     types = response_types(CREATE_TOPICS_KEY, version)
@@ -85,6 +102,9 @@ async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: 
 
 
 async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    forwarded = await _forward(broker, request)
+    if forwarded is not None:
+        return forwarded
     body = request.body
     version = request.api_version
     types = response_types(DELETE_TOPICS_KEY, version)
@@ -118,6 +138,9 @@ async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: 
 
 
 async def handle_create_partitions(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    forwarded = await _forward(broker, request)
+    if forwarded is not None:
+        return forwarded
     body = request.body
     version = request.api_version
     types = response_types(CREATE_PARTITIONS_KEY, version)

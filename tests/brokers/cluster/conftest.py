@@ -57,6 +57,8 @@ FAST_CONFIGS = [
     "min.insync.replicas=2",
     "auto.leader.rebalance.enable=false",
     "num.partitions=1",
+    # Readers carry a group.id, so __consumer_offsets appears in every test: keep it small.
+    "offsets.topic.num.partitions=5",
 ]
 
 BROKER_IDS = (1, 2, 3)
