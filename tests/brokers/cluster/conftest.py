@@ -419,9 +419,19 @@ class Cluster:
                 replication_factor=replication_factor,
                 config=config or {},
             )
-        admin = self.admin()  # keep the handle alive until the future resolves
-        futures = admin.create_topics([topic], operation_timeout=10, request_timeout=15)
-        futures[name].result(20)
+        deadline = time.monotonic() + 20
+        while True:
+            admin = self.admin()  # keep the handle alive until the future resolves
+            futures = admin.create_topics([topic], operation_timeout=10, request_timeout=15)
+            try:
+                futures[name].result(20)
+                break
+            except KafkaException as exc:
+                # During a controller change a broker can answer NOT_CONTROLLER; Kafka's
+                # admin clients retry that, librdkafka's does not.
+                if exc.args[0].code() != KafkaError.NOT_CONTROLLER or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         for index in range(len(replica_assignment) if replica_assignment else partitions):
             self.wait_full_isr(name, index)
 
