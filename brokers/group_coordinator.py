@@ -70,13 +70,6 @@ __all__ = ["OFFSETS_TOPIC", "GroupCoordinator", "Shard"]
 log = logging.getLogger("weir.coordinator")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-# Kafka's defaults for the offsets topic (offsets.topic.segment.bytes, compression producer).
-OFFSETS_TOPIC_CONFIGS = {
-    "cleanup.policy": "compact",
-    "compression.type": "producer",
-    "segment.bytes": str(100 * 1024 * 1024),
-}
-# offsets.commit.timeout.ms: how long an append waits for the in-sync replicas.
 LOAD_CHUNK_BYTES = 4 * 1024 * 1024
 
 
@@ -126,6 +119,14 @@ class GroupCoordinator:
     def _commit_timeout_s(self) -> float:
         return int(self.broker.config.get("offsets.commit.timeout.ms")) / 1000
 
+    def offsets_topic_configs(self) -> dict[str, str]:
+        """The configs Kafka gives ``__consumer_offsets`` when it creates it."""
+        return {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(self.broker.config.get("offsets.topic.segment.bytes")),
+        }
+
     def partition_of(self, group_id: str) -> int:
         view = self.broker.topic_views().get(OFFSETS_TOPIC)
         count = len(view.partitions) if view is not None else self.num_partitions
@@ -147,7 +148,7 @@ class GroupCoordinator:
             OFFSETS_TOPIC,
             num_partitions=self.num_partitions,
             replication_factor=max(1, min(wanted, live)),
-            configs=OFFSETS_TOPIC_CONFIGS,
+            configs=self.offsets_topic_configs(),
         )
         if view is None:
             log.warning("creating %s failed: %s", OFFSETS_TOPIC, error.name)
@@ -177,13 +178,19 @@ class GroupCoordinator:
 
     async def _load(self, shard: Shard, partition: Partition) -> None:
         started = self.broker.time_ms()
-        records = list(_read_records(partition))
-        groups, offsets = replay(
-            records,
-            now_ms=self.broker.time_ms(),
-            group_config=self.group_config(),
-            offset_config=self.offset_config(),
-        )
+        try:
+            records = list(_read_records(partition))
+            groups, offsets = replay(
+                records,
+                now_ms=self.broker.time_ms(),
+                group_config=self.group_config(),
+                offset_config=self.offset_config(),
+            )
+        except Exception:
+            # Serving the partition's groups from a partial load would hand out stale
+            # offsets; its groups answer COORDINATOR_LOAD_IN_PROGRESS until leadership moves.
+            log.exception("loading %s-%d failed", OFFSETS_TOPIC, shard.index)
+            return
         if shard.unloaded:
             return
         shard.groups, shard.offsets, shard.loaded = groups, offsets, True
@@ -294,6 +301,12 @@ class GroupCoordinator:
         partition = self.broker.replicas.get(OFFSETS_TOPIC, shard.index)
         if partition is None or not partition.is_leader or shard.unloaded:
             return ErrorCode.not_leader_or_follower
+        # Like an acks=all produce (and Kafka's coordinator): below min.insync.replicas the
+        # write is refused *before* it reaches the log, so a refused commit can never
+        # reappear after a failover.
+        min_isr = self.broker.topic_config(OFFSETS_TOPIC).min_insync_replicas
+        if len(partition.isr) < min_isr:
+            return ErrorCode.not_enough_replicas
         payload = build_batch(records, timestamp_ms=self.broker.time_ms())
         try:
             outcome = partition.append(payload, validate_batches(payload))

@@ -77,8 +77,16 @@ def random_uuid() -> str:
 
 
 def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
-    """Kafka's ``appendGroupMetadataErrorToResponseError``: what a failed append tells clients."""
-    if error in (_E.unknown_topic_or_partition, _E.not_enough_replicas, _E.request_timed_out):
+    """Kafka's ``appendGroupMetadataErrorToResponseError``: what a failed append tells clients.
+
+    Every "not replicated (yet)" outcome becomes the retriable COORDINATOR_NOT_AVAILABLE.
+    """
+    if error in (
+        _E.unknown_topic_or_partition,
+        _E.not_enough_replicas,
+        _E.not_enough_replicas_after_append,
+        _E.request_timed_out,
+    ):
         return _E.coordinator_not_available
     if error in (_E.not_leader_or_follower, _E.kafka_storage_error):
         return _E.not_coordinator

@@ -1,11 +1,12 @@
 """``manage.py consumer-groups``: ``kafka-consumer-groups.sh`` parity.
 
     manage.py consumer-groups --list
-    manage.py consumer-groups --describe --group G [--members | --state]
-    manage.py consumer-groups --reset-offsets --group G (--topic T[:0,1] | --all-topics) \\
+    manage.py consumer-groups --describe (--group G | --all-groups) [--members | --state]
+    manage.py consumer-groups --reset-offsets (--group G | --all-groups) \\
+        (--topic T[:0,1] | --all-topics) \\
         (--to-earliest | --to-latest | --to-offset N | --shift-by N \\
          | --to-datetime 2026-11-23T10:00:00.000) [--dry-run | --execute]
-    manage.py consumer-groups --delete --group G [--group G2 ...]
+    manage.py consumer-groups --delete (--group G [--group G2 ...] | --all-groups)
     manage.py consumer-groups --delete-offsets --group G --topic T[:0,1]
     manage.py consumer-groups --force-rebalance --group G
 
@@ -30,6 +31,43 @@ from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
 ACTIONS = ("list", "describe", "reset_offsets", "delete", "delete_offsets", "force_rebalance")
 RESETS = ("to_earliest", "to_latest", "to_offset", "shift_by", "to_datetime")
 INACTIVE = {"Empty", "Dead"}
+# Which action each option belongs to (kafka-consumer-groups refuses the others the same way).
+ALLOWED_WITH = {
+    "members": ("describe",),
+    "state": ("describe",),
+    "all_topics": ("reset_offsets",),
+    "dry_run": ("reset_offsets",),
+    "execute": ("reset_offsets",),
+    **{reset: ("reset_offsets",) for reset in RESETS},
+    "topic": ("reset_offsets", "delete_offsets"),
+    "all_groups": ("describe", "reset_offsets", "delete"),
+    "group": ("describe", "reset_offsets", "delete", "delete_offsets", "force_rebalance"),
+}
+
+
+def _given(value: Any) -> bool:
+    """Was the option given? (``--to-offset 0`` is, although ``0 == False``.)"""
+    return value is not None and value is not False and value != []
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def check_options(options: dict[str, Any]) -> None:
+    """Refuse options that do not go with the chosen action, naming them (CommandError)."""
+    action = next(a for a in ACTIONS if options.get(a))
+    for option, actions in ALLOWED_WITH.items():
+        if not _given(options.get(option)) or action in actions:
+            continue
+        wanted = ", ".join(_flag(a) for a in actions)
+        raise CommandError(f"Option {_flag(option)} takes one of these options: {wanted}")
+    if options.get("members") and options.get("state"):
+        raise CommandError("Option --members can't be used with option --state")
+    if options.get("group") and options.get("all_groups"):
+        raise CommandError("Option --group can't be used with option --all-groups")
+    if action in ("delete_offsets", "force_rebalance") and len(options.get("group", [])) > 1:
+        raise CommandError(f"Option {_flag(action)} takes exactly one --group")
 
 
 class Command(BaseCommand):
@@ -65,6 +103,7 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=30.0)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        check_options(options)
         self.options = options
         self.timeout = options["timeout"]
         self.admin = admin_client(options["bootstrap_server"])
@@ -72,16 +111,29 @@ class Command(BaseCommand):
             self._list()
             return
         groups = options["group"]
-        if options["all_groups"] and options["describe"]:
+        if options["all_groups"]:
             groups = self._group_ids()
+            if not groups:
+                self.stdout.write("There are no consumer groups.")
+                return
         if not groups:
             raise CommandError("--group is required for this action")
         if options["describe"]:
             for group in groups:
                 self._describe(group)
         elif options["reset_offsets"]:
+            failed = []
             for group in groups:
-                self._reset(group)
+                try:
+                    self._reset(group)
+                except CommandError as exc:
+                    if len(groups) == 1:
+                        raise
+                    # --all-groups: an active group is reported, the others still reset.
+                    self.stderr.write(f"Error: {exc}")
+                    failed.append(group)
+            if failed:
+                raise CommandError(f"offsets of {len(failed)} group(s) were not reset")
         elif options["delete"]:
             self._delete(groups)
         elif options["delete_offsets"]:
@@ -190,7 +242,7 @@ class Command(BaseCommand):
                 owners[(tp.topic, tp.partition)] = member
         committed = self._committed(group)
         partitions = sorted(set(committed) | set(owners))
-        if state in INACTIVE and not partitions:
+        if state == "Dead" and not partitions:
             raise CommandError(f"Consumer group '{group}' does not exist.")
         if not members:
             self.stdout.write(f"\nConsumer group '{group}' has no active members.")
@@ -241,7 +293,7 @@ class Command(BaseCommand):
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        chosen = [r for r in RESETS if self.options[r] not in (None, False)]
+        chosen = [r for r in RESETS if _given(self.options[r])]
         if len(chosen) != 1:
             raise CommandError(
                 "--reset-offsets needs exactly one of --to-earliest, --to-latest, "

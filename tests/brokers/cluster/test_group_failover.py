@@ -1,8 +1,17 @@
-"""The group coordinator fails over with its ``__consumer_offsets`` partition: nothing lost."""
+"""The group coordinator fails over with its ``__consumer_offsets`` partition: nothing lost.
+
+A member keeps reading and committing (asynchronously, after every record) from a topic a
+producer keeps writing to, while the broker coordinating its group is killed with SIGKILL.
+Every commit the old coordinator acknowledged must still be there on the new one, the member
+carries on without reading anything it had not read, and a later member resumes after it.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
+from typing import Any
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer
@@ -19,21 +28,52 @@ GROUP_CLUSTER_CONFIGS = [
     "group.initial.rebalance.delay.ms=0",
     "group.min.session.timeout.ms=1000",
 ]
+PARTITIONS = 3
 
 
-def test_committed_offsets_and_the_group_survive_a_coordinator_kill(
+class SteadyProducer(threading.Thread):
+    """Writes ``v0``, ``v1``, ... (idempotent, acks=all) until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True}
+        )
+        self.topic = topic
+        self.count = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            self.producer.produce(self.topic, value=f"v{self.count}".encode())
+            self.count += 1
+            self.producer.poll(0)
+            time.sleep(0.01)
+
+    def stop(self) -> int:
+        self._stop_event.set()
+        self.join(10)
+        assert self.producer.flush(30) == 0
+        return self.count
+
+
+def test_acknowledged_commits_and_the_group_survive_a_coordinator_kill(
     make_cluster: ClusterFactory,
 ) -> None:
     cluster = make_cluster(configs=GROUP_CLUSTER_CONFIGS)
     topic = "orders"
-    cluster.create_topic(topic, partitions=3)
+    cluster.create_topic(topic, partitions=PARTITIONS)
     group = f"fo-{uuid.uuid4().hex[:6]}"
+    acked: dict[int, int] = {}
+    lock = threading.Lock()
 
-    def produce(start: int, count: int) -> None:
-        producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
-        for i in range(start, start + count):
-            producer.produce(topic, key=str(i).encode(), value=f"v{i}".encode())
-        assert producer.flush(30) == 0
+    def on_commit(error: Any, partitions: list[Any]) -> None:
+        if error is not None:
+            return
+        with lock:
+            for tp in partitions:
+                if tp.error is None and tp.offset >= 0:
+                    acked[tp.partition] = max(acked.get(tp.partition, -1), tp.offset)
 
     def coordinator() -> int:
         broker = cluster.brokers[cluster.running()[0]]
@@ -42,32 +82,57 @@ def test_committed_offsets_and_the_group_survive_a_coordinator_kill(
         )
         return answer.coordinators[0].node_id if answer.coordinators[0].error_code == 0 else -1
 
-    produce(0, 30)
-    member = ConfluentMember(cluster.bootstrap(), topic, group, **{"session.timeout.ms": 6000})
+    producer = SteadyProducer(cluster.bootstrap(), topic)
+    member = ConfluentMember(
+        cluster.bootstrap(), topic, group, **{"session.timeout.ms": 6000, "on_commit": on_commit}
+    )
+    producer.start()
     member.start()
     try:
-        wait_until(lambda: len(member.values) >= 30, 40, lambda: f"read {len(member.values)}")
+        wait_until(lambda: len(acked) == PARTITIONS, 40, lambda: f"acked commits {acked}")
         victim = wait_until(lambda: coordinator() if coordinator() > 0 else None, 20, "coordinator")
         cluster.wait_full_isr("__consumer_offsets", partition_for(group, 3))
         cluster.kill9(victim)
-        # The partition's new leader loads the group and its offsets; the member finds it.
+        with lock:
+            acked_before_kill = dict(acked)
+        read_at_kill = len(member.values)
+        # The partition's new leader loads the group and its offsets; the member finds it
+        # and keeps going while the producer keeps writing.
         wait_until(lambda: (c := coordinator()) > 0 and c != victim, 30, "a new coordinator")
-        produce(30, 20)
-        wait_until(lambda: len(member.values) >= 50, 40, lambda: f"read {len(member.values)}")
+        wait_until(
+            lambda: len(member.values) >= read_at_kill + 100,
+            40,
+            lambda: f"read {len(member.values)} (had {read_at_kill} at the kill)",
+        )
+    finally:
+        produced = producer.stop()
+    try:
+        expected = {f"v{i}".encode() for i in range(produced)}
+        wait_until(
+            lambda: set(member.values) >= expected,
+            40,
+            lambda: f"missing {len(expected - set(member.values))} of {produced}",
+        )
     finally:
         member.stop()  # commits what it read, synchronously, on the new coordinator
-    assert sorted(member.values) == sorted(f"v{i}".encode() for i in range(50))
+    assert len(member.values) == len(set(member.values)), "the member read records twice"
     admin = cluster.admin()
     offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[
         group
     ].result(30)
-    assert sum(tp.offset for tp in offsets.topic_partitions) == 50
+    committed = {tp.partition: tp.offset for tp in offsets.topic_partitions}
+    for partition, offset in acked_before_kill.items():
+        assert committed[partition] >= offset, f"an acknowledged commit was lost: {committed}"
+    assert sum(committed.values()) == produced
     # A new member of the group resumes after them: nothing is read twice.
-    produce(50, 5)
+    tail = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
+    for i in range(produced, produced + 5):
+        tail.produce(topic, value=f"v{i}".encode())
+    assert tail.flush(30) == 0
     again = ConfluentMember(cluster.bootstrap(), topic, group)
     again.start()
     try:
         wait_until(lambda: len(again.values) >= 5, 40, lambda: f"read {len(again.values)}")
     finally:
         again.stop()
-    assert sorted(again.values) == sorted(f"v{i}".encode() for i in range(50, 55))
+    assert sorted(again.values) == sorted(f"v{i}".encode() for i in range(produced, produced + 5))

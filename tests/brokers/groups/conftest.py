@@ -12,6 +12,8 @@ from tests.brokers.clients.conftest import BrokerProcess
 GROUP_CONFIGS = [
     "group.initial.rebalance.delay.ms=0",
     "group.min.session.timeout.ms=1000",
+    # Expiry runs often, so offsets committed with a short retention_time go within seconds.
+    "offsets.retention.check.interval.ms=300",
 ]
 
 

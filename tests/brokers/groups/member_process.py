@@ -91,6 +91,12 @@ def run_kafka_python(assignor: str, bootstrap: str, topic: str, group: str) -> N
         auto_offset_reset="earliest",
     )
     consumer.subscribe(topics=[topic], listener=Listener())
+    # kafka-python 3.0.12 loses an assignment when its first JoinGroup races the first
+    # metadata answer for the topic: the rejoin that the metadata change triggers completes
+    # between two polls, need_rejoin() is then False and the finished join is never applied
+    # (no callback, heartbeats stay off). A blocking metadata fetch before the first poll
+    # keeps the subscription's metadata ready before the member joins.
+    consumer.topics()
     while not stopping.is_set():
         consumer.poll(timeout_ms=100)
     owned.clear()

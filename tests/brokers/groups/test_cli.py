@@ -87,6 +87,8 @@ def test_list_describe_members_and_state_of_a_live_group(group_broker: BrokerPro
         assert members[1:] == [member.member_id, "/127.0.0.1", "cli-client", "2"]
         (state,) = table(ok(group_broker, "--describe", "--group", group, "--state"))
         assert state[-2:] == ["Stable", "1"] and state[-3] == "range"
+        everything = ok(group_broker, "--describe", "--all-groups")
+        assert group in {row[0] for row in table(everything)}
     finally:
         member.stop()
 
@@ -109,6 +111,8 @@ def test_reset_offsets_only_on_inactive_groups_with_every_strategy(
     assert plan("--shift-by", "2", "--dry-run") == {0: 7, 1: 7}
     assert plan("--shift-by", "-100", "--dry-run") == {0: 0, 1: 0}  # clamped to the start
     assert plan("--to-offset", "3", "--dry-run") == {0: 3, 1: 3}
+    assert plan("--to-offset", "0", "--dry-run") == {0: 0, 1: 0}  # 0 is an offset too
+    assert plan("--shift-by", "0", "--dry-run") == {0: 5, 1: 5}
     future = time.strftime("%Y-%m-%dT%H:%M:%S.000", time.gmtime(time.time() + 3600))
     assert plan("--to-datetime", future, "--dry-run") == ends
     # Without --execute nothing changes; with it the offsets move.
@@ -192,6 +196,13 @@ def test_force_rebalance_makes_live_members_rejoin(group_broker: BrokerProcess) 
             "--to-datetime 'yesterday'",
         ),
         (["--describe", "--group", "no-such-group"], "does not exist"),
+        (["--list", "--execute"], "Option --execute takes one of these options: --reset-offsets"),
+        (["--describe", "--group", "g", "--to-offset", "0"], "Option --to-offset takes one"),
+        (["--delete", "--group", "g", "--topic", "t"], "Option --topic takes one"),
+        (["--list", "--members"], "Option --members takes one of these options: --describe"),
+        (["--describe", "--group", "g", "--members", "--state"], "can't be used with"),
+        (["--describe", "--group", "g", "--all-groups"], "can't be used with"),
+        (["--delete-offsets", "--group", "a", "--group", "b", "--topic", "t"], "exactly one"),
     ],
 )
 def test_bad_flags_are_named(group_broker: BrokerProcess, args: list[str], expected: str) -> None:

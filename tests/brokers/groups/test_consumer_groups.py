@@ -162,6 +162,7 @@ def test_kafka_python_group_commits_and_resumes(group_broker: BrokerProcess) -> 
                 kafka.coordinator.assignors.sticky.sticky_assignor.StickyPartitionAssignor
             ],
         )
+        consumer.topics()  # metadata before the first join (see member_process.py)
         values: list[bytes] = []
         deadline = time.monotonic() + 30
         while len(values) < expected and time.monotonic() < deadline:
@@ -211,6 +212,77 @@ def test_aiokafka_group_commits_and_resumes(group_broker: BrokerProcess) -> None
     assert sorted(asyncio.run(consume(7))) == sorted(f"v{i}".encode() for i in range(30, 37))
 
 
+def test_offsets_past_their_retention_expire_and_take_the_empty_group_along(
+    group_broker: BrokerProcess,
+) -> None:
+    """OffsetCommit v2-v4 carry retention_time: such offsets expire on the broker's own
+    schedule (offsets.retention.check.interval.ms), and an Empty group left without offsets
+    is deleted. Offsets committed with the default retention stay."""
+    from kio.schema.list_groups.v4.request import ListGroupsRequest
+    from kio.schema.offset_commit.v2 import request as v2
+    from kio.schema.offset_fetch.v8.request import (
+        OffsetFetchRequest,
+        OffsetFetchRequestGroup,
+        OffsetFetchRequestTopics,
+    )
+
+    bootstrap = group_broker.bootstrap
+    topic = new_topic(bootstrap, partitions=1)
+    short, kept = f"expiring-{uuid.uuid4().hex[:6]}", f"kept-{uuid.uuid4().hex[:6]}"
+
+    def commit(group: str, retention_ms: int) -> None:
+        answer = raw_request(
+            find_coordinator_port(group_broker, group),
+            v2.OffsetCommitRequest(
+                group_id=group,
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                retention_time=_ms(retention_ms),
+                topics=(
+                    v2.OffsetCommitRequestTopic(
+                        name=topic,
+                        partitions=(
+                            v2.OffsetCommitRequestPartition(
+                                partition_index=0, committed_offset=7, committed_metadata=None
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        assert answer.topics[0].partitions[0].error_code == ErrorCode.none
+
+    def committed(group: str) -> int:
+        answer = raw_request(
+            find_coordinator_port(group_broker, group),
+            OffsetFetchRequest(
+                groups=(
+                    OffsetFetchRequestGroup(
+                        group_id=group,
+                        topics=(OffsetFetchRequestTopics(name=topic, partition_indexes=(0,)),),
+                    ),
+                ),
+                require_stable=False,
+            ),
+        )
+        (fetched,) = answer.groups
+        assert fetched.error_code == ErrorCode.none
+        return fetched.topics[0].partitions[0].committed_offset
+
+    def listed() -> set[str]:
+        answer = raw_request(group_broker.port, ListGroupsRequest(states_filter=()))
+        return {g.group_id for g in answer.groups}
+
+    commit(short, retention_ms=1500)
+    commit(kept, retention_ms=-1)
+    assert committed(short) == 7
+    assert {short, kept} <= listed()
+    wait_until(lambda: committed(short) == -1, 15, "the short-retention offset never expired")
+    wait_until(lambda: short not in listed(), 5, lambda: f"{short} still listed: {listed()}")
+    assert committed(kept) == 7
+    assert kept in listed()
+
+
 # assignors ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
 def test_confluent_assignors_share_partitions_without_overlap(
@@ -253,6 +325,7 @@ def test_kafka_python_and_aiokafka_members_share_one_group(group_broker: BrokerP
         partition_assignment_strategy=[rr],
         heartbeat_interval_ms=500,
     )
+    kp.topics()  # metadata before the first join (see member_process.py)
     stop = threading.Event()
 
     def poll() -> None:
