@@ -12,14 +12,15 @@ from collections.abc import Sequence
 
 import crc32c
 
-__all__ = ["build_batch"]
+__all__ = ["blob", "build_batch", "zigzag"]
 
 _AFTER_CRC = struct.Struct(">hiqqqhii")
 _HEAD = struct.Struct(">qiibI")
 NO_PRODUCER_ID = -1
 
 
-def _varint(value: int) -> bytes:
+def zigzag(value: int) -> bytes:
+    """A zigzag varint, as record fields use."""
     encoded = (value << 1) ^ (value >> 63)  # zigzag
     out = bytearray()
     while True:
@@ -32,14 +33,15 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _blob(data: bytes | None) -> bytes:
-    return _varint(-1) if data is None else _varint(len(data)) + data
+def blob(data: bytes | None) -> bytes:
+    """A length-prefixed (varint) byte string; length -1 for null."""
+    return zigzag(-1) if data is None else zigzag(len(data)) + data
 
 
 def _record(offset_delta: int, key: bytes | None, value: bytes | None) -> bytes:
     # attributes, timestampDelta 0, offsetDelta, key, value, no headers
-    body = b"\x00" + _varint(0) + _varint(offset_delta) + _blob(key) + _blob(value) + _varint(0)
-    return _varint(len(body)) + body
+    body = b"\x00" + zigzag(0) + zigzag(offset_delta) + blob(key) + blob(value) + zigzag(0)
+    return zigzag(len(body)) + body
 
 
 def build_batch(

@@ -6,6 +6,7 @@ and a unique ``WEIR_CLUSTER_ID`` on the suite's private ``redis-server``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -134,20 +135,30 @@ def broker(start_broker: object) -> BrokerProcess:
     return start_broker()  # type: ignore[operator]
 
 
+@contextlib.contextmanager
+def running_broker(
+    redis_url: str, directory: Path, configs: list[str] | None = None
+) -> Iterator[BrokerProcess]:
+    """One broker with its own cluster id, started for the ``with`` block."""
+    broker = BrokerProcess(
+        broker_id=1,
+        data_dir=directory / "broker-1",
+        redis_url=redis_url,
+        cluster_id=f"test-{uuid.uuid4().hex[:12]}",
+        configs=configs or [],
+        log_path=directory / "broker-1.log",
+    )
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
 @pytest.fixture(scope="module")
 def module_broker(
     redis_server: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[BrokerProcess]:
     """One broker shared by a whole test module (tests isolate by topic name)."""
-    directory = tmp_path_factory.mktemp("module-broker")
-    broker = BrokerProcess(
-        broker_id=1,
-        data_dir=directory / "broker-1",
-        redis_url=redis_server,
-        cluster_id=f"test-{uuid.uuid4().hex[:12]}",
-        configs=[],
-        log_path=directory / "broker-1.log",
-    )
-    broker.start()
-    yield broker
-    broker.stop()
+    with running_broker(redis_server, tmp_path_factory.mktemp("module-broker")) as broker:
+        yield broker

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from tests.brokers.clients.conftest import BrokerProcess
+from tests.brokers.clients.conftest import BrokerProcess, running_broker
 
 GROUP_CONFIGS = [
     "group.initial.rebalance.delay.ms=0",
@@ -22,14 +21,5 @@ def group_broker(
     redis_server: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[BrokerProcess]:
     directory = tmp_path_factory.mktemp("group-broker")
-    broker = BrokerProcess(
-        broker_id=1,
-        data_dir=directory / "broker-1",
-        redis_url=redis_server,
-        cluster_id=f"test-{uuid.uuid4().hex[:12]}",
-        configs=GROUP_CONFIGS,
-        log_path=directory / "broker-1.log",
-    )
-    broker.start()
-    yield broker
-    broker.stop()
+    with running_broker(redis_server, directory, GROUP_CONFIGS) as broker:
+        yield broker

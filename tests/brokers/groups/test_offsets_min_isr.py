@@ -24,7 +24,7 @@ from kio.schema.offset_commit.v8.request import (
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 
 from brokers.coordinator import partition_for
-from tests.brokers.clients.conftest import BrokerProcess
+from tests.brokers.clients.conftest import BrokerProcess, running_broker
 from tests.brokers.cluster.conftest import raw_request
 from tests.brokers.groups.conftest import GROUP_CONFIGS
 from tests.brokers.groups.test_consumer_groups import find_coordinator_port, new_topic
@@ -38,22 +38,13 @@ OFFSETS_PARTITIONS = 3
 def under_replicated_broker(
     redis_server: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[BrokerProcess]:
-    directory = tmp_path_factory.mktemp("min-isr-broker")
-    broker = BrokerProcess(
-        broker_id=1,
-        data_dir=directory / "broker-1",
-        redis_url=redis_server,
-        cluster_id=f"test-{uuid.uuid4().hex[:12]}",
-        configs=[
-            *GROUP_CONFIGS,
-            "min.insync.replicas=2",
-            f"offsets.topic.num.partitions={OFFSETS_PARTITIONS}",
-        ],
-        log_path=directory / "broker-1.log",
-    )
-    broker.start()
-    yield broker
-    broker.stop()
+    configs = [
+        *GROUP_CONFIGS,
+        "min.insync.replicas=2",
+        f"offsets.topic.num.partitions={OFFSETS_PARTITIONS}",
+    ]
+    with running_broker(redis_server, tmp_path_factory.mktemp("min-isr-broker"), configs) as broker:
+        yield broker
 
 
 def offsets_log_end(broker: BrokerProcess, group: str) -> int:

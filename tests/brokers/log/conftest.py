@@ -21,6 +21,7 @@ import pytest
 import zstandard
 
 from brokers.log.log import AppendResult, FileSlice, Log, LogConfig
+from brokers.protocol.batch_builder import blob, zigzag
 from brokers.protocol.records import BatchHeader, iter_batches, validate_batches
 
 START_MS = 1_700_000_000_000
@@ -39,25 +40,6 @@ class FakeClock:
         self.now += ms
 
 
-def zigzag(value: int) -> bytes:
-    encoded = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while True:
-        byte = encoded & 0x7F
-        encoded >>= 7
-        if encoded:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _blob(data: bytes | None) -> bytes:
-    if data is None:
-        return zigzag(-1)
-    return zigzag(len(data)) + data
-
-
 def encode_record(
     offset_delta: int,
     timestamp_delta: int,
@@ -66,10 +48,10 @@ def encode_record(
     headers: Sequence[tuple[str, bytes | None]] = (),
 ) -> bytes:
     body = bytearray(b"\x00")
-    body += zigzag(timestamp_delta) + zigzag(offset_delta) + _blob(key) + _blob(value)
+    body += zigzag(timestamp_delta) + zigzag(offset_delta) + blob(key) + blob(value)
     body += zigzag(len(headers))
     for name, header_value in headers:
-        body += _blob(name.encode()) + _blob(header_value)
+        body += blob(name.encode()) + blob(header_value)
     return zigzag(len(body)) + bytes(body)
 
 
