@@ -7,6 +7,8 @@ Everything an operator tunes comes from the environment (``WEIR_*``, ``DATABASE_
 import os
 from pathlib import Path
 
+import dj_database_url
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "weir-development-only-secret-key-change-me")
@@ -16,6 +18,13 @@ ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").sp
 # Coordination store shared by brokers and the control plane.
 WEIR_REDIS_URL = os.environ.get("WEIR_REDIS_URL", "redis://127.0.0.1:6379/0")
 WEIR_CLUSTER_ID = os.environ.get("WEIR_CLUSTER_ID", "weir")
+# Where the control plane's Kafka clients bootstrap. Empty: the live brokers registered in Redis.
+WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "")
+# REST proxy v2 consumer instances are dropped after this long without a request (Confluent's
+# consumer.instance.timeout.ms).
+WEIR_CONSUMER_INSTANCE_TIMEOUT_MS = int(
+    os.environ.get("WEIR_CONSUMER_INSTANCE_TIMEOUT_MS", "300000")
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -24,17 +33,28 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "controlplane",
     "brokers",
+    "topics",
+    "groups",
+    "frontend",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "controlplane.audit.AuditMiddleware",
 ]
 
 ROOT_URLCONF = "controlplane.urls"
@@ -56,11 +76,12 @@ TEMPLATES = [
 
 ASGI_APPLICATION = "controlplane.asgi.application"
 
+# SQLite by default; PostgreSQL (or anything dj-database-url knows) via DATABASE_URL.
 DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("WEIR_SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
-    }
+    "default": dj_database_url.config(
+        default="sqlite:///" + os.environ.get("WEIR_SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
+        conn_max_age=0,
+    )
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -74,4 +95,64 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Without collectstatic (development, tests) WhiteNoise serves straight from the apps.
+WHITENOISE_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGIN_URL = "/admin/login/"
+
+# Channels: websocket fan-out through Redis, namespaced per cluster like every Weir key.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [WEIR_REDIS_URL],
+            "prefix": f"weir:{WEIR_CLUSTER_ID}:channels",
+        },
+    }
+}
+
+REST_FRAMEWORK = {
+    # Basic first: an anonymous request is answered 401 with a WWW-Authenticate challenge.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.BasicAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["controlplane.roles.RolePermission"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "controlplane.content.KafkaV2JsonParser",
+        "controlplane.content.KafkaJsonParser",
+        "controlplane.content.KafkaJsonV2JsonParser",
+        "controlplane.content.KafkaBinaryV2JsonParser",
+    ],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "controlplane.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Weir control plane",
+    "DESCRIPTION": (
+        "Weir's operations API (/api/) and its Confluent-compatible REST proxy (/kafka/)."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI's assets come from the sidecar package, served by Weir itself (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("WEIR_LOG_LEVEL", "WARNING")},
+}

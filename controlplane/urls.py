@@ -1,8 +1,44 @@
-"""URL routes of the control plane."""
+"""URL routes of the control plane.
+
+``/kafka/v3/...`` and ``/kafka/...`` (v2) are the Confluent-compatible REST proxy, ``/api/`` is
+Weir's operations API (schema at ``/api/schema/``, docs at ``/api/docs/``), ``/metrics`` is
+Prometheus text. Each app contributes its routes through the lists in its ``urls`` module.
+"""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
+
+from brokers import urls as broker_urls
+from controlplane import api
+from groups import urls as group_urls
+from topics import urls as topic_urls
+
+_apps = (broker_urls, topic_urls, group_urls)
+
+api_urlpatterns = [
+    path("me/", api.MeView.as_view(), name="me"),
+    path("users/", api.UserListView.as_view(), name="users-list"),
+    path("users/<str:username>/", api.UserDetailView.as_view(), name="users-detail"),
+    path("token/", api.TokenView.as_view(), name="token-rotate"),
+    path("audit/", api.AuditListView.as_view(), name="audit-list"),
+    path("schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny]),
+        name="api-docs",
+    ),
+]
+for _app in _apps:
+    api_urlpatterns += _app.api
+
+kafka_v3_urlpatterns = [p for _app in _apps for p in _app.kafka_v3]
+kafka_v2_urlpatterns = [p for _app in _apps for p in _app.kafka_v2]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", include(api_urlpatterns)),
+    path("kafka/v3/", include(kafka_v3_urlpatterns)),
+    path("kafka/", include(kafka_v2_urlpatterns)),
 ]

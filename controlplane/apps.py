@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class ControlplaneConfig(AppConfig):
+    """The project package is also an app: users' roles, tokens and the audit log live here."""
+
+    name = "controlplane"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,1 @@
+"""Weir's groups app."""

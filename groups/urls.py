@@ -1,0 +1,11 @@
+"""URL routes of the groups app, mounted by controlplane/urls.py.
+
+``kafka_v3`` is mounted under ``/kafka/v3/``, ``kafka_v2`` under ``/kafka/`` and ``api`` under
+``/api/``.
+"""
+
+from django.urls import URLPattern, URLResolver
+
+kafka_v3: list[URLPattern | URLResolver] = []
+kafka_v2: list[URLPattern | URLResolver] = []
+api: list[URLPattern | URLResolver] = []
