@@ -18,6 +18,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from controlplane.cluster import reset_gateways
+from tests.brokers.clients.conftest import BrokerProcess
 from tests.brokers.cluster.conftest import (
     BROKER_IDS,
     FAST_CONFIGS,
@@ -25,7 +26,6 @@ from tests.brokers.cluster.conftest import (
     merge_configs,
     wait_until,
 )
-from tests.brokers.clients.conftest import BrokerProcess
 
 PASSWORD = "correct-horse-battery"
 CONTROL_PLANE_CONFIGS = ["group.initial.rebalance.delay.ms=0"]
