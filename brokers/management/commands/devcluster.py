@@ -1,8 +1,11 @@
 """``manage.py devcluster``: what ``make run`` starts — the embedded default cluster.
 
 Starts a private ``redis-server`` when ``WEIR_REDIS_URL`` is not reachable, then three
-brokers on 127.0.0.1:9092-9094 with data under ``./data/broker-N``, and supervises them:
-a child that dies is reported and restarted; Ctrl-C (or SIGTERM) stops everything cleanly.
+brokers on 127.0.0.1:9092-9094 with data under ``./data/broker-N``, then the control plane:
+the database is migrated, an admin account is created (``ensure-admin`` prints how to log
+in), the web app (daphne serving ``controlplane.asgi:application``) listens on
+http://127.0.0.1:8000 and the lag monitor (``manage.py monitor``) runs beside it. Every child
+is supervised: one that dies is reported and restarted; Ctrl-C (or SIGTERM) stops everything.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ class Command(BaseCommand):
         parser.add_argument("--base-port", type=int, default=9092, help="first broker port")
         parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
         parser.add_argument("--data-dir", default="data", help="root of the brokers' data dirs")
+        parser.add_argument("--web-port", type=int, default=8000, help="web app port (8000)")
+        parser.add_argument(
+            "--no-web", action="store_true", help="brokers only: no web app and no monitor"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["brokers"] < 1:
@@ -54,53 +61,6 @@ class Command(BaseCommand):
             self.stdout.write(f"starting {name}: {' '.join(argv)}")
             children.append((name, argv, subprocess.Popen(argv, env=env)))
 
-        if not redis_reachable(redis_url):
-            binary = shutil.which("redis-server")
-            if binary is None:
-                raise CommandError("redis-server is not installed (make install adds it)")
-            parsed = urlparse(redis_url)
-            port = parsed.port or 6379
-            redis_dir = data_root / "redis"
-            redis_dir.mkdir(parents=True, exist_ok=True)
-            spawn(
-                "redis",
-                [
-                    binary,
-                    "--port",
-                    str(port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--dir",
-                    str(redis_dir),
-                    "--appendonly",
-                    "yes",
-                    "--save",
-                    "",
-                ],
-            )
-            _wait_for(lambda: redis_reachable(redis_url), "redis-server", 10)
-        env["WEIR_REDIS_URL"] = redis_url
-        for n in range(options["brokers"]):
-            broker_id = n + 1
-            port = options["base_port"] + n
-            spawn(
-                f"broker-{broker_id}",
-                [
-                    sys.executable,
-                    "manage.py",
-                    "runbroker",
-                    "--broker-id",
-                    str(broker_id),
-                    "--listen",
-                    f"{options['host']}:{port}",
-                    "--data-dir",
-                    str(data_root / f"broker-{broker_id}"),
-                ],
-            )
-        self.stdout.write(
-            f"Weir is up: bootstrap servers {options['host']}:{options['base_port']}"
-            f"..{options['base_port'] + options['brokers'] - 1}; Ctrl-C stops everything"
-        )
         stopping = False
 
         def stop(*_: Any) -> None:
@@ -110,6 +70,56 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         try:
+            data_root.mkdir(parents=True, exist_ok=True)
+            if not redis_reachable(redis_url):
+                binary = shutil.which("redis-server")
+                if binary is None:
+                    raise CommandError("redis-server is not installed (make install adds it)")
+                parsed = urlparse(redis_url)
+                port = parsed.port or 6379
+                redis_dir = data_root / "redis"
+                redis_dir.mkdir(parents=True, exist_ok=True)
+                spawn(
+                    "redis",
+                    [
+                        binary,
+                        "--port",
+                        str(port),
+                        "--bind",
+                        "127.0.0.1",
+                        "--dir",
+                        str(redis_dir),
+                        "--appendonly",
+                        "yes",
+                        "--save",
+                        "",
+                    ],
+                )
+                _wait_for(lambda: redis_reachable(redis_url), "redis-server", 10)
+            env["WEIR_REDIS_URL"] = redis_url
+            for n in range(options["brokers"]):
+                broker_id = n + 1
+                port = options["base_port"] + n
+                spawn(
+                    f"broker-{broker_id}",
+                    [
+                        sys.executable,
+                        "manage.py",
+                        "runbroker",
+                        "--broker-id",
+                        str(broker_id),
+                        "--listen",
+                        f"{options['host']}:{port}",
+                        "--data-dir",
+                        str(data_root / f"broker-{broker_id}"),
+                    ],
+                )
+            if not options["no_web"]:
+                self._start_control_plane(spawn, options, data_root)
+            self.stdout.write(
+                f"Weir is up: bootstrap servers {options['host']}:{options['base_port']}"
+                f"..{options['base_port'] + options['brokers'] - 1}; Ctrl-C stops everything"
+            )
             while not stopping:
                 for i, (name, argv, proc) in enumerate(children):
                     if proc.poll() is not None and not stopping:
@@ -118,10 +128,12 @@ class Command(BaseCommand):
                         children[i] = (name, argv, subprocess.Popen(argv, env=env))
                 time.sleep(0.5)
         finally:
-            # Brokers first (they flush and deregister from Redis), Redis last.
-            brokers = [c for c in children if c[0] != "redis"]
+            # The control plane first, then brokers (they flush and deregister from Redis),
+            # Redis last.
+            web = [c for c in children if c[0] in ("web", "monitor")]
+            brokers = [c for c in children if c[0].startswith("broker-")]
             redis_children = [c for c in children if c[0] == "redis"]
-            for group in (brokers, redis_children):
+            for group in (web, brokers, redis_children):
                 for _, _, proc in group:
                     if proc.poll() is None:
                         proc.terminate()
@@ -132,6 +144,31 @@ class Command(BaseCommand):
                         self.stderr.write(f"{name} did not stop in 20 s; killing it")
                         proc.kill()
             self.stdout.write("stopped")
+
+    def _start_control_plane(self, spawn: Any, options: dict[str, Any], data_root: Path) -> None:
+        """Migrate, make sure an admin exists, then start the web app and the lag monitor."""
+        from django.core.management import call_command, get_commands
+
+        if not 0 < options["web_port"] < 65536:
+            raise CommandError(f"--web-port must be a TCP port, got {options['web_port']}")
+        call_command("migrate", interactive=False, verbosity=0)
+        url = f"http://{options['host']}:{options['web_port']}"
+        call_command("ensure-admin", password_file=str(data_root / "admin-password"), url=url)
+        spawn(
+            "web",
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                options["host"],
+                "-p",
+                str(options["web_port"]),
+                "controlplane.asgi:application",
+            ],
+        )
+        if "monitor" in get_commands():
+            spawn("monitor", [sys.executable, "manage.py", "monitor"])
 
 
 def _wait_for(check: Any, what: str, seconds: float) -> None:
