@@ -1,0 +1,106 @@
+"""``make run`` (``manage.py devcluster``) brings up brokers and the control plane together."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from tests.brokers.clients.conftest import ROOT, free_port
+
+pytestmark = pytest.mark.integration
+
+
+def _get(url: str, auth: str | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(url)
+    if auth:
+        request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_devcluster_starts_brokers_web_app_and_admin_then_stops_on_ctrl_c(
+    redis_server: str, tmp_path: Path
+) -> None:
+    base_port = free_port()
+    web_port = free_port()
+    env = dict(
+        os.environ,
+        WEIR_REDIS_URL=redis_server,
+        WEIR_CLUSTER_ID=f"make-run-{uuid.uuid4().hex[:8]}",
+        WEIR_SQLITE_PATH=str(tmp_path / "db.sqlite3"),
+    )
+    env.pop("WEIR_ADMIN_PASSWORD", None)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "devcluster",
+            "--brokers",
+            "1",
+            "--base-port",
+            str(base_port),
+            "--web-port",
+            str(web_port),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            output.append(line)
+            if "Weir is up" in line:
+                break
+        text = "".join(output)
+        assert "Weir is up" in text, text
+        assert "Log in at" in text and "as 'admin'" in text, text
+        password = (tmp_path / "data" / "admin-password").read_text().strip()
+        assert f"password {password}" in text
+
+        status: int | None = None
+        body: dict = {}
+        while time.monotonic() < deadline:
+            try:
+                status, body = _get(f"http://127.0.0.1:{web_port}/api/me/", f"admin:{password}")
+                break
+            except OSError:
+                time.sleep(0.2)
+        assert (status, body) == (200, {"username": "admin", "role": "admin"})
+        assert _get(f"http://127.0.0.1:{web_port}/api/me/")[0] == 401
+
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{base_port}"})
+        assert admin.list_topics(timeout=10).brokers
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            rest, _ = proc.communicate(timeout=40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rest, _ = proc.communicate()
+    assert proc.returncode == 0, "".join(output) + (rest or "")
+    assert "stopped" in rest
