@@ -6,3 +6,7 @@ class ControlplaneConfig(AppConfig):
 
     name = "controlplane"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Registers the OpenAPI extension for our Basic authentication class.
+        from controlplane import openapi  # noqa: F401

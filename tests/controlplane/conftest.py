@@ -86,6 +86,15 @@ def cp_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
         cluster.stop_all()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing() -> Iterator[None]:
+    """Test users' passwords use a cheap hasher (PBKDF2's rounds cost seconds per test)."""
+    previous = settings.PASSWORD_HASHERS
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    yield
+    settings.PASSWORD_HASHERS = previous
+
+
 @pytest.fixture
 def unique() -> Callable[[str], str]:
     """``unique("orders")`` → a topic or group name no other test uses."""

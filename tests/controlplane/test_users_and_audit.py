@@ -96,3 +96,18 @@ def test_schema_and_docs_are_served_without_a_cdn(anonymous: APIClient) -> None:
     docs = anonymous.get("/api/docs/")
     assert docs.status_code == 200
     assert b"cdn" not in docs.content.lower()
+
+
+def test_password_change_revokes_cached_basic_credentials(
+    admin: APIClient, make_user, anonymous: APIClient
+) -> None:
+    make_user("frank", "viewer")
+    anonymous.credentials(HTTP_AUTHORIZATION=basic("frank"))
+    assert anonymous.get("/api/me/").status_code == 200
+    assert anonymous.get("/api/me/").status_code == 200  # served from the credential cache
+    admin.patch("/api/users/frank/", {"password": "another-password-1"}, format="json")
+    assert anonymous.get("/api/me/").status_code == 401
+    anonymous.credentials(HTTP_AUTHORIZATION=basic("frank", "another-password-1"))
+    assert anonymous.get("/api/me/").status_code == 200
+    admin.patch("/api/users/frank/", {"is_active": False}, format="json")
+    assert anonymous.get("/api/me/").status_code == 401

@@ -1,0 +1,63 @@
+"""Schemathesis against the OpenAPI schema: no 5xx, no response outside the schema.
+
+Every operation of ``/api/schema/`` — Weir's ``/api/`` and the REST proxy under ``/kafka/`` —
+gets generated requests (valid and invalid) through the real WSGI application in front of the
+shared test cluster, as an admin. Operations whose valid calls would move the shared
+cluster's replicas or leaders (rebalance, reassignment cancel, elections) are exercised as a
+viewer instead, so they are still checked for status codes and shapes but change nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from django.core.wsgi import get_wsgi_application
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+
+from tests.controlplane.conftest import basic
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+
+# (method, path prefix) whose generated calls could disturb other tests' partitions.
+AS_VIEWER = {
+    ("POST", "/api/cluster/rebalance/"),
+    ("DELETE", "/api/cluster/rebalance/"),
+    ("DELETE", "/api/reassignments/"),
+    ("POST", "/api/reassignments/"),
+    ("POST", "/api/elections/preferred/"),
+}
+EXAMPLES = 8
+
+
+def _operations() -> list:
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application())
+    return [result.ok() for result in schema.get_all_operations()]
+
+
+def test_every_operation_answers_within_its_schema(cp_cluster, make_user) -> None:
+    make_user("fuzz-admin", "admin")
+    make_user("fuzz-viewer", "viewer")
+    operations = _operations()
+    assert len(operations) > 20, "the schema lists too few operations"
+    failures: list[str] = []
+    for operation in operations:
+        method = operation.method.upper()
+        as_viewer = any(method == m and operation.path.startswith(p) for m, p in AS_VIEWER)
+        headers = {"Authorization": basic("fuzz-viewer" if as_viewer else "fuzz-admin")}
+
+        @given(case=operation.as_strategy())
+        @hypothesis_settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        def check(case) -> None:
+            case.call_and_validate(headers=headers)
+
+        try:
+            check()
+        except Exception as exc:  # collect every operation's failure, report them together
+            failures.append(f"{method} {operation.path}:\n{exc}")
+    assert not failures, "\n\n".join(failures)
