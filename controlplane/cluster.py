@@ -274,6 +274,9 @@ class ClusterGateway:
             self.call(shutdown, timeout=5)
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+            if not self._loop.is_running():
+                self._loop.close()  # also closes its self-pipe sockets
             self.redis.close()
 
 
