@@ -4,8 +4,45 @@
 ``/api/``.
 """
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-kafka_v3: list[URLPattern | URLResolver] = []
-kafka_v2: list[URLPattern | URLResolver] = []
+from brokers.rest import v2, v3
+
+_C = "clusters/<str:cluster_id>"
+
+kafka_v3: list[URLPattern | URLResolver] = [
+    path("clusters", v3.ClusterListView.as_view(), name="v3-clusters"),
+    path(f"{_C}", v3.ClusterDetailView.as_view(), name="v3-cluster"),
+    path(f"{_C}/brokers", v3.BrokerListView.as_view(), name="v3-brokers"),
+    path(f"{_C}/brokers/<str:broker_id>", v3.BrokerDetailView.as_view(), name="v3-broker"),
+    path(
+        f"{_C}/brokers/<str:broker_id>/configs",
+        v3.BrokerConfigListView.as_view(),
+        name="v3-broker-configs",
+    ),
+    path(
+        f"{_C}/brokers/<str:broker_id>/configs:alter",
+        v3.BrokerConfigsAlterView.as_view(),
+        name="v3-broker-configs-alter",
+    ),
+    path(
+        f"{_C}/brokers/<str:broker_id>/configs/<str:name>",
+        v3.BrokerConfigDetailView.as_view(),
+        name="v3-broker-config",
+    ),
+    path(f"{_C}/broker-configs", v3.ClusterConfigListView.as_view(), name="v3-cluster-configs"),
+    path(
+        f"{_C}/broker-configs:alter",
+        v3.ClusterConfigsAlterView.as_view(),
+        name="v3-cluster-configs-alter",
+    ),
+    path(
+        f"{_C}/broker-configs/<str:name>",
+        v3.ClusterConfigDetailView.as_view(),
+        name="v3-cluster-config",
+    ),
+]
+kafka_v2: list[URLPattern | URLResolver] = [
+    path("brokers", v2.BrokerIdsView.as_view(), name="v2-brokers"),
+]
 api: list[URLPattern | URLResolver] = []

@@ -1,0 +1,164 @@
+"""What every REST Proxy v3 resource shares: cluster check, URLs, resource shapes, errors.
+
+Confluent's v3 resources all look alike: ``{"kind": "KafkaTopic", "metadata": {"self": <url>,
+"resource_name": "crn:///kafka=<cluster>/topic=<name>"}, ...fields, "<link>": {"related":
+<url>}}``, and collections ``{"kind": "KafkaTopicList", "metadata": {"self": <url>, "next":
+null}, "data": [...]}``. :class:`V3` builds those for one request (absolute URLs from the
+request's host), after checking that the path's ``cluster_id`` is this cluster's
+(``settings.WEIR_CLUSTER_ID``) — any other id is 404, as with Confluent's proxy.
+
+:func:`raise_for_kafka_error` turns a Kafka protocol error code (with the broker's message) into
+the HTTP status Confluent uses for it, so a bad config or an existing topic reads the same as
+there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from kio.schema.errors import ErrorCode
+from rest_framework import serializers
+from rest_framework.request import Request
+
+from controlplane.errors import ApiError, BadRequest, Conflict, KafkaUnavailable, NotFound
+
+__all__ = [
+    "V3",
+    "ListMetadataSerializer",
+    "RelationshipSerializer",
+    "ResourceMetadataSerializer",
+    "kafka_error_status",
+    "raise_for_kafka_error",
+    "resource_serializer",
+]
+
+# Kafka errors that mean "retry later" rather than "your request is wrong".
+_RETRIABLE = {
+    ErrorCode.not_controller,
+    ErrorCode.request_timed_out,
+    ErrorCode.leader_not_available,
+    ErrorCode.not_leader_or_follower,
+    ErrorCode.not_enough_replicas,
+    ErrorCode.not_enough_replicas_after_append,
+    ErrorCode.network_exception,
+    ErrorCode.coordinator_not_available,
+    ErrorCode.broker_not_available,
+    ErrorCode.kafka_storage_error,
+}
+
+
+def kafka_error_status(code: int) -> int:
+    """The HTTP status Confluent's v3 API answers for Kafka error ``code``."""
+    if code == ErrorCode.unknown_topic_or_partition or code == ErrorCode.unknown_topic_id:
+        return 404
+    if code == ErrorCode.topic_already_exists:
+        return 409
+    if code in _RETRIABLE:
+        return 503
+    if code == ErrorCode.message_too_large or code == ErrorCode.record_list_too_large:
+        return 413
+    if code in (ErrorCode.topic_authorization_failed, ErrorCode.cluster_authorization_failed):
+        return 403
+    return 400
+
+
+def raise_for_kafka_error(code: int, message: str | None, *, what: str) -> None:
+    """Raise the API error for a Kafka error ``code`` (no-op for NONE)."""
+    if code == ErrorCode.none:
+        return
+    try:
+        name = ErrorCode(code).name.upper()
+    except ValueError:
+        name = f"error {code}"
+    text = f"{what}: {message}" if message else f"{what}: {name}"
+    status = kafka_error_status(code)
+    errors = {404: NotFound, 409: Conflict, 503: KafkaUnavailable, 400: BadRequest}
+    cls = errors.get(status)
+    if cls is None:
+        raise ApiError(text, status_code=status)
+    raise cls(text)
+
+
+class V3:
+    """URL and resource builders for one v3 request on cluster ``cluster_id``."""
+
+    def __init__(self, request: Request, cluster_id: str) -> None:
+        if cluster_id != settings.WEIR_CLUSTER_ID:
+            raise NotFound(f"cluster {cluster_id!r} not found (this cluster is {self.id()!r})")
+        self.request = request
+        self.cluster_id = cluster_id
+        self.base = request.build_absolute_uri(f"/kafka/v3/clusters/{cluster_id}")
+        self.crn_base = f"crn:///kafka={cluster_id}"
+
+    @staticmethod
+    def id() -> str:
+        return str(settings.WEIR_CLUSTER_ID)
+
+    def url(self, *parts: object) -> str:
+        return "/".join([self.base, *(str(p) for p in parts)])
+
+    def crn(self, *parts: str) -> str:
+        return "/".join([self.crn_base, *parts])
+
+    def related(self, *parts: object) -> dict[str, str]:
+        return {"related": self.url(*parts)}
+
+    def resource(
+        self, kind: str, self_parts: tuple[object, ...], crn_parts: tuple[str, ...], **fields: Any
+    ) -> dict[str, Any]:
+        """One resource: kind, metadata (self, resource_name), cluster_id and ``fields``."""
+        return {
+            "kind": kind,
+            "metadata": {"self": self.url(*self_parts), "resource_name": self.crn(*crn_parts)},
+            "cluster_id": self.cluster_id,
+            **fields,
+        }
+
+    def collection(
+        self, kind: str, self_parts: tuple[object, ...], data: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """A list resource (no paging: ``next`` is always null)."""
+        return {
+            "kind": kind,
+            "metadata": {"self": self.url(*self_parts), "next": None},
+            "data": data,
+        }
+
+
+# -- schema serializers (documentation and schemathesis' response checks) --------------------
+class ResourceMetadataSerializer(serializers.Serializer):
+    self = serializers.CharField()
+    resource_name = serializers.CharField(allow_null=True)
+
+
+class ListMetadataSerializer(serializers.Serializer):
+    self = serializers.CharField()
+    next = serializers.CharField(allow_null=True)
+
+
+class RelationshipSerializer(serializers.Serializer):
+    related = serializers.CharField()
+
+
+def resource_serializer(
+    name: str, fields: dict[str, serializers.Field]
+) -> tuple[type[serializers.Serializer], type[serializers.Serializer]]:
+    """A v3 resource serializer class named ``name`` and its ``<name>List`` collection."""
+    attrs: dict[str, Any] = {
+        "kind": serializers.CharField(),
+        "metadata": ResourceMetadataSerializer(),
+        "cluster_id": serializers.CharField(),
+        **fields,
+    }
+    item = type(name, (serializers.Serializer,), attrs)
+    listing = type(
+        f"{name}List",
+        (serializers.Serializer,),
+        {
+            "kind": serializers.CharField(),
+            "metadata": ListMetadataSerializer(),
+            "data": item(many=True),
+        },
+    )
+    return item, listing

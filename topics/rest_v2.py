@@ -1,0 +1,270 @@
+"""REST Proxy v2: topics, partitions, offsets and produce in the json and binary formats.
+
+Responses are ``application/vnd.kafka.v2+json`` (or plain JSON when asked for); errors use
+Confluent's five-digit codes: 40401 topic not found, 40402 partition not found, 42203 a record
+that cannot be converted, 42205 a schema where Weir has no Schema Registry, 415 an
+unsupported request content type, 406 an ``Accept`` it cannot answer.
+
+Produce takes ``application/vnd.kafka.json.v2+json`` (keys and values are any JSON) or
+``application/vnd.kafka.binary.v2+json`` (base64) and answers one ``offsets`` entry per record
+in order: ``{"partition", "offset", "error_code": null, "error": null}`` when written,
+``error_code`` 1 (not retriable) or 2 (retriable) with a message otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from brokers.metadata.image import PartitionImage
+from brokers.rest.configs import config_describe
+from brokers.rest.v3 import parse_int
+from controlplane.content import (
+    KAFKA_V2_RENDERERS,
+    KafkaBinaryV2JsonParser,
+    KafkaJsonV2JsonParser,
+    embedded_format,
+)
+from controlplane.errors import ApiError, KafkaUnavailable, NotFound
+from topics import produce, selectors
+
+PARTITION = OpenApiParameter("partition", OpenApiTypes.INT, OpenApiParameter.PATH)
+TAGS = ["REST proxy v2: topics"]
+PRODUCE_TYPES = ("application/vnd.kafka.json.v2+json", "application/vnd.kafka.binary.v2+json")
+
+
+# -- schemas -------------------------------------------------------------------------------
+class V2ReplicaSerializer(serializers.Serializer):
+    broker = serializers.IntegerField()
+    leader = serializers.BooleanField()
+    in_sync = serializers.BooleanField()
+
+
+class V2PartitionSerializer(serializers.Serializer):
+    partition = serializers.IntegerField()
+    leader = serializers.IntegerField()
+    replicas = V2ReplicaSerializer(many=True)
+
+
+class V2TopicSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    configs = serializers.DictField(child=serializers.CharField(allow_null=True))
+    partitions = V2PartitionSerializer(many=True)
+
+
+class V2OffsetsSerializer(serializers.Serializer):
+    beginning_offset = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+
+
+class V2RecordSerializer(serializers.Serializer):
+    key = serializers.JSONField(required=False, allow_null=True)
+    value = serializers.JSONField(required=False, allow_null=True)
+    partition = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+
+
+class V2ProduceSerializer(serializers.Serializer):
+    records = V2RecordSerializer(many=True)
+
+
+class V2PartitionRecordSerializer(serializers.Serializer):
+    key = serializers.JSONField(required=False, allow_null=True)
+    value = serializers.JSONField(required=False, allow_null=True)
+
+
+class V2PartitionProduceSerializer(serializers.Serializer):
+    records = V2PartitionRecordSerializer(many=True)
+
+
+class V2OffsetSerializer(serializers.Serializer):
+    partition = serializers.IntegerField(allow_null=True)
+    offset = serializers.IntegerField(allow_null=True)
+    error_code = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField(allow_null=True)
+
+
+class V2ProduceResponseSerializer(serializers.Serializer):
+    key_schema_id = serializers.IntegerField(allow_null=True)
+    value_schema_id = serializers.IntegerField(allow_null=True)
+    offsets = V2OffsetSerializer(many=True)
+
+
+# -- shapes ----------------------------------------------------------------------------------
+def partition_v2(p: PartitionImage) -> dict[str, Any]:
+    return {
+        "partition": p.partition,
+        "leader": p.leader,
+        "replicas": [
+            {"broker": b, "leader": b == p.leader, "in_sync": b in p.isr} for b in p.replicas
+        ],
+    }
+
+
+def _produce(request: Request, topic_name: str, partition: int | None) -> Response:
+    """Shared body of the two v2 produce endpoints."""
+    fmt = embedded_format(request.content_type or "")
+    if fmt in ("avro", "protobuf", "jsonschema"):
+        raise ApiError(
+            f"{request.content_type} needs a Schema Registry, which Weir does not support; "
+            f"use {' or '.join(PRODUCE_TYPES)}",
+            status_code=415,
+        )
+    if fmt not in ("json", "binary"):
+        raise ApiError(
+            f"unsupported Content-Type {request.content_type or '(none)'!r} for produce: "
+            f"use {' or '.join(PRODUCE_TYPES)}",
+            status_code=415,
+        )
+    topic = selectors.topic_get(name=topic_name, v2=True)
+    if partition is not None:
+        selectors.partition_get(topic=topic, partition=partition, v2=True)
+    records = produce.parse_v2_body(request.data, embedded=fmt, partition=partition)
+    for i, record in enumerate(records):
+        if record.partition is not None and record.partition not in topic.partitions:
+            raise NotFound(
+                f"records[{i}]: partition {record.partition} of topic {topic_name!r} not found "
+                f"(the topic has {len(topic.partitions)} partitions)",
+                error_code=40402,
+            )
+    outcomes = produce.produce(topic=topic, records=list(records), v2=True)
+    offsets = []
+    for outcome in outcomes:
+        if isinstance(outcome, ApiError):
+            retriable = isinstance(outcome, KafkaUnavailable)
+            offsets.append(
+                {
+                    "partition": None,
+                    "offset": None,
+                    "error_code": 2 if retriable else 1,
+                    "error": outcome.message,
+                }
+            )
+        else:
+            offsets.append(
+                {
+                    "partition": outcome.partition,
+                    "offset": outcome.offset,
+                    "error_code": None,
+                    "error": None,
+                }
+            )
+    return Response({"key_schema_id": None, "value_schema_id": None, "offsets": offsets})
+
+
+class _V2View(APIView):
+    renderer_classes = KAFKA_V2_RENDERERS
+
+
+class TopicNamesView(_V2View):
+    """Every topic's name."""
+
+    @extend_schema(
+        operation_id="listTopicsV2",
+        responses={200: {"type": "array", "items": {"type": "string"}}},
+        tags=TAGS,
+    )
+    def get(self, request: Request) -> Response:
+        return Response([t.name for t in selectors.topic_list()])
+
+
+class TopicView(_V2View):
+    """A topic's configs and partitions; POST produces records to it."""
+
+    parser_classes = [KafkaJsonV2JsonParser, KafkaBinaryV2JsonParser]
+
+    @extend_schema(operation_id="getTopicV2", responses=V2TopicSerializer, tags=TAGS)
+    def get(self, request: Request, topic_name: str) -> Response:
+        topic = selectors.topic_get(name=topic_name, v2=True)
+        configs = {
+            e.name: (None if e.is_sensitive else e.value)
+            for e in config_describe(kind="topic", name=topic_name)
+        }
+        return Response(
+            {
+                "name": topic.name,
+                "configs": configs,
+                "partitions": [partition_v2(p) for p in selectors.partition_list(topic=topic)],
+            }
+        )
+
+    @extend_schema(
+        operation_id="produceToTopicV2",
+        request=V2ProduceSerializer,
+        responses=V2ProduceResponseSerializer,
+        tags=TAGS,
+    )
+    def post(self, request: Request, topic_name: str) -> Response:
+        return _produce(request, topic_name, None)
+
+
+class PartitionsView(_V2View):
+    """A topic's partitions: leader and replicas."""
+
+    @extend_schema(
+        operation_id="listPartitionsV2", responses=V2PartitionSerializer(many=True), tags=TAGS
+    )
+    def get(self, request: Request, topic_name: str) -> Response:
+        topic = selectors.topic_get(name=topic_name, v2=True)
+        return Response([partition_v2(p) for p in selectors.partition_list(topic=topic)])
+
+
+class PartitionView(_V2View):
+    """One partition; POST produces records to exactly this partition."""
+
+    parser_classes = [KafkaJsonV2JsonParser, KafkaBinaryV2JsonParser]
+
+    @extend_schema(
+        operation_id="getPartitionV2",
+        parameters=[PARTITION],
+        responses=V2PartitionSerializer,
+        tags=TAGS,
+    )
+    def get(self, request: Request, topic_name: str, partition: str) -> Response:
+        topic = selectors.topic_get(name=topic_name, v2=True)
+        index = _partition_index(topic_name, partition)
+        return Response(
+            partition_v2(selectors.partition_get(topic=topic, partition=index, v2=True))
+        )
+
+    @extend_schema(
+        operation_id="produceToPartitionV2",
+        parameters=[PARTITION],
+        request=V2PartitionProduceSerializer,
+        responses=V2ProduceResponseSerializer,
+        tags=TAGS,
+    )
+    def post(self, request: Request, topic_name: str, partition: str) -> Response:
+        selectors.topic_get(name=topic_name, v2=True)
+        return _produce(request, topic_name, _partition_index(topic_name, partition))
+
+
+class PartitionOffsetsView(_V2View):
+    """A partition's first and next offsets (log start and high watermark)."""
+
+    @extend_schema(
+        operation_id="getPartitionOffsetsV2",
+        parameters=[PARTITION],
+        responses=V2OffsetsSerializer,
+        tags=TAGS,
+    )
+    def get(self, request: Request, topic_name: str, partition: str) -> Response:
+        topic = selectors.topic_get(name=topic_name, v2=True)
+        index = _partition_index(topic_name, partition)
+        selectors.partition_get(topic=topic, partition=index, v2=True)
+        found = selectors.partition_offsets(topic=topic_name, partition=index)
+        return Response(
+            {"beginning_offset": found.beginning_offset, "end_offset": found.end_offset}
+        )
+
+
+def _partition_index(topic_name: str, partition: str) -> int:
+    try:
+        return parse_int(partition, what=f"partition of topic {topic_name!r}")
+    except NotFound as exc:
+        raise NotFound(exc.message, error_code=40402) from None

@@ -1,0 +1,716 @@
+"""REST Proxy v3: topics, topic configs, partitions, replicas, reassignments, produce.
+
+Thin DRF views over :mod:`topics.selectors`, :mod:`topics.services` and :mod:`topics.produce`,
+shaped like Confluent's v3 API (see :mod:`brokers.rest.common`). Creating and deleting topics
+needs the admin role; growing a topic, changing its configs and producing need operator.
+
+Produce accepts Confluent's streaming body: several JSON documents concatenated in one request
+(:class:`ConcatenatedJsonParser`). One document gets one JSON answer with the record's own
+status; several get ``200`` and one delivery report per line, each with its own
+``error_code`` (200 when written), in request order.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+import uuid
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from brokers.metadata.image import PartitionImage, TopicImage
+from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
+from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get
+from brokers.rest.selectors import broker_get
+from brokers.rest.v3 import (
+    AlterConfigBatchSerializer,
+    SynonymSerializer,
+    UpdateConfigSerializer,
+    alter_ops,
+    parse_int,
+    validated,
+)
+from controlplane.cluster import gateway
+from controlplane.errors import ApiError, BadRequest, NotFound
+from controlplane.roles import ADMIN
+from topics import produce, selectors, services
+
+# Upper bound on partitions a REST call may create at once (a typo should not create millions).
+MAX_PARTITIONS = 1000
+_NO_ID = uuid.UUID(int=0)
+
+PARTITION_ID = OpenApiParameter("partition_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+BROKER_ID = OpenApiParameter("broker_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+TAG_TOPICS = ["REST proxy v3: topics"]
+TAG_CONFIGS = ["REST proxy v3: topic configs"]
+TAG_PARTITIONS = ["REST proxy v3: partitions"]
+TAG_RECORDS = ["REST proxy v3: records"]
+
+
+# -- schemas -------------------------------------------------------------------------------
+TopicSerializer, TopicListSerializer = resource_serializer(
+    "KafkaTopic",
+    {
+        "topic_name": serializers.CharField(),
+        "is_internal": serializers.BooleanField(),
+        "replication_factor": serializers.IntegerField(),
+        "partitions_count": serializers.IntegerField(),
+        "partitions": RelationshipSerializer(),
+        "configs": RelationshipSerializer(),
+        "partition_reassignments": RelationshipSerializer(),
+        "authorized_operations": serializers.ListField(child=serializers.CharField()),
+    },
+)
+TopicConfigSerializer, TopicConfigListSerializer = resource_serializer(
+    "KafkaTopicConfig",
+    {
+        "topic_name": serializers.CharField(),
+        "name": serializers.CharField(),
+        "value": serializers.CharField(allow_null=True),
+        "is_default": serializers.BooleanField(),
+        "is_read_only": serializers.BooleanField(),
+        "is_sensitive": serializers.BooleanField(),
+        "source": serializers.CharField(),
+        "synonyms": SynonymSerializer(many=True),
+    },
+)
+PartitionSerializer, PartitionListSerializer = resource_serializer(
+    "KafkaPartition",
+    {
+        "topic_name": serializers.CharField(),
+        "partition_id": serializers.IntegerField(),
+        "leader": RelationshipSerializer(allow_null=True),
+        "replicas": RelationshipSerializer(),
+        "reassignment": RelationshipSerializer(),
+    },
+)
+ReplicaSerializer, ReplicaListSerializer = resource_serializer(
+    "KafkaReplica",
+    {
+        "topic_name": serializers.CharField(),
+        "partition_id": serializers.IntegerField(),
+        "broker_id": serializers.IntegerField(),
+        "is_leader": serializers.BooleanField(),
+        "is_in_sync": serializers.BooleanField(),
+        "broker": RelationshipSerializer(),
+    },
+)
+ReassignmentSerializer, ReassignmentListSerializer = resource_serializer(
+    "KafkaReassignment",
+    {
+        "topic_name": serializers.CharField(),
+        "partition_id": serializers.IntegerField(),
+        "adding_replicas": serializers.ListField(child=serializers.IntegerField()),
+        "removing_replicas": serializers.ListField(child=serializers.IntegerField()),
+        "replicas": RelationshipSerializer(),
+    },
+)
+
+
+class ReplicasAssignmentSerializer(serializers.Serializer):
+    partition_id = serializers.IntegerField(min_value=0, max_value=MAX_PARTITIONS - 1)
+    broker_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=2**31 - 1), min_length=1
+    )
+
+
+class ConfigNameValueSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    value = serializers.CharField(allow_null=True, allow_blank=True, required=False)
+
+
+class CreateTopicSerializer(serializers.Serializer):
+    topic_name = serializers.CharField(max_length=249)
+    partitions_count = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_PARTITIONS
+    )
+    replication_factor = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=32767
+    )
+    replicas_assignments = ReplicasAssignmentSerializer(many=True, required=False)
+    configs = ConfigNameValueSerializer(many=True, required=False)
+    validate_only = serializers.BooleanField(required=False, default=False)
+
+
+class UpdatePartitionCountSerializer(serializers.Serializer):
+    partitions_count = serializers.IntegerField(min_value=1, max_value=MAX_PARTITIONS)
+
+
+class ProduceDataSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["BINARY", "JSON", "STRING"], required=False)
+    data = serializers.JSONField(required=False, allow_null=True)
+
+
+class ProduceHeaderSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    value = serializers.CharField(allow_null=True, help_text="base64")
+
+
+class ProduceRequestSerializer(serializers.Serializer):
+    partition_id = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    headers = ProduceHeaderSerializer(many=True, required=False)
+    key = ProduceDataSerializer(required=False, allow_null=True)
+    value = ProduceDataSerializer(required=False, allow_null=True)
+    timestamp = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class ProduceSizeSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    size = serializers.IntegerField()
+
+
+class ProduceResponseSerializer(serializers.Serializer):
+    error_code = serializers.IntegerField()
+    cluster_id = serializers.CharField()
+    topic_name = serializers.CharField()
+    partition_id = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    timestamp = serializers.CharField(allow_null=True)
+    key = ProduceSizeSerializer(allow_null=True)
+    value = ProduceSizeSerializer(allow_null=True)
+
+
+# -- resources -------------------------------------------------------------------------------
+def topic_resource(v3: V3, topic: TopicImage) -> dict[str, Any]:
+    t = topic.name
+    first = topic.partitions.get(0)
+    return v3.resource(
+        "KafkaTopic",
+        ("topics", t),
+        (f"topic={t}",),
+        topic_name=t,
+        is_internal=selectors.topic_is_internal(t),
+        replication_factor=len(first.replicas) if first is not None else 0,
+        partitions_count=len(topic.partitions),
+        partitions=v3.related("topics", t, "partitions"),
+        configs=v3.related("topics", t, "configs"),
+        partition_reassignments=v3.related("topics", t, "partitions", "-", "reassignment"),
+        authorized_operations=[],
+    )
+
+
+def topic_config_resource(v3: V3, topic: str, entry: ConfigEntry) -> dict[str, Any]:
+    return v3.resource(
+        "KafkaTopicConfig",
+        ("topics", topic, "configs", entry.name),
+        (f"topic={topic}", f"config={entry.name}"),
+        topic_name=topic,
+        **entry.fields(),
+    )
+
+
+def partition_resource(v3: V3, topic: str, p: PartitionImage) -> dict[str, Any]:
+    i = p.partition
+    leader = p.leader if p.leader >= 0 else None
+    return v3.resource(
+        "KafkaPartition",
+        ("topics", topic, "partitions", i),
+        (f"topic={topic}", f"partition={i}"),
+        topic_name=topic,
+        partition_id=i,
+        leader=v3.related("topics", topic, "partitions", i, "replicas", leader)
+        if leader is not None
+        else None,
+        replicas=v3.related("topics", topic, "partitions", i, "replicas"),
+        reassignment=v3.related("topics", topic, "partitions", i, "reassignment"),
+    )
+
+
+def replica_resource(v3: V3, topic: str, p: PartitionImage, broker_id: int) -> dict[str, Any]:
+    i = p.partition
+    return v3.resource(
+        "KafkaReplica",
+        ("topics", topic, "partitions", i, "replicas", broker_id),
+        (f"topic={topic}", f"partition={i}", f"replica={broker_id}"),
+        topic_name=topic,
+        partition_id=i,
+        broker_id=broker_id,
+        is_leader=p.leader == broker_id,
+        is_in_sync=broker_id in p.isr,
+        broker=v3.related("brokers", broker_id),
+    )
+
+
+def reassignment_resource(v3: V3, topic: str, p: PartitionImage) -> dict[str, Any]:
+    i = p.partition
+    return v3.resource(
+        "KafkaReassignment",
+        ("topics", topic, "partitions", i, "reassignment"),
+        (f"topic={topic}", f"partition={i}", "reassignment"),
+        topic_name=topic,
+        partition_id=i,
+        adding_replicas=list(p.adding_replicas),
+        removing_replicas=list(p.removing_replicas),
+        replicas=v3.related("topics", topic, "partitions", i, "replicas"),
+    )
+
+
+def _partition(topic_name: str, partition_id: str) -> tuple[TopicImage, PartitionImage]:
+    topic = selectors.topic_get(name=topic_name)
+    index = parse_int(partition_id, what=f"partition of topic {topic_name!r}")
+    return topic, selectors.partition_get(topic=topic, partition=index)
+
+
+# -- topics ----------------------------------------------------------------------------------
+class TopicListView(APIView):
+    """List topics; create one (admins only)."""
+
+    roles = {"POST": ADMIN}
+
+    @extend_schema(operation_id="listKafkaTopics", responses=TopicListSerializer, tags=TAG_TOPICS)
+    def get(self, request: Request, cluster_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        data = [topic_resource(v3, t) for t in selectors.topic_list()]
+        return Response(v3.collection("KafkaTopicList", ("topics",), data))
+
+    @extend_schema(
+        operation_id="createKafkaTopic",
+        request=CreateTopicSerializer,
+        responses={201: TopicSerializer},
+        tags=TAG_TOPICS,
+    )
+    def post(self, request: Request, cluster_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        data = validated(CreateTopicSerializer, request.data)
+        name = data["topic_name"]
+        assignments: dict[int, list[int]] = {}
+        for item in data.get("replicas_assignments") or []:
+            if item["partition_id"] in assignments:
+                raise BadRequest(
+                    f"replicas_assignments lists partition {item['partition_id']} twice"
+                )
+            assignments[item["partition_id"]] = list(item["broker_ids"])
+        configs = {c["name"]: c.get("value") for c in data.get("configs") or []}
+        services.topic_create(
+            name=name,
+            partitions_count=data.get("partitions_count"),
+            replication_factor=data.get("replication_factor"),
+            replicas_assignments=assignments or None,
+            configs=configs,
+            validate_only=data["validate_only"],
+        )
+        if data["validate_only"]:
+            partitions = len(assignments) or data.get("partitions_count") or 0
+            rf = (
+                len(next(iter(assignments.values())))
+                if assignments
+                else data.get("replication_factor") or 0
+            )
+            body = topic_resource(v3, TopicImage(name=name, topic_id=_NO_ID))
+            body.update(partitions_count=partitions, replication_factor=rf)
+            return Response(body, status=201)
+        topic = _wait_for_topic(name)
+        response = Response(topic_resource(v3, topic), status=201)
+        response["Location"] = v3.url("topics", name)
+        return response
+
+
+def _wait_for_topic(name: str) -> TopicImage:
+    """The new topic from the metadata image (the controller wrote it before answering)."""
+    deadline = time.monotonic() + 5
+    while True:
+        topic = gateway().image().topics.get(name)
+        if topic is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if topic is None:
+        raise NotFound(f"topic {name!r} was created but is not visible yet; retry the read")
+    return topic
+
+
+class TopicDetailView(APIView):
+    """Read a topic, grow its partitions (PATCH), or delete it (admins only)."""
+
+    roles = {"DELETE": ADMIN}
+
+    @extend_schema(operation_id="getKafkaTopic", responses=TopicSerializer, tags=TAG_TOPICS)
+    def get(self, request: Request, cluster_id: str, topic_name: str) -> Response:
+        v3 = V3(request, cluster_id)
+        return Response(topic_resource(v3, selectors.topic_get(name=topic_name)))
+
+    @extend_schema(
+        operation_id="updatePartitionCountKafkaTopic",
+        request=UpdatePartitionCountSerializer,
+        responses=TopicSerializer,
+        tags=TAG_TOPICS,
+    )
+    def patch(self, request: Request, cluster_id: str, topic_name: str) -> Response:
+        v3 = V3(request, cluster_id)
+        data = validated(UpdatePartitionCountSerializer, request.data)
+        services.topic_partitions_increase(
+            name=topic_name, partitions_count=data["partitions_count"]
+        )
+        topic = selectors.topic_get(name=topic_name)
+        return Response(topic_resource(v3, topic))
+
+    @extend_schema(operation_id="deleteKafkaTopic", responses={204: None}, tags=TAG_TOPICS)
+    def delete(self, request: Request, cluster_id: str, topic_name: str) -> Response:
+        V3(request, cluster_id)
+        services.topic_delete(name=topic_name)
+        return Response(status=204)
+
+
+# -- topic configs ---------------------------------------------------------------------------
+class TopicConfigListView(APIView):
+    """Every config of a topic, with source and synonyms."""
+
+    @extend_schema(
+        operation_id="listKafkaTopicConfigs", responses=TopicConfigListSerializer, tags=TAG_CONFIGS
+    )
+    def get(self, request: Request, cluster_id: str, topic_name: str) -> Response:
+        v3 = V3(request, cluster_id)
+        selectors.topic_get(name=topic_name)
+        data = [
+            topic_config_resource(v3, topic_name, e)
+            for e in config_describe(kind="topic", name=topic_name)
+        ]
+        return Response(
+            v3.collection("KafkaTopicConfigList", ("topics", topic_name, "configs"), data)
+        )
+
+
+class AllTopicsConfigListView(APIView):
+    """Every config of every topic (``topics/-/configs``)."""
+
+    @extend_schema(
+        operation_id="listKafkaAllTopicConfigs",
+        responses=TopicConfigListSerializer,
+        tags=TAG_CONFIGS,
+    )
+    def get(self, request: Request, cluster_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        data = []
+        for topic in selectors.topic_list():
+            try:
+                entries = config_describe(kind="topic", name=topic.name)
+            except NotFound:
+                continue  # deleted meanwhile
+            data += [topic_config_resource(v3, topic.name, e) for e in entries]
+        return Response(v3.collection("KafkaTopicConfigList", ("topics", "-", "configs"), data))
+
+
+class TopicConfigDetailView(APIView):
+    """Read one topic config, set it (PUT ``{"value"}``) or reset it to its default (DELETE)."""
+
+    @extend_schema(
+        operation_id="getKafkaTopicConfig", responses=TopicConfigSerializer, tags=TAG_CONFIGS
+    )
+    def get(self, request: Request, cluster_id: str, topic_name: str, name: str) -> Response:
+        v3 = V3(request, cluster_id)
+        selectors.topic_get(name=topic_name)
+        entry = config_get(kind="topic", name=topic_name, config=name)
+        return Response(topic_config_resource(v3, topic_name, entry))
+
+    @extend_schema(
+        operation_id="updateKafkaTopicConfig",
+        request=UpdateConfigSerializer,
+        responses={204: None},
+        tags=TAG_CONFIGS,
+    )
+    def put(self, request: Request, cluster_id: str, topic_name: str, name: str) -> Response:
+        V3(request, cluster_id)
+        data = validated(UpdateConfigSerializer, request.data)
+        services.topic_configs_alter(
+            name=topic_name, operations=[ConfigOp(name, "SET", data["value"])]
+        )
+        return Response(status=204)
+
+    @extend_schema(operation_id="deleteKafkaTopicConfig", responses={204: None}, tags=TAG_CONFIGS)
+    def delete(self, request: Request, cluster_id: str, topic_name: str, name: str) -> Response:
+        V3(request, cluster_id)
+        selectors.topic_get(name=topic_name)
+        config_get(kind="topic", name=topic_name, config=name)  # 404 for unknown names
+        services.topic_configs_alter(name=topic_name, operations=[ConfigOp(name, "DELETE")])
+        return Response(status=204)
+
+
+class TopicConfigsAlterView(APIView):
+    """Batch: ``{"data": [{"name", "value", "operation": "SET"|"DELETE"}]}``, all or none."""
+
+    @extend_schema(
+        operation_id="updateKafkaTopicConfigBatch",
+        request=AlterConfigBatchSerializer,
+        responses={204: None},
+        tags=TAG_CONFIGS,
+    )
+    def post(self, request: Request, cluster_id: str, topic_name: str) -> Response:
+        V3(request, cluster_id)
+        data = validated(AlterConfigBatchSerializer, request.data)
+        services.topic_configs_alter(
+            name=topic_name, operations=alter_ops(data), validate_only=data["validate_only"]
+        )
+        return Response(status=204)
+
+
+# -- partitions and replicas -----------------------------------------------------------------
+class PartitionListView(APIView):
+    """A topic's partitions."""
+
+    @extend_schema(
+        operation_id="listKafkaPartitions", responses=PartitionListSerializer, tags=TAG_PARTITIONS
+    )
+    def get(self, request: Request, cluster_id: str, topic_name: str) -> Response:
+        v3 = V3(request, cluster_id)
+        topic = selectors.topic_get(name=topic_name)
+        data = [
+            partition_resource(v3, topic_name, p) for p in selectors.partition_list(topic=topic)
+        ]
+        return Response(
+            v3.collection("KafkaPartitionList", ("topics", topic_name, "partitions"), data)
+        )
+
+
+class PartitionDetailView(APIView):
+    """One partition, with a link to its leader replica."""
+
+    @extend_schema(
+        operation_id="getKafkaPartition",
+        parameters=[PARTITION_ID],
+        responses=PartitionSerializer,
+        tags=TAG_PARTITIONS,
+    )
+    def get(
+        self, request: Request, cluster_id: str, topic_name: str, partition_id: str
+    ) -> Response:
+        v3 = V3(request, cluster_id)
+        _, p = _partition(topic_name, partition_id)
+        return Response(partition_resource(v3, topic_name, p))
+
+
+class ReplicaListView(APIView):
+    """A partition's replicas (leader and in-sync flags)."""
+
+    @extend_schema(
+        operation_id="listKafkaReplicas",
+        parameters=[PARTITION_ID],
+        responses=ReplicaListSerializer,
+        tags=TAG_PARTITIONS,
+    )
+    def get(
+        self, request: Request, cluster_id: str, topic_name: str, partition_id: str
+    ) -> Response:
+        v3 = V3(request, cluster_id)
+        _, p = _partition(topic_name, partition_id)
+        data = [replica_resource(v3, topic_name, p, b) for b in p.replicas]
+        return Response(
+            v3.collection(
+                "KafkaReplicaList",
+                ("topics", topic_name, "partitions", p.partition, "replicas"),
+                data,
+            )
+        )
+
+
+class ReplicaDetailView(APIView):
+    """One replica of a partition."""
+
+    @extend_schema(
+        operation_id="getKafkaReplica",
+        parameters=[PARTITION_ID, BROKER_ID],
+        responses=ReplicaSerializer,
+        tags=TAG_PARTITIONS,
+    )
+    def get(
+        self,
+        request: Request,
+        cluster_id: str,
+        topic_name: str,
+        partition_id: str,
+        broker_id: str,
+    ) -> Response:
+        v3 = V3(request, cluster_id)
+        _, p = _partition(topic_name, partition_id)
+        b = parse_int(broker_id, what="replica")
+        if b not in p.replicas:
+            raise NotFound(
+                f"broker {b} holds no replica of {topic_name}-{p.partition} "
+                f"(replicas: {', '.join(map(str, p.replicas))})"
+            )
+        return Response(replica_resource(v3, topic_name, p, b))
+
+
+class BrokerPartitionReplicasView(APIView):
+    """Every partition replica one broker hosts."""
+
+    @extend_schema(
+        operation_id="searchKafkaReplicasByBroker",
+        parameters=[BROKER_ID],
+        responses=ReplicaListSerializer,
+        tags=TAG_PARTITIONS,
+    )
+    def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        b = broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
+        data = [
+            replica_resource(v3, t, p, b) for t, p in selectors.replica_list_for_broker(broker_id=b)
+        ]
+        return Response(
+            v3.collection("KafkaReplicaList", ("brokers", b, "partition-replicas"), data)
+        )
+
+
+# -- reassignments ---------------------------------------------------------------------------
+class AllReassignmentsView(APIView):
+    """Every partition reassignment under way in the cluster."""
+
+    @extend_schema(
+        operation_id="listKafkaReassignments",
+        responses=ReassignmentListSerializer,
+        tags=TAG_PARTITIONS,
+    )
+    def get(self, request: Request, cluster_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        data = [reassignment_resource(v3, t, p) for t, p in selectors.reassignment_list()]
+        return Response(
+            v3.collection(
+                "KafkaReassignmentList", ("topics", "-", "partitions", "-", "reassignment"), data
+            )
+        )
+
+
+class TopicReassignmentsView(APIView):
+    """The reassignments under way for one topic's partitions."""
+
+    @extend_schema(
+        operation_id="searchKafkaReassignmentsByTopic",
+        responses=ReassignmentListSerializer,
+        tags=TAG_PARTITIONS,
+    )
+    def get(self, request: Request, cluster_id: str, topic_name: str) -> Response:
+        v3 = V3(request, cluster_id)
+        selectors.topic_get(name=topic_name)
+        data = [
+            reassignment_resource(v3, t, p)
+            for t, p in selectors.reassignment_list(topic=topic_name)
+        ]
+        return Response(
+            v3.collection(
+                "KafkaReassignmentList",
+                ("topics", topic_name, "partitions", "-", "reassignment"),
+                data,
+            )
+        )
+
+
+class PartitionReassignmentView(APIView):
+    """One partition's reassignment (404 when none is under way)."""
+
+    @extend_schema(
+        operation_id="getKafkaReassignment",
+        parameters=[PARTITION_ID],
+        responses=ReassignmentSerializer,
+        tags=TAG_PARTITIONS,
+    )
+    def get(
+        self, request: Request, cluster_id: str, topic_name: str, partition_id: str
+    ) -> Response:
+        v3 = V3(request, cluster_id)
+        _, p = _partition(topic_name, partition_id)
+        if not (p.adding_replicas or p.removing_replicas):
+            raise NotFound(f"no reassignment is under way for {topic_name}-{p.partition}")
+        return Response(reassignment_resource(v3, topic_name, p))
+
+
+# -- produce ---------------------------------------------------------------------------------
+class ConcatenatedJsonParser(BaseParser):
+    """``application/json`` holding one or more JSON documents back to back (streamed mode)."""
+
+    media_type = "application/json"
+
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: Any = None
+    ) -> list[Any]:
+        raw = stream.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError("JSON parse error - the body is not UTF-8") from None
+        decoder = json.JSONDecoder()
+        documents = []
+        index = 0
+        while True:
+            while index < len(text) and text[index] in " \t\r\n":
+                index += 1
+            if index >= len(text):
+                break
+            try:
+                document, index = decoder.raw_decode(text, index)
+            except json.JSONDecodeError as exc:
+                raise ParseError(
+                    f"JSON parse error - record {len(documents) + 1}: {exc.msg} "
+                    f"(line {exc.lineno} column {exc.colno})"
+                ) from None
+            documents.append(document)
+        return documents
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _report(v3: V3, topic: str, outcome: produce.Delivery | ApiError) -> dict[str, Any]:
+    if isinstance(outcome, ApiError):
+        return {"error_code": outcome.error_code, "message": outcome.message}
+    record = outcome.record
+
+    def size(data: bytes | None, kind: str | None) -> dict[str, Any] | None:
+        if data is None:
+            return None
+        return {"type": kind or "BINARY", "size": len(data)}
+
+    return {
+        "error_code": 200,
+        "cluster_id": v3.cluster_id,
+        "topic_name": topic,
+        "partition_id": outcome.partition,
+        "offset": outcome.offset,
+        "timestamp": _iso(outcome.timestamp_ms),
+        "key": size(record.key, record.key_type),
+        "value": size(record.value, record.value_type),
+    }
+
+
+class ProduceRecordsView(APIView):
+    """Produce records: one JSON document per record, one delivery report per record."""
+
+    parser_classes = [ConcatenatedJsonParser]
+
+    @extend_schema(
+        operation_id="produceRecord",
+        request=ProduceRequestSerializer,
+        responses=ProduceResponseSerializer,
+        tags=TAG_RECORDS,
+    )
+    def post(self, request: Request, cluster_id: str, topic_name: str) -> Any:
+        v3 = V3(request, cluster_id)
+        topic = selectors.topic_get(name=topic_name)
+        documents = request.data
+        if not isinstance(documents, list) or not documents:
+            raise BadRequest("the request body is empty: send one JSON object per record")
+        records: list[produce.OutRecord | ApiError] = []
+        for document in documents:
+            try:
+                records.append(produce.parse_v3_record(document))
+            except ApiError as exc:
+                records.append(exc)
+        outcomes = produce.produce(topic=topic, records=records)
+        if len(outcomes) == 1:
+            (outcome,) = outcomes
+            if isinstance(outcome, ApiError):
+                raise outcome
+            return Response(_report(v3, topic_name, outcome))
+        lines = [json.dumps(_report(v3, topic_name, o)) for o in outcomes]
+        return HttpResponse("\n".join(lines) + "\n", content_type="application/json")

@@ -1,0 +1,117 @@
+"""Reads for topics, partitions, replicas and reassignments: the metadata image in Redis.
+
+The image is the cluster's source of truth (the controller writes it before answering an
+admin request), so a topic created through the proxy is visible to the next read at once.
+Offsets come from the partition states leaders publish every second, falling back to a
+ListOffsets round trip through a consumer when a state is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from brokers.metadata.image import ClusterImage, PartitionImage, TopicImage
+from brokers.topic_names import INTERNAL_TOPICS
+from controlplane.cluster import gateway
+from controlplane.errors import KafkaUnavailable, NotFound
+
+__all__ = [
+    "PartitionOffsets",
+    "partition_get",
+    "partition_list",
+    "partition_offsets",
+    "reassignment_list",
+    "replica_list_for_broker",
+    "topic_get",
+    "topic_is_internal",
+    "topic_list",
+]
+
+
+def _image(image: ClusterImage | None) -> ClusterImage:
+    return image or gateway().image()
+
+
+def topic_is_internal(name: str) -> bool:
+    return name in INTERNAL_TOPICS
+
+
+def topic_list(*, image: ClusterImage | None = None) -> list[TopicImage]:
+    """Every topic, by name."""
+    image = _image(image)
+    return [image.topics[name] for name in sorted(image.topics)]
+
+
+def topic_get(*, name: str, image: ClusterImage | None = None, v2: bool = False) -> TopicImage:
+    """One topic, or 404 (error code 40401 for v2) naming it."""
+    topic = _image(image).topics.get(name)
+    if topic is None:
+        raise NotFound(f"topic {name!r} not found", error_code=40401 if v2 else None)
+    return topic
+
+
+def partition_list(*, topic: TopicImage) -> list[PartitionImage]:
+    return [topic.partitions[i] for i in sorted(topic.partitions)]
+
+
+def partition_get(*, topic: TopicImage, partition: int, v2: bool = False) -> PartitionImage:
+    """One partition, or 404 (40402 for v2) naming the topic's partition count."""
+    found = topic.partitions.get(partition)
+    if found is None:
+        raise NotFound(
+            f"partition {partition} of topic {topic.name!r} not found "
+            f"(the topic has {len(topic.partitions)} partitions)",
+            error_code=40402 if v2 else None,
+        )
+    return found
+
+
+def replica_list_for_broker(
+    *, broker_id: int, image: ClusterImage | None = None
+) -> list[tuple[str, PartitionImage]]:
+    """(topic, partition) of every replica ``broker_id`` hosts, by topic and partition."""
+    image = _image(image)
+    found = []
+    for name in sorted(image.topics):
+        for p in partition_list(topic=image.topics[name]):
+            if broker_id in p.replicas:
+                found.append((name, p))
+    return found
+
+
+def reassignment_list(
+    *, topic: str | None = None, image: ClusterImage | None = None
+) -> list[tuple[str, PartitionImage]]:
+    """Partitions with a reassignment under way (adding or removing replicas)."""
+    image = _image(image)
+    names = [topic] if topic is not None else sorted(image.topics)
+    found = []
+    for name in names:
+        for p in partition_list(topic=image.topics[name]):
+            if p.adding_replicas or p.removing_replicas:
+                found.append((name, p))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    beginning_offset: int
+    end_offset: int
+
+
+def partition_offsets(*, topic: str, partition: int) -> PartitionOffsets:
+    """Log start offset and high watermark (what a consumer can read) of one partition."""
+    states, _ = gateway().partition_states()
+    state = states.get((topic, partition))
+    if state is not None:
+        return PartitionOffsets(state.log_start_offset, state.high_watermark)
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(gateway().client_config(**{"group.id": "weir-controlplane-offsets"}))
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+    except KafkaException as exc:
+        raise KafkaUnavailable(f"offsets of {topic}-{partition}: {exc}") from None
+    finally:
+        consumer.close()
+    return PartitionOffsets(low, high)

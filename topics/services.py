@@ -1,0 +1,122 @@
+"""Writes for topics: create, delete, add partitions, alter configs.
+
+Each is one Kafka admin request (kio entity) sent through the cluster gateway to any broker,
+which forwards topic changes to the controller (KIP-590). The broker's own error message
+(``Topic 'x' already exists.``, ``Replication factor: 5 larger than available brokers: 3.``)
+becomes the API error's message, with the HTTP status Confluent's proxy uses for that Kafka
+error (409 exists, 404 unknown, 400 invalid).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
+from kio.schema.create_topics.v7.request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+from kio.static.primitive import i16, i32, i32Timedelta
+
+from brokers.rest.common import raise_for_kafka_error
+from brokers.rest.configs import ConfigOp, configs_alter
+from brokers.topic_names import InvalidTopicName, validate_topic_name
+from controlplane.cluster import gateway
+from controlplane.errors import BadRequest
+from topics import selectors
+
+__all__ = [
+    "topic_configs_alter",
+    "topic_create",
+    "topic_delete",
+    "topic_partitions_increase",
+]
+
+TIMEOUT = datetime.timedelta(seconds=30)
+
+
+def topic_create(
+    *,
+    name: str,
+    partitions_count: int | None = None,
+    replication_factor: int | None = None,
+    replicas_assignments: dict[int, list[int]] | None = None,
+    configs: dict[str, str | None] | None = None,
+    validate_only: bool = False,
+) -> None:
+    """Create a topic (cluster defaults for what is not given)."""
+    try:
+        validate_topic_name(name)
+    except InvalidTopicName as exc:
+        raise BadRequest(f"topic_name: {exc}") from None
+    if partitions_count is not None and partitions_count < 1:
+        raise BadRequest(f"partitions_count must be at least 1, got {partitions_count}")
+    if replication_factor is not None and replication_factor < 1:
+        raise BadRequest(f"replication_factor must be at least 1, got {replication_factor}")
+    if replicas_assignments and (partitions_count is not None or replication_factor is not None):
+        raise BadRequest(
+            "give either replicas_assignments or partitions_count/replication_factor, not both"
+        )
+    assignments = tuple(
+        CreatableReplicaAssignment(
+            partition_index=i32(p), broker_ids=tuple(i32(b) for b in brokers)
+        )
+        for p, brokers in sorted((replicas_assignments or {}).items())
+    )
+    topic = CreatableTopic(
+        name=name,
+        num_partitions=i32(-1 if assignments or partitions_count is None else partitions_count),
+        replication_factor=i16(
+            -1 if assignments or replication_factor is None else replication_factor
+        ),
+        assignments=assignments,
+        configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()),
+    )
+    request = CreateTopicsRequest(
+        topics=(topic,), timeout=i32Timedelta.parse(TIMEOUT), validate_only=validate_only
+    )
+    (result,) = gateway().request_any(request, timeout=TIMEOUT.total_seconds()).topics
+    raise_for_kafka_error(result.error_code, result.error_message, what=f"topic {name!r}")
+
+
+def topic_delete(*, name: str) -> None:
+    """Delete a topic (404 when it does not exist)."""
+    selectors.topic_get(name=name)
+    request = DeleteTopicsRequest(
+        topics=(DeleteTopicState(name=name, topic_id=uuid.UUID(int=0)),),
+        timeout=i32Timedelta.parse(TIMEOUT),
+    )
+    (result,) = gateway().request_any(request, timeout=TIMEOUT.total_seconds()).responses
+    raise_for_kafka_error(result.error_code, result.error_message, what=f"topic {name!r}")
+
+
+def topic_partitions_increase(*, name: str, partitions_count: int) -> None:
+    """Grow a topic to ``partitions_count`` partitions; Kafka cannot shrink one."""
+    topic = selectors.topic_get(name=name)
+    current = len(topic.partitions)
+    if partitions_count < current:
+        raise BadRequest(
+            f"partitions_count {partitions_count} is below the current {current} of topic "
+            f"{name!r}: Kafka can only increase the number of partitions"
+        )
+    if partitions_count == current:
+        raise BadRequest(f"topic {name!r} already has {current} partitions")
+    request = CreatePartitionsRequest(
+        topics=(CreatePartitionsTopic(name=name, count=i32(partitions_count), assignments=None),),
+        timeout=i32Timedelta.parse(TIMEOUT),
+        validate_only=False,
+    )
+    (result,) = gateway().request_any(request, timeout=TIMEOUT.total_seconds()).results
+    raise_for_kafka_error(result.error_code, result.error_message, what=f"topic {name!r}")
+
+
+def topic_configs_alter(
+    *, name: str, operations: list[ConfigOp], validate_only: bool = False
+) -> None:
+    """SET / DELETE topic configs (DELETE = back to the broker's default)."""
+    selectors.topic_get(name=name)
+    configs_alter(kind="topic", name=name, operations=operations, validate_only=validate_only)
