@@ -38,14 +38,12 @@ from brokers.management.protocol_admin import (
     send_to_controller,
 )
 from brokers.metadata.placement import assign_replicas
-
-THROTTLE_BROKER_CONFIGS = (
-    "leader.replication.throttled.rate",
-    "follower.replication.throttled.rate",
-)
-THROTTLE_TOPIC_CONFIGS = (
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
+from brokers.ops.throttle import (
+    Move,
+    ThrottleError,
+    alter_configs,
+    clear_throttle_resources,
+    throttle_resources,
 )
 
 
@@ -96,18 +94,10 @@ def plan_json(partitions: list[tuple[str, int, list[int]]]) -> str:
 
 
 def _alter_configs(admin: Any, resources: list[Any]) -> None:
-    """IncrementalAlterConfigs, one call per broker resource (librdkafka's rule)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import ConfigResource
-
-    topics = [r for r in resources if r.restype == ConfigResource.Type.TOPIC]
-    batches = [[r] for r in resources if r not in topics] + ([topics] if topics else [])
-    for batch in batches:
-        try:
-            for future in admin.incremental_alter_configs(batch).values():
-                future.result(30)
-        except KafkaException as exc:
-            raise CommandError(f"setting throttles failed: {exc.args[0].str()}") from None
+    try:
+        alter_configs(admin, resources)
+    except ThrottleError as exc:
+        raise CommandError(str(exc)) from None
 
 
 class Command(BaseCommand):
@@ -245,57 +235,12 @@ class Command(BaseCommand):
         plan: list[tuple[str, int, list[int]]],
         rate: int,
     ) -> None:
-        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
-
-        admin = admin_client(bootstrap)
-        involved: set[int] = set()
-        leaders: dict[str, list[str]] = {}
-        followers: dict[str, list[str]] = {}
-        for topic, partition, target in plan:
-            current = info.topics[topic][partition]
-            involved.update(current, target)
-            leaders.setdefault(topic, []).extend(f"{partition}:{b}" for b in current)
-            followers.setdefault(topic, []).extend(
-                f"{partition}:{b}" for b in target if b not in current
-            )
-        resources = [
-            ConfigResource(
-                "broker",
-                str(broker),
-                incremental_configs=[
-                    ConfigEntry(name, str(rate), incremental_operation=AlterConfigOpType.SET)
-                    for name in THROTTLE_BROKER_CONFIGS
-                ],
-            )
-            for broker in sorted(involved)
-            if broker in info.brokers
+        moves = [
+            Move(topic, partition, tuple(info.topics[topic][partition]), tuple(target))
+            for topic, partition, target in plan
         ]
-        resources += [
-            ConfigResource(
-                "topic",
-                topic,
-                incremental_configs=[
-                    ConfigEntry(
-                        THROTTLE_TOPIC_CONFIGS[0],
-                        ",".join(leaders[topic]),
-                        incremental_operation=AlterConfigOpType.SET,
-                    ),
-                ]
-                + (
-                    [
-                        ConfigEntry(
-                            THROTTLE_TOPIC_CONFIGS[1],
-                            ",".join(followers[topic]),
-                            incremental_operation=AlterConfigOpType.SET,
-                        )
-                    ]
-                    if followers[topic]
-                    else []
-                ),
-            )
-            for topic in leaders
-        ]
-        _alter_configs(admin, resources)
+        resources = throttle_resources(moves, rate, live_brokers=info.brokers)
+        _alter_configs(admin_client(bootstrap), resources)
         self.stdout.write(f"The inter-broker throttle limit was set to {rate} B/s")
 
     # --verify / --cancel / --list ----------------------------------------------------------
@@ -333,30 +278,8 @@ class Command(BaseCommand):
             self._clear_throttles(bootstrap, info, {t for t, _, _ in plan})
 
     def _clear_throttles(self, bootstrap: str, info: ClusterInfo, topics: set[str]) -> None:
-        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
-
         admin = admin_client(bootstrap)
-        resources = [
-            ConfigResource(
-                "broker",
-                str(broker),
-                incremental_configs=[
-                    ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
-                    for name in THROTTLE_BROKER_CONFIGS
-                ],
-            )
-            for broker in sorted(info.brokers)
-        ] + [
-            ConfigResource(
-                "topic",
-                topic,
-                incremental_configs=[
-                    ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
-                    for name in THROTTLE_TOPIC_CONFIGS
-                ],
-            )
-            for topic in sorted(topics)
-        ]
+        resources = clear_throttle_resources(brokers=info.brokers, topics=topics)
         _alter_configs(admin, resources)
         self.stdout.write(
             f"Clearing broker-level throttles on brokers {','.join(map(str, sorted(info.brokers)))}"
