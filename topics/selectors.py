@@ -2,8 +2,8 @@
 
 The image is the cluster's source of truth (the controller writes it before answering an
 admin request), so a topic created through the proxy is visible to the next read at once.
-Offsets come from the partition states leaders publish every second, falling back to a
-ListOffsets round trip through a consumer when a state is missing.
+Offsets are asked of the partition's leader (ListOffsets), so they are exact right after a
+produce.
 """
 
 from __future__ import annotations
@@ -100,18 +100,44 @@ class PartitionOffsets:
 
 
 def partition_offsets(*, topic: str, partition: int) -> PartitionOffsets:
-    """Log start offset and high watermark (what a consumer can read) of one partition."""
-    states, _ = gateway().partition_states()
-    state = states.get((topic, partition))
-    if state is not None:
-        return PartitionOffsets(state.log_start_offset, state.high_watermark)
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    """Log start offset and high watermark (what a consumer can read) of one partition.
 
-    consumer = Consumer(gateway().client_config(**{"group.id": "weir-controlplane-offsets"}))
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-    except KafkaException as exc:
-        raise KafkaUnavailable(f"offsets of {topic}-{partition}: {exc}") from None
-    finally:
-        consumer.close()
-    return PartitionOffsets(low, high)
+    Asked of the partition's leader with ListOffsets (earliest, latest) so the answer is exact
+    right after a produce; the published partition state can be up to a second behind.
+    """
+    from kio.schema.list_offsets.v7.request import (
+        ListOffsetsPartition,
+        ListOffsetsRequest,
+        ListOffsetsTopic,
+    )
+    from kio.static.primitive import i8, i32, i64
+
+    image = gateway().image()
+    found = image.topics.get(topic)
+    state = found.partitions.get(partition) if found is not None else None
+    if state is None or state.leader < 0:
+        raise KafkaUnavailable(f"{topic}-{partition} has no leader right now; retry shortly")
+    offsets = []
+    for timestamp in (-2, -1):  # earliest, latest
+        request = ListOffsetsRequest(
+            replica_id=i32(-1),
+            isolation_level=i8(0),
+            topics=(
+                ListOffsetsTopic(
+                    name=topic,
+                    partitions=(
+                        ListOffsetsPartition(
+                            partition_index=i32(partition), timestamp=i64(timestamp)
+                        ),
+                    ),
+                ),
+            ),
+        )
+        response = gateway().request_broker(state.leader, request, timeout=10)
+        (answer,) = response.topics[0].partitions
+        if answer.error_code != 0:
+            raise KafkaUnavailable(
+                f"offsets of {topic}-{partition}: Kafka error {int(answer.error_code)}; retry"
+            )
+        offsets.append(int(answer.offset))
+    return PartitionOffsets(beginning_offset=offsets[0], end_offset=offsets[1])
