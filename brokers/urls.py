@@ -6,6 +6,7 @@
 
 from django.urls import URLPattern, URLResolver, path
 
+from brokers.ops import api as ops_api
 from brokers.rest import v2, v3
 
 _C = "clusters/<str:cluster_id>"
@@ -45,4 +46,17 @@ kafka_v3: list[URLPattern | URLResolver] = [
 kafka_v2: list[URLPattern | URLResolver] = [
     path("brokers", v2.BrokerIdsView.as_view(), name="v2-brokers"),
 ]
-api: list[URLPattern | URLResolver] = []
+api: list[URLPattern | URLResolver] = [
+    path("reassignments/", ops_api.ReassignmentsView.as_view(), name="reassignments"),
+    path(
+        "reassignments/cancel/",
+        ops_api.ReassignmentCancelView.as_view(),
+        name="reassignments-cancel",
+    ),
+    path(
+        "elections/preferred/",
+        ops_api.PreferredElectionView.as_view(),
+        name="elections-preferred",
+    ),
+    path("cluster/rebalance/", ops_api.RebalanceView.as_view(), name="cluster-rebalance"),
+]
