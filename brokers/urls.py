@@ -15,6 +15,11 @@ kafka_v3: list[URLPattern | URLResolver] = [
     path("clusters", v3.ClusterListView.as_view(), name="v3-clusters"),
     path(f"{_C}", v3.ClusterDetailView.as_view(), name="v3-cluster"),
     path(f"{_C}/brokers", v3.BrokerListView.as_view(), name="v3-brokers"),
+    path(
+        f"{_C}/brokers/-/configs",
+        v3.AllBrokersConfigListView.as_view(),
+        name="v3-all-broker-configs",
+    ),
     path(f"{_C}/brokers/<str:broker_id>", v3.BrokerDetailView.as_view(), name="v3-broker"),
     path(
         f"{_C}/brokers/<str:broker_id>/configs",

@@ -24,6 +24,7 @@ from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_
 from controlplane.errors import BadRequest, NotFound
 
 __all__ = [
+    "AllBrokersConfigListView",
     "BrokerConfigDetailView",
     "BrokerConfigListView",
     "BrokerConfigsAlterView",
@@ -269,6 +270,27 @@ class BrokerConfigListView(APIView):
             broker_config_resource(v3, b, e) for e in config_describe(kind="broker", name=str(b))
         ]
         return Response(v3.collection("KafkaBrokerConfigList", ("brokers", b, "configs"), data))
+
+
+class AllBrokersConfigListView(APIView):
+    """The per-broker dynamic configs of every live broker (``brokers/-/configs``)."""
+
+    @extend_schema(
+        operation_id="listKafkaAllBrokerConfigs",
+        responses=BrokerConfigListSerializer,
+        tags=["REST proxy v3: broker configs"],
+    )
+    def get(self, request: Request, cluster_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        data = []
+        for broker in selectors.broker_list():
+            b = broker.broker_id
+            data += [
+                broker_config_resource(v3, b, e)
+                for e in config_describe(kind="broker", name=str(b))
+                if e.source == "DYNAMIC_BROKER_CONFIG"
+            ]
+        return Response(v3.collection("KafkaBrokerConfigList", ("brokers", "-", "configs"), data))
 
 
 class BrokerConfigDetailView(APIView):

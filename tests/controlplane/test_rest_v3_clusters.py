@@ -118,6 +118,11 @@ def test_broker_configs_list_get_set_and_reset(cp_cluster: Cluster, operator: AP
     wait_until(lambda: seen() == "16000", 10, lambda: f"{name} never became 16000")
     got = operator.get(f"{url}/{name}").json()
     assert got["value"] == "16000"
+    every = operator.get(f"{_base()}/brokers/-/configs").json()
+    assert every["kind"] == "KafkaBrokerConfigList"
+    assert [(c["broker_id"], c["value"]) for c in every["data"] if c["name"] == name] == [
+        (1, "16000")
+    ]
     assert got["source"] == "DYNAMIC_BROKER_CONFIG"
     assert got["is_default"] is False
     assert operator.delete(f"{url}/{name}").status_code == 204
