@@ -53,6 +53,7 @@ from brokers.metadata.partition_state import (
 )
 from brokers.metadata.registration import BrokerRegistration
 from brokers.metadata.store import MetadataStore
+from brokers.metrics import BrokerMetrics
 from brokers.partition import Partition
 from brokers.replica_manager import Assignment, ReplicaManager
 from brokers.replication.fetcher import ReplicaFetcherManager
@@ -149,11 +150,13 @@ class Broker:
             time_ms=wall_clock_ms,
             log_config_for=self.log_config,
         )
+        self.metrics = BrokerMetrics()
         self.server = KafkaServer(
             name="PLAINTEXT",
             handlers=self.handlers,
             supported_versions=self.supported_versions,
             max_request_size=self.config.get("socket.request.max.bytes"),
+            metrics=self.metrics,
         )
         self.redis: aioredis.Redis | None = None
         self.store: MetadataStore | None = None
@@ -472,6 +475,15 @@ class Broker:
                 )
             try:
                 await publisher.publish(partitions, replicas)
+                await self.metrics.publish(
+                    self.redis,
+                    keys=publisher.keys,
+                    broker_id=self.broker_id,
+                    now_ms=now,
+                    # The control plane cannot see static configs; it needs this one to
+                    # count under-min-ISR partitions.
+                    extra={"min_insync_replicas": int(self.config.get("min.insync.replicas"))},
+                )
             except Exception as exc:  # Redis away: observability only, try again later
                 log.debug("publishing partition state failed: %s", exc)
 

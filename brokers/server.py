@@ -19,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from brokers.metrics import BrokerMetrics
 from brokers.protocol.codec import (
     API_VERSIONS_KEY,
     ProtocolError,
@@ -157,6 +159,7 @@ class KafkaConnection(asyncio.Protocol):
     async def _handle(self, frame: bytes) -> bool:
         """Handle one request; False means the connection must close."""
         server = self._server
+        started_ns = time.perf_counter_ns()
         try:
             request = decode_request(frame, server.supported_versions)
         except UnsupportedVersionError as exc:
@@ -182,16 +185,29 @@ class KafkaConnection(asyncio.Protocol):
                 self._peer(),
             )
             return False
-        if body is None:  # e.g. Produce with acks=0: Kafka sends no response
-            return True
-        chunks = encode_response(request.api_key, request.api_version, request.correlation_id, body)
-        await self._send(chunks)
+        sent = 0
+        if body is not None:  # None: e.g. Produce with acks=0, Kafka sends no response
+            chunks = encode_response(
+                request.api_key, request.api_version, request.correlation_id, body
+            )
+            sent = await self._send(chunks)
+        metrics = server.metrics
+        if metrics is not None:
+            metrics.observe(
+                request.api_key,
+                time.perf_counter_ns() - started_ns,
+                len(frame),
+                sent,
+                request.body,
+            )
         return True
 
-    async def _send(self, chunks: list[Any]) -> None:
+    async def _send(self, chunks: list[Any]) -> int:
+        """Write a response; the bytes written."""
         transport = self._transport
         if transport is None or self.context.closed:
-            return
+            return 0
+        total = 0
         loop = asyncio.get_running_loop()
         # Coalesce the response into as few transport writes as possible: each write on an
         # idle transport is a send() system call.
@@ -199,6 +215,7 @@ class KafkaConnection(asyncio.Protocol):
         for chunk in chunks:
             if isinstance(chunk, bytes | bytearray):
                 pending.append(chunk)
+                total += len(chunk)
                 continue
             if chunk.size <= _SENDFILE_MIN_BYTES:
                 # Small regions (a caught-up consumer's few batches): one pread is cheaper
@@ -212,17 +229,19 @@ class KafkaConnection(asyncio.Protocol):
                     transport.write(b"".join(pending))
                     pending.clear()
                 if self.context.closed:
-                    return
+                    return total
                 sent = await loop.sendfile(transport, chunk.file, chunk.position, chunk.size)
             if sent != chunk.size:
                 # The file shrank under us; the frame's length prefix is now a lie.
                 log.warning("closing %s: log file region shrank while sending", self._peer())
                 self.close()
-                return
+                return total
+            total += sent
         if pending and not self.context.closed:
             transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
         if not self._can_write.is_set():
             await self._can_write.wait()
+        return total
 
 
 class KafkaServer:
@@ -235,8 +254,10 @@ class KafkaServer:
         handlers: dict[int, Handler],
         supported_versions: dict[int, tuple[int, int]],
         max_request_size: int,
+        metrics: BrokerMetrics | None = None,
     ) -> None:
         self.name = name
+        self.metrics = metrics
         self.handlers = handlers
         self.supported_versions = supported_versions
         self.max_request_size = max_request_size

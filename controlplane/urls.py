@@ -12,6 +12,7 @@ from rest_framework.permissions import AllowAny
 
 from brokers import urls as broker_urls
 from controlplane import api
+from controlplane.metrics import MetricsView
 from groups import urls as group_urls
 from topics import urls as topic_urls
 
@@ -41,4 +42,5 @@ urlpatterns = [
     path("api/", include(api_urlpatterns)),
     path("kafka/v3/", include(kafka_v3_urlpatterns)),
     path("kafka/", include(kafka_v2_urlpatterns)),
+    path("metrics", MetricsView.as_view(), name="metrics"),
 ]
