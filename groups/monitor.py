@@ -1,0 +1,576 @@
+"""The lag monitor: once a second, every group's lag per partition, its status, and the pushes.
+
+Theory of operation
+-------------------
+One tick (:meth:`Monitor.tick`) is three steps:
+
+1. **Read** (:class:`LagCollector`). Every live broker answers ListGroups with the groups it
+   coordinates, so the broker that lists a group is its coordinator: one DescribeGroups and
+   one OffsetFetch v8 (which takes many groups) per broker then give every group's state,
+   members, assignments and committed offsets — six Kafka requests a tick however many groups
+   there are, sent to the brokers concurrently. High watermarks come from the partition states
+   leaders publish to Redis every second. Lag = max(0, HW - committed).
+2. **Age.** Lag in seconds is how old the first unconsumed record is: now - the timestamp of
+   the record at the committed offset (0 when lag is 0). One Fetch per leader broker reads one
+   batch per partition (``partition_max_bytes`` 1: Weir, like Kafka, always returns at least
+   one whole batch) and the record's timestamp is cached by (topic, partition, offset), so a
+   record is fetched once however long the group sits on it.
+3. **Judge and publish.** Each partition has a Burrow window (:mod:`groups.burrow`). OffsetFetch
+   shows the committed offset, not each commit, so a *commit* enters the window when the
+   offset changes, and — for a partition a live member owns — every ``commit_interval_ms``
+   (the clients' auto-commit interval) while it does not: a live consumer keeps committing the
+   same offset (that is what makes STALL), while a group whose members left stops adding
+   commits (that is what makes STOP). The snapshot of each group goes to Redis (for new
+   websocket subscribers and the API), to the Channels group of ``/ws/groups/<group>/``, to
+   the history tables, and, when the group's status changed, to the webhooks.
+
+Errors on one broker (down, loading) skip that broker's groups for the tick; nothing here
+raises out of a tick except when the whole cluster is unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.list_groups.v4.request import ListGroupsRequest
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup
+
+from brokers.client import BrokerClient, BrokerClientError
+from brokers.coordinator.consumer_protocol import decode_assignment
+from brokers.metadata.image import ClusterImage
+from brokers.protocol.inflate import iter_offsets_and_timestamps
+from brokers.protocol.records import CorruptBatchError, iter_batches
+from controlplane.cluster import ClusterGateway
+from groups.burrow import (
+    DEFAULT_WINDOW,
+    Commit,
+    GroupStatus,
+    PartitionStatus,
+    Window,
+    evaluate_group,
+    evaluate_partition,
+)
+
+__all__ = ["GroupLag", "GroupReading", "LagCollector", "Monitor", "PartitionLag", "cluster_view"]
+
+log = logging.getLogger("weir.monitor")
+
+DEFAULT_COMMIT_INTERVAL_MS = 5_000
+REQUEST_TIMEOUT_S = 5.0
+FETCH_MAX_BYTES = 32 * 1024 * 1024
+SNAPSHOT_TTL_S = 30
+ACTIVE_STATES = {"Stable", "PreparingRebalance", "CompletingRebalance"}
+
+
+# values ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupReading:
+    """What the coordinator says about a group: state, members, committed offsets."""
+
+    group: str
+    state: str
+    protocol_type: str
+    members: int
+    owned: frozenset[tuple[str, int]]
+    committed: dict[tuple[str, int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    topic: str
+    partition: int
+    committed: int
+    high_watermark: int
+    lag: int
+    lag_seconds: float
+    status: str
+    complete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLag:
+    group: str
+    state: str
+    members: int
+    status: str
+    total_lag: int
+    max_lag_seconds: float
+    complete: float
+    at_ms: int
+    partitions: tuple[PartitionLag, ...] = field(default=())
+
+    @property
+    def at(self) -> datetime:
+        return datetime.fromtimestamp(self.at_ms / 1000, tz=UTC)
+
+    def message(self) -> dict[str, Any]:
+        """The ``/ws/groups/<group>/`` message (and the lag API's body)."""
+        return {
+            "type": "lag",
+            "group": self.group,
+            "state": self.state,
+            "members": self.members,
+            "status": self.status,
+            "complete": self.complete,
+            "total_lag": self.total_lag,
+            "max_lag_seconds": self.max_lag_seconds,
+            "partitions": [asdict(p) for p in self.partitions],
+            "at": self.at.isoformat().replace("+00:00", "Z"),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "state": self.state,
+            "members": self.members,
+            "status": self.status,
+            "total_lag": self.total_lag,
+            "max_lag_seconds": self.max_lag_seconds,
+        }
+
+
+# the collector -------------------------------------------------------------------------------
+
+
+class LagCollector:
+    """Reads every group's lag and keeps the Burrow windows between ticks."""
+
+    def __init__(
+        self,
+        gw: ClusterGateway,
+        *,
+        window_size: int = DEFAULT_WINDOW,
+        commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
+    ) -> None:
+        self.gw = gw
+        self.window_size = window_size
+        self.commit_interval_ms = commit_interval_ms
+        self.windows: dict[tuple[str, str, int], Window] = {}
+        self._timestamps: dict[tuple[str, int, int], int] = {}
+        self._clients: dict[tuple[str, int], BrokerClient] = {}
+        self._last_hw: dict[tuple[str, int], int] = {}
+
+    # reading -------------------------------------------------------------------------------
+    def read_groups(self, image: ClusterImage, only: str | None = None) -> list[GroupReading]:
+        """Every group (or just ``only``) as its coordinator describes it."""
+        endpoints = {bid: (b.host, b.port) for bid, b in sorted(image.brokers.items())}
+        return self.gw.call(lambda: self._read_groups(endpoints, only), timeout=30)
+
+    async def _read_groups(
+        self, endpoints: dict[int, tuple[str, int]], only: str | None
+    ) -> list[GroupReading]:
+        per_broker = await asyncio.gather(
+            *(self._read_broker(host, port, only) for host, port in endpoints.values())
+        )
+        seen: dict[str, GroupReading] = {}
+        for readings in per_broker:
+            for reading in readings:
+                # During a coordinator move two brokers may list a group; keep the one that
+                # has offsets (the new coordinator once it has loaded).
+                if reading.group not in seen or (
+                    reading.committed and not seen[reading.group].committed
+                ):
+                    seen[reading.group] = reading
+        return [seen[g] for g in sorted(seen)]
+
+    async def _read_broker(self, host: str, port: int, only: str | None) -> list[GroupReading]:
+        client = self._client(host, port)
+        try:
+            listed = await client.request(
+                ListGroupsRequest(states_filter=()), timeout=REQUEST_TIMEOUT_S
+            )
+            groups = [g for g in listed.groups if only is None or g.group_id == only]
+            if not groups:
+                return []
+            ids = tuple(g.group_id for g in groups)
+            described, fetched = await asyncio.gather(
+                client.request(
+                    DescribeGroupsRequest(groups=ids, include_authorized_operations=False),
+                    timeout=REQUEST_TIMEOUT_S,
+                ),
+                client.request(
+                    OffsetFetchRequest(
+                        groups=tuple(OffsetFetchRequestGroup(group_id=g, topics=None) for g in ids),
+                        require_stable=False,
+                    ),
+                    timeout=REQUEST_TIMEOUT_S,
+                ),
+            )
+        except (BrokerClientError, OSError, TimeoutError) as exc:
+            log.warning("broker %s:%d: reading groups failed: %s", host, port, exc)
+            return []
+        descriptions = {d.group_id: d for d in described.groups if d.error_code == 0}
+        offsets: dict[str, dict[tuple[str, int], int]] = {}
+        for group in fetched.groups:
+            if group.error_code != ErrorCode.none:
+                continue
+            offsets[group.group_id] = {
+                (t.name, p.partition_index): p.committed_offset
+                for t in group.topics
+                for p in t.partitions
+                if p.error_code == ErrorCode.none and p.committed_offset >= 0
+            }
+        readings = []
+        for listed_group in groups:
+            description = descriptions.get(listed_group.group_id)
+            if description is None or listed_group.group_id not in offsets:
+                continue  # not (or no longer) coordinated here
+            readings.append(
+                GroupReading(
+                    group=listed_group.group_id,
+                    state=description.group_state,
+                    protocol_type=description.protocol_type,
+                    members=len(description.members),
+                    owned=_owned(description),
+                    committed=offsets[listed_group.group_id],
+                )
+            )
+        return readings
+
+    def _client(self, host: str, port: int) -> BrokerClient:
+        client = self._clients.get((host, port))
+        if client is None:
+            client = BrokerClient(host, port, client_id="weir-monitor")
+            self._clients[(host, port)] = client
+        return client
+
+    # record timestamps ----------------------------------------------------------------------
+    def record_timestamps(
+        self, wanted: dict[tuple[str, int], int], image: ClusterImage, leaders: dict[Any, int]
+    ) -> dict[tuple[str, int], int]:
+        """Timestamp (ms) of the record at (or first after) each wanted offset."""
+        found: dict[tuple[str, int], int] = {}
+        missing: dict[int, list[tuple[str, int, int]]] = {}
+        for (topic, partition), offset in wanted.items():
+            cached = self._timestamps.get((topic, partition, offset))
+            if cached is not None:
+                found[(topic, partition)] = cached
+                continue
+            leader = leaders.get((topic, partition), -1)
+            if leader in image.brokers:
+                missing.setdefault(leader, []).append((topic, partition, offset))
+        if missing:
+            endpoints = {bid: (image.brokers[bid].host, image.brokers[bid].port) for bid in missing}
+            fetched = self.gw.call(lambda: self._fetch_timestamps(missing, endpoints), timeout=30)
+            for (topic, partition, offset), timestamp in fetched.items():
+                self._timestamps[(topic, partition, offset)] = timestamp
+                found[(topic, partition)] = timestamp
+        # Forget what no group sits on any more.
+        live = {(t, p, o) for (t, p), o in wanted.items()}
+        if len(self._timestamps) > 2 * len(live) + 1000:
+            self._timestamps = {k: v for k, v in self._timestamps.items() if k in live}
+        return found
+
+    async def _fetch_timestamps(
+        self,
+        missing: dict[int, list[tuple[str, int, int]]],
+        endpoints: dict[int, tuple[str, int]],
+    ) -> dict[tuple[str, int, int], int]:
+        results = await asyncio.gather(
+            *(self._fetch_from(endpoints[leader], wanted) for leader, wanted in missing.items())
+        )
+        merged: dict[tuple[str, int, int], int] = {}
+        for result in results:
+            merged.update(result)
+        return merged
+
+    async def _fetch_from(
+        self, endpoint: tuple[str, int], wanted: list[tuple[str, int, int]]
+    ) -> dict[tuple[str, int, int], int]:
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for topic, partition, offset in wanted:
+            by_topic.setdefault(topic, []).append((partition, offset))
+        request = FetchRequest(
+            replica_id=-1,
+            max_wait=timedelta(0),
+            min_bytes=0,
+            max_bytes=FETCH_MAX_BYTES,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=tuple(
+                FetchTopic(
+                    topic=topic,
+                    partitions=tuple(
+                        # One byte: every partition still returns its first whole batch.
+                        FetchPartition(partition=p, fetch_offset=o, partition_max_bytes=1)
+                        for p, o in items
+                    ),
+                )
+                for topic, items in by_topic.items()
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+        try:
+            response = await self._client(*endpoint).request(request, timeout=REQUEST_TIMEOUT_S)
+        except (BrokerClientError, OSError, TimeoutError) as exc:
+            log.warning("broker %s:%d: fetching record timestamps failed: %s", *endpoint, exc)
+            return {}
+        offsets = {(t, p): o for t, p, o in wanted}
+        found: dict[tuple[str, int, int], int] = {}
+        for topic_result in response.responses:
+            for data in topic_result.partitions:
+                key = (topic_result.topic, data.partition_index)
+                offset = offsets.get(key)
+                if offset is None or data.error_code != ErrorCode.none or not data.records:
+                    continue
+                timestamp = _timestamp_at(bytes(data.records), offset)
+                if timestamp is not None:
+                    found[(key[0], key[1], offset)] = timestamp
+        return found
+
+    # one tick ----------------------------------------------------------------------------------
+    def collect(self, *, now_ms: int | None = None, only: str | None = None) -> list[GroupLag]:
+        """Read the cluster and evaluate every group (or just ``only``)."""
+        image = self.gw.image()
+        states, _ = self.gw.partition_states()
+        readings = self.read_groups(image, only)
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        leaders = {key: state.leader for key, state in states.items()}
+        for key, state in states.items():
+            self._last_hw[key] = state.high_watermark
+        for name, topic in image.topics.items():
+            for index, partition in topic.partitions.items():
+                leaders.setdefault((name, index), partition.leader)
+        # Which records' timestamps we need: the first unconsumed of each lagging partition.
+        wanted: dict[tuple[str, int], int] = {}
+        for reading in readings:
+            for key, committed in reading.committed.items():
+                hw = self._last_hw.get(key)
+                if key[0] in image.topics and hw is not None and hw > committed:
+                    start = states[key].log_start_offset if key in states else committed
+                    wanted[key] = max(committed, start)
+        timestamps = self.record_timestamps(wanted, image, leaders) if wanted else {}
+        results = [self._evaluate(r, image, timestamps, now) for r in readings]
+        if only is None:
+            groups = {r.group for r in readings}
+            self.windows = {k: w for k, w in self.windows.items() if k[0] in groups}
+        return results
+
+    def _evaluate(
+        self,
+        reading: GroupReading,
+        image: ClusterImage,
+        timestamps: dict[tuple[str, int], int],
+        now: int,
+    ) -> GroupLag:
+        live_member_owns = reading.state in ACTIVE_STATES
+        partitions = []
+        for (topic, partition), committed in sorted(reading.committed.items()):
+            if topic not in image.topics:
+                continue  # deleted topic: its offsets wait for expiry
+            hw = self._last_hw.get((topic, partition), committed)
+            lag = max(0, hw - committed)
+            stamp = timestamps.get((topic, partition))
+            lag_seconds = round(max(0, now - stamp) / 1000, 3) if lag and stamp else 0.0
+            window_key = (reading.group, topic, partition)
+            window = self.windows.get(window_key)
+            if window is None:
+                window = self.windows[window_key] = Window(self.window_size)
+            last = window.last
+            owned = live_member_owns and ((topic, partition) in reading.owned or not reading.owned)
+            if (
+                last is None
+                or last.offset != committed
+                or (owned and now - last.timestamp_ms >= self.commit_interval_ms)
+            ):
+                window.add(Commit(committed, lag, now))
+            evaluation = evaluate_partition(
+                window.commits, current_lag=lag, now_ms=now, window_size=self.window_size
+            )
+            partitions.append(
+                PartitionLag(
+                    topic=topic,
+                    partition=partition,
+                    committed=committed,
+                    high_watermark=hw,
+                    lag=lag,
+                    lag_seconds=lag_seconds,
+                    status=str(evaluation.status),
+                    complete=evaluation.complete,
+                )
+            )
+        status = evaluate_group(PartitionStatus[p.status] for p in partitions)
+        if not partitions and reading.state == "Dead":
+            status = GroupStatus.NOTFOUND
+        complete = (
+            round(sum(p.complete for p in partitions) / len(partitions), 3) if partitions else 1.0
+        )
+        return GroupLag(
+            group=reading.group,
+            state=reading.state,
+            members=reading.members,
+            status=str(status),
+            total_lag=sum(p.lag for p in partitions),
+            max_lag_seconds=max((p.lag_seconds for p in partitions), default=0.0),
+            complete=complete,
+            at_ms=now,
+            partitions=tuple(partitions),
+        )
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.close()
+        self._clients.clear()
+
+    def close(self) -> None:
+        try:
+            self.gw.call(self.aclose, timeout=5)
+        except Exception:  # closing is best effort
+            log.debug("closing monitor connections failed", exc_info=True)
+
+
+def _owned(description: Any) -> frozenset[tuple[str, int]]:
+    owned: set[tuple[str, int]] = set()
+    if description.protocol_type != "consumer":
+        return frozenset()
+    for member in description.members:
+        if not member.member_assignment:
+            continue
+        try:
+            assignment = decode_assignment(bytes(member.member_assignment))
+        except ValueError:
+            continue
+        for topic, partitions in assignment.partitions:
+            owned.update((topic, p) for p in partitions)
+    return frozenset(owned)
+
+
+def _timestamp_at(records: bytes, offset: int) -> int | None:
+    """Timestamp of the first record at or after ``offset`` in fetched batches."""
+    try:
+        for pos, header in iter_batches(records, check_crc=False):
+            if header.is_control or header.last_offset < offset:
+                continue
+            for record_offset, timestamp in iter_offsets_and_timestamps(records, pos):
+                if record_offset >= offset:
+                    return timestamp
+    except CorruptBatchError:
+        return None  # a truncated last batch: what came before it was searched
+    return None
+
+
+# the cluster view ----------------------------------------------------------------------------
+
+
+def cluster_view(
+    image: ClusterImage, groups: Iterable[GroupLag], *, now_ms: int | None = None
+) -> dict[str, Any]:
+    """The ``/ws/cluster/`` message: brokers, controller, partition health, groups."""
+    live = image.live_broker_ids
+    count = under_replicated = offline = 0
+    for topic in image.topics.values():
+        for partition in topic.partitions.values():
+            count += 1
+            if partition.leader < 0 or partition.leader not in live:
+                offline += 1
+            if len(partition.isr) < len(partition.replicas):
+                under_replicated += 1
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    return {
+        "type": "cluster",
+        "brokers": [
+            {
+                "id": broker_id,
+                "host": broker.host,
+                "port": broker.port,
+                "rack": broker.rack,
+                "alive": broker_id in live,
+            }
+            for broker_id, broker in sorted(image.registrations.items())
+        ],
+        "controller": image.controller_id,
+        "partitions": {
+            "count": count,
+            "under_replicated": under_replicated,
+            "offline": offline,
+        },
+        "topics": len(image.topics),
+        "groups": [
+            {"group": g.group, "status": g.status, "total_lag": g.total_lag} for g in groups
+        ],
+        "at": datetime.fromtimestamp(now / 1000, tz=UTC).isoformat().replace("+00:00", "Z"),
+    }
+
+
+# the monitor ---------------------------------------------------------------------------------
+
+
+class Monitor:
+    """One collector plus what a tick does with its results (see the module docstring)."""
+
+    def __init__(
+        self,
+        gw: ClusterGateway,
+        *,
+        window_size: int = DEFAULT_WINDOW,
+        commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
+        store_history: bool = True,
+    ) -> None:
+        self.gw = gw
+        self.collector = LagCollector(
+            gw, window_size=window_size, commit_interval_ms=commit_interval_ms
+        )
+        self.store_history = store_history
+        self.statuses: dict[str, str] = {}
+
+    def tick(self, *, now_ms: int | None = None) -> list[GroupLag]:
+        """Collect, publish, store and alert; the groups' snapshots."""
+        from groups import lag, services, webhooks
+
+        groups = self.collector.collect(now_ms=now_ms)
+        image = self.gw.image()
+        cluster = cluster_view(image, groups, now_ms=now_ms)
+        lag.store_snapshots(self.gw, groups, cluster, ttl_s=SNAPSHOT_TTL_S)
+        try:
+            self.gw.call(lambda: _push(groups, cluster), timeout=10)
+        except Exception:  # a missing channel layer must not stop the monitor
+            log.warning("pushing to websockets failed", exc_info=True)
+        if self.store_history:
+            services.lag_history_record(groups=groups)
+        for group in groups:
+            previous = self.statuses.get(group.group)
+            if previous is not None and previous != group.status:
+                webhooks.notify_status_change(group=group, previous_status=previous)
+            self.statuses[group.group] = group.status
+        listed = {g.group for g in groups}
+        self.statuses = {g: s for g, s in self.statuses.items() if g in listed}
+        return groups
+
+    def close(self) -> None:
+        self.collector.close()
+
+
+async def _push(groups: list[GroupLag], cluster: dict[str, Any]) -> None:
+    from channels.layers import get_channel_layer
+
+    from groups.lag import channel_group_name
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    sends = [
+        layer.group_send(
+            channel_group_name(g.group), {"type": "lag.update", "text": json.dumps(g.message())}
+        )
+        for g in groups
+    ]
+    sends.append(
+        layer.group_send(
+            channel_group_name(None), {"type": "lag.update", "text": json.dumps(cluster)}
+        )
+    )
+    await asyncio.gather(*sends)
