@@ -1,0 +1,58 @@
+"""Helpers shared by the lag monitor tests: produce with chosen timestamps, commit offsets."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from controlplane.cluster import gateway
+from tests.brokers.cluster.conftest import Cluster, wait_until
+
+
+def produce_at(
+    cluster: Cluster, topic: str, partition: int, timestamps_ms: list[int], value: bytes = b"v"
+) -> None:
+    """One record per timestamp (CreateTime), acknowledged by all in-sync replicas."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
+    errors: list[Any] = []
+    for stamp in timestamps_ms:
+        producer.produce(
+            topic,
+            value,
+            partition=partition,
+            timestamp=stamp,
+            on_delivery=lambda err, _msg: errors.append(err) if err else None,
+        )
+    assert producer.flush(20) == 0 and not errors, errors
+
+
+def commit(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit ``offsets`` for ``group`` without joining it (a simple commit, like Kafka's)."""
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap(), "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        consumer.commit(
+            offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
+
+
+def wait_high_watermarks(expected: dict[tuple[str, int], int], timeout: float = 15) -> None:
+    """Until the leaders' published partition states show these high watermarks."""
+
+    def published() -> bool:
+        states, _ = gateway().partition_states()
+        return all(
+            key in states and states[key].high_watermark == hw for key, hw in expected.items()
+        )
+
+    wait_until(published, timeout, lambda: f"high watermarks {expected}")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
