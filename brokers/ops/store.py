@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
+
+from redis.exceptions import LockError
 
 from controlplane.cluster import ClusterGateway
 
@@ -106,8 +109,19 @@ def rebalance_save(gw: ClusterGateway, plan: dict[str, Any]) -> None:
     gw.redis.set(_key(gw, "rebalance"), json.dumps(plan, separators=(",", ":")))
 
 
-def rebalance_lock(gw: ClusterGateway, *, blocking: bool) -> Any:
-    """A Redis lock around reading-modifying-writing the plan (ticks and cancels)."""
-    return gw.redis.lock(
+@contextmanager
+def rebalance_lock(gw: ClusterGateway, *, blocking: bool) -> Iterator[bool]:
+    """Hold the Redis lock around reading-modifying-writing the plan (ticks and cancels).
+
+    Yields whether the lock was acquired (a non-blocking tick skips when another holds it).
+    """
+    lock = gw.redis.lock(
         _key(gw, "rebalance_lock"), timeout=60, blocking=blocking, blocking_timeout=30
     )
+    acquired = bool(lock.acquire())
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            with suppress(LockError):  # expired meanwhile: nothing to release
+                lock.release()

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from rest_framework.test import APIClient
 
-from brokers.ops import executor
+from brokers.ops import executor, store
 from controlplane.cluster import gateway
 from tests.brokers.cluster.conftest import Cluster, wait_until
 
@@ -201,3 +201,11 @@ def test_viewers_read_the_plan_but_cannot_start_or_cancel(
     ):
         assert response.status_code == 403
         assert "needs the operator role" in response.json()["message"]
+
+
+def test_a_tick_skips_while_another_holds_the_plan_lock(cp_cluster: Cluster) -> None:
+    with store.rebalance_lock(gateway(), blocking=False) as held:
+        assert held
+        assert executor.tick() is None
+    with store.rebalance_lock(gateway(), blocking=False) as held:
+        assert held, "the lock was not released"
