@@ -68,7 +68,7 @@ log = logging.getLogger("weir.monitor")
 DEFAULT_COMMIT_INTERVAL_MS = 5_000
 REQUEST_TIMEOUT_S = 5.0
 FETCH_MAX_BYTES = 32 * 1024 * 1024
-SNAPSHOT_TTL_S = 30
+SNAPSHOT_TTL_S = 10
 ACTIVE_STATES = {"Stable", "PreparingRebalance", "CompletingRebalance"}
 
 
