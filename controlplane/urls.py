@@ -6,7 +6,9 @@ Prometheus text. Each app contributes its routes through the lists in its ``urls
 """
 
 from django.contrib import admin
-from django.urls import include, path
+from django.http import HttpRequest, JsonResponse
+from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
@@ -37,10 +39,19 @@ for _app in _apps:
 kafka_v3_urlpatterns = [p for _app in _apps for p in _app.kafka_v3]
 kafka_v2_urlpatterns = [p for _app in _apps for p in _app.kafka_v2]
 
+
+@csrf_exempt  # it changes nothing; a cookie-carrying DELETE must still get the JSON 404
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Unknown paths under /api/ and /kafka/ answer in the API's error shape, not HTML."""
+    message = f"no such endpoint: {request.method} {request.path}"
+    return JsonResponse({"error_code": 404, "message": message}, status=404)
+
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include(api_urlpatterns)),
     path("kafka/v3/", include(kafka_v3_urlpatterns)),
     path("kafka/", include(kafka_v2_urlpatterns)),
+    re_path(r"^(?P<rest>(api|kafka)/.*)$", api_not_found, name="api-not-found"),
     path("metrics", MetricsView.as_view(), name="metrics"),
 ]

@@ -14,6 +14,12 @@ import schemathesis
 from django.core.wsgi import get_wsgi_application
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from tests.controlplane.conftest import basic
 
@@ -28,6 +34,16 @@ AS_VIEWER = {
     ("POST", "/api/elections/preferred/"),
 }
 EXAMPLES = 8
+# What the issue asks: no 5xx, and every response inside the schema (status, content type,
+# body). Schemathesis' "valid data must be accepted" heuristics are left out: a schema cannot
+# express every rule (since <= until, a partition that exists), and such requests rightly get
+# a 4xx naming the problem.
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 
 def _operations() -> list:
@@ -53,8 +69,8 @@ def test_every_operation_answers_within_its_schema(cp_cluster, make_user) -> Non
             database=None,
             suppress_health_check=list(HealthCheck),
         )
-        def check(case) -> None:
-            case.call_and_validate(headers=headers)
+        def check(case, headers: dict[str, str] = headers) -> None:
+            case.call_and_validate(headers=headers, checks=CHECKS)
 
         try:
             check()

@@ -29,8 +29,8 @@ MUTATING = ("post", "put", "patch", "delete")
 
 
 def _filled(path: str) -> str:
-    """A concrete URL for a templated path: every ``{param}`` becomes ``x1``."""
-    return re.sub(r"\{[^}]+\}", "x1", path)
+    """A concrete URL for a templated path: every ``{param}`` becomes ``1`` (int or str)."""
+    return re.sub(r"\{[^}]+\}", "1", path)
 
 
 def _mutations(client: APIClient) -> list[tuple[str, str]]:
