@@ -51,6 +51,20 @@ def _operations() -> list:
     return [result.ok() for result in schema.get_all_operations()]
 
 
+def _checker(operation, headers: dict[str, str]):
+    @given(case=operation.as_strategy())
+    @hypothesis_settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def check(case) -> None:
+        case.call_and_validate(headers=headers, checks=CHECKS)
+
+    return check
+
+
 def test_every_operation_answers_within_its_schema(cp_cluster, make_user) -> None:
     make_user("fuzz-admin", "admin")
     make_user("fuzz-viewer", "viewer")
@@ -62,16 +76,7 @@ def test_every_operation_answers_within_its_schema(cp_cluster, make_user) -> Non
         as_viewer = any(method == m and operation.path.startswith(p) for m, p in AS_VIEWER)
         headers = {"Authorization": basic("fuzz-viewer" if as_viewer else "fuzz-admin")}
 
-        @given(case=operation.as_strategy())
-        @hypothesis_settings(
-            max_examples=EXAMPLES,
-            deadline=None,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )
-        def check(case, headers: dict[str, str] = headers) -> None:
-            case.call_and_validate(headers=headers, checks=CHECKS)
-
+        check = _checker(operation, headers)
         try:
             check()
         except Exception as exc:  # collect every operation's failure, report them together
