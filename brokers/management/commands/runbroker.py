@@ -79,7 +79,8 @@ class Command(BaseCommand):
             listen=listen,
             advertise=advertise,
             data_dir=data_dir,
-            rack=options["rack"],
+            # Kafka sets the rack with the broker.rack config; --rack is the shorthand.
+            rack=options["rack"] or overrides.get("broker.rack") or None,
             overrides=overrides,
             redis_url=os.environ.get("WEIR_REDIS_URL", "redis://127.0.0.1:6379/0"),
             cluster_id=os.environ.get("WEIR_CLUSTER_ID", "weir"),
