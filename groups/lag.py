@@ -18,17 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db.models import QuerySet
 
 from controlplane.cluster import ClusterGateway, gateway
 from groups.models import GroupStatusSample, LagSample
-
-if TYPE_CHECKING:
-    from groups.monitor import GroupLag
 
 __all__ = [
     "channel_group_name",
@@ -57,15 +53,19 @@ def _group_key(gw: ClusterGateway, group: str) -> str:
 
 
 def store_snapshots(
-    gw: ClusterGateway, groups: Iterable[GroupLag], cluster: dict[str, Any], *, ttl_s: int
+    gw: ClusterGateway,
+    texts: dict[str, str],
+    summaries: list[dict[str, Any]],
+    cluster: str,
+    *,
+    ttl_s: int,
 ) -> None:
-    """Keep the latest snapshot of each group and of the cluster in Redis."""
-    groups = list(groups)
+    """Keep the latest message of each group (JSON text), the group list and the cluster."""
     pipe = gw.redis.pipeline(transaction=False)
-    for group in groups:
-        pipe.set(_group_key(gw, group.group), json.dumps(group.message()), ex=ttl_s)
-    pipe.set(gw.keys.key("lag:groups"), json.dumps([g.summary() for g in groups]), ex=ttl_s)
-    pipe.set(gw.keys.key("lag:cluster"), json.dumps(cluster), ex=ttl_s)
+    for group, text in texts.items():
+        pipe.set(_group_key(gw, group), text, ex=ttl_s)
+    pipe.set(gw.keys.key("lag:groups"), json.dumps(summaries), ex=ttl_s)
+    pipe.set(gw.keys.key("lag:cluster"), cluster, ex=ttl_s)
     pipe.execute()
 
 

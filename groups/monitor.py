@@ -35,10 +35,11 @@ import json
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
@@ -69,6 +70,7 @@ DEFAULT_COMMIT_INTERVAL_MS = 5_000
 REQUEST_TIMEOUT_S = 5.0
 FETCH_MAX_BYTES = 32 * 1024 * 1024
 SNAPSHOT_TTL_S = 10
+PUSH_CONCURRENCY = 4
 ACTIVE_STATES = {"Stable", "PreparingRebalance", "CompletingRebalance"}
 
 
@@ -126,7 +128,19 @@ class GroupLag:
             "complete": self.complete,
             "total_lag": self.total_lag,
             "max_lag_seconds": self.max_lag_seconds,
-            "partitions": [asdict(p) for p in self.partitions],
+            "partitions": [
+                {
+                    "topic": p.topic,
+                    "partition": p.partition,
+                    "committed": p.committed,
+                    "high_watermark": p.high_watermark,
+                    "lag": p.lag,
+                    "lag_seconds": p.lag_seconds,
+                    "status": p.status,
+                    "complete": p.complete,
+                }
+                for p in self.partitions
+            ],
             "at": self.at.isoformat().replace("+00:00", "Z"),
         }
 
@@ -161,6 +175,7 @@ class LagCollector:
         self._timestamps: dict[tuple[str, int, int], int] = {}
         self._clients: dict[tuple[str, int], BrokerClient] = {}
         self._last_hw: dict[tuple[str, int], int] = {}
+        self.last_image: ClusterImage | None = None
 
     # reading -------------------------------------------------------------------------------
     def read_groups(self, image: ClusterImage, only: str | None = None) -> list[GroupReading]:
@@ -335,7 +350,7 @@ class LagCollector:
     # one tick ----------------------------------------------------------------------------------
     def collect(self, *, now_ms: int | None = None, only: str | None = None) -> list[GroupLag]:
         """Read the cluster and evaluate every group (or just ``only``)."""
-        image = self.gw.image()
+        image = self.last_image = self.gw.image()
         states, _ = self.gw.partition_states()
         readings = self.read_groups(image, only)
         now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -519,12 +534,18 @@ class Monitor:
         window_size: int = DEFAULT_WINDOW,
         commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
         store_history: bool = True,
+        history_interval_ms: int | None = None,
     ) -> None:
         self.gw = gw
         self.collector = LagCollector(
             gw, window_size=window_size, commit_interval_ms=commit_interval_ms
         )
         self.store_history = store_history
+        if history_interval_ms is None:
+            seconds = float(getattr(settings, "WEIR_LAG_HISTORY_INTERVAL_S", 5.0))
+            history_interval_ms = int(seconds * 1000)
+        self.history_interval_ms = history_interval_ms
+        self._history_due = 0
         self.statuses: dict[str, str] = {}
 
     def tick(self, *, now_ms: int | None = None) -> list[GroupLag]:
@@ -532,15 +553,21 @@ class Monitor:
         from groups import lag, services, webhooks
 
         groups = self.collector.collect(now_ms=now_ms)
-        image = self.gw.image()
-        cluster = cluster_view(image, groups, now_ms=now_ms)
-        lag.store_snapshots(self.gw, groups, cluster, ttl_s=SNAPSHOT_TTL_S)
+        now = groups[0].at_ms if groups else int(time.time() * 1000)
+        image = self.collector.last_image or self.gw.image()
+        cluster = json.dumps(cluster_view(image, groups, now_ms=now))
+        texts = {g.group: json.dumps(g.message()) for g in groups}
+        lag.store_snapshots(
+            self.gw, texts, [g.summary() for g in groups], cluster, ttl_s=SNAPSHOT_TTL_S
+        )
         try:
-            self.gw.call(lambda: _push(groups, cluster), timeout=10)
+            self.gw.call(lambda: _push(texts, cluster), timeout=10)
         except Exception:  # a missing channel layer must not stop the monitor
             log.warning("pushing to websockets failed", exc_info=True)
-        if self.store_history:
+        if self.store_history and now >= self._history_due:
+            # History is sampled (every WEIR_LAG_HISTORY_INTERVAL_S), the live view is not.
             services.lag_history_record(groups=groups)
+            self._history_due = now + self.history_interval_ms
         for group in groups:
             previous = self.statuses.get(group.group)
             if previous is not None and previous != group.status:
@@ -554,7 +581,7 @@ class Monitor:
         self.collector.close()
 
 
-async def _push(groups: list[GroupLag], cluster: dict[str, Any]) -> None:
+async def _push(texts: dict[str, str], cluster: str) -> None:
     from channels.layers import get_channel_layer
 
     from groups.lag import channel_group_name
@@ -562,15 +589,14 @@ async def _push(groups: list[GroupLag], cluster: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    sends = [
-        layer.group_send(
-            channel_group_name(g.group), {"type": "lag.update", "text": json.dumps(g.message())}
-        )
-        for g in groups
-    ]
-    sends.append(
-        layer.group_send(
-            channel_group_name(None), {"type": "lag.update", "text": json.dumps(cluster)}
-        )
-    )
-    await asyncio.gather(*sends)
+    messages = [(channel_group_name(group), text) for group, text in texts.items()]
+    messages.append((channel_group_name(None), cluster))
+    # A few sends at a time: the layer's connection pool is small, and one group_send per
+    # group costs one Redis round trip (nothing is stored for groups nobody watches).
+    limit = asyncio.Semaphore(PUSH_CONCURRENCY)
+
+    async def send(name: str, text: str) -> None:
+        async with limit:
+            await layer.group_send(name, {"type": "lag.update", "text": text})
+
+    await asyncio.gather(*(send(name, text) for name, text in messages))

@@ -71,7 +71,7 @@ def test_group_list_lag_and_history_follow_the_monitor(
     viewer: APIClient, lagging: dict[str, Any]
 ) -> None:
     group = lagging["group"]
-    monitor = Monitor(gateway())
+    monitor = Monitor(gateway(), history_interval_ms=0)
     try:
         start = now_ms()
         monitor.tick(now_ms=start)

@@ -41,7 +41,7 @@ def find(groups: list[GroupLag], name: str) -> GroupLag:
 
 @pytest.fixture
 def monitor(cp_cluster: Cluster) -> Iterator[Monitor]:
-    found = Monitor(gateway())
+    found = Monitor(gateway(), history_interval_ms=0)
     yield found
     found.close()
 

@@ -1,6 +1,7 @@
 """``manage.py monitor``: the lag monitor and the periodic tasks, one tick a second.
 
     manage.py monitor [--interval 1.0] [--once] [--window 10] [--no-history]
+                      [--history-interval 5] [--commit-interval-ms 5000]
 
 Each tick computes every group's lag and status and publishes it (:class:`groups.monitor
 .Monitor`), then runs the periodic tasks that are due (``controlplane.periodic``: other apps'
@@ -44,6 +45,12 @@ class Command(BaseCommand):
             help="how often a live consumer is assumed to re-commit an unchanged offset",
         )
         parser.add_argument("--no-history", action="store_true", help="do not store history")
+        parser.add_argument(
+            "--history-interval",
+            type=float,
+            default=None,
+            help="seconds between stored lag samples (default WEIR_LAG_HISTORY_INTERVAL_S or 5)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["interval"] <= 0:
@@ -64,6 +71,11 @@ class Command(BaseCommand):
                             window_size=options["window"],
                             commit_interval_ms=options["commit_interval_ms"],
                             store_history=not options["no_history"],
+                            history_interval_ms=(
+                                None
+                                if options["history_interval"] is None
+                                else int(options["history_interval"] * 1000)
+                            ),
                         )
                     groups = monitor.tick()
                     log.debug("tick: %d groups", len(groups))
