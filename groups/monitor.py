@@ -7,9 +7,9 @@ One tick (:meth:`Monitor.tick`) is three steps:
 1. **Read** (:class:`LagCollector`). Every live broker answers ListGroups with the groups it
    coordinates, so the broker that lists a group is its coordinator: one DescribeGroups and
    one OffsetFetch v8 (which takes many groups) per broker then give every group's state,
-   members, assignments and committed offsets — six Kafka requests a tick however many groups
-   there are, sent to the brokers concurrently. High watermarks come from the partition states
-   leaders publish to Redis every second. Lag = max(0, HW - committed).
+   members, assignments and committed offsets — three Kafka requests per broker a tick however
+   many groups there are, sent to the brokers concurrently. High watermarks come from the
+   partition states leaders publish to Redis every second. Lag = max(0, HW - committed).
 2. **Age.** Lag in seconds is how old the first unconsumed record is: now - the timestamp of
    the record at the committed offset (0 when lag is 0). One Fetch per leader broker reads one
    batch per partition (``partition_max_bytes`` 1: Weir, like Kafka, always returns at least
@@ -22,7 +22,12 @@ One tick (:meth:`Monitor.tick`) is three steps:
    same offset (that is what makes STALL), while a group whose members left stops adding
    commits (that is what makes STOP). The snapshot of each group goes to Redis (for new
    websocket subscribers and the API), to the Channels group of ``/ws/groups/<group>/``, to
-   the history tables, and, when the group's status changed, to the webhooks.
+   the history tables (sampled every ``WEIR_LAG_HISTORY_INTERVAL_S``, default 5 s: the live
+   view is per second, the stored one need not be), and, when the group's status changed, to
+   the webhooks.
+
+Scale: 100 groups x 50 partitions take about 0.2 s a tick on the 2-core development machine
+(reading ~0.15 s; a history write adds ~0.5 s on SQLite every fifth second).
 
 Errors on one broker (down, loading) skip that broker's groups for the tick; nothing here
 raises out of a tick except when the whole cluster is unreachable.
@@ -33,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -542,7 +548,13 @@ class Monitor:
         )
         self.store_history = store_history
         if history_interval_ms is None:
-            seconds = float(getattr(settings, "WEIR_LAG_HISTORY_INTERVAL_S", 5.0))
+            seconds = float(
+                getattr(
+                    settings,
+                    "WEIR_LAG_HISTORY_INTERVAL_S",
+                    os.environ.get("WEIR_LAG_HISTORY_INTERVAL_S", "5"),
+                )
+            )
             history_interval_ms = int(seconds * 1000)
         self.history_interval_ms = history_interval_ms
         self._history_due = 0

@@ -10,6 +10,7 @@ request, goes to the coordinator through Redis (:mod:`brokers.group_admin`).
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -99,7 +100,8 @@ def lag_history_downsample(*, now: datetime | None = None, since: datetime | Non
     """
     now = now or timezone.now()
     cutoff = now - FULL_RESOLUTION
-    retention = now - timedelta(days=float(getattr(settings, "WEIR_LAG_HISTORY_DAYS", 7)))
+    days = getattr(settings, "WEIR_LAG_HISTORY_DAYS", os.environ.get("WEIR_LAG_HISTORY_DAYS", "7"))
+    retention = now - timedelta(days=float(days))
     deleted = LagSample.objects.filter(at__lt=retention).delete()[0]
     deleted += GroupStatusSample.objects.filter(at__lt=retention).delete()[0]
     for model, keys in (
