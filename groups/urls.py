@@ -6,9 +6,44 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from groups import ops_api
+from groups import ops_api, rest_v3
 
-kafka_v3: list[URLPattern | URLResolver] = []
+_C = "clusters/<str:cluster_id>/consumer-groups"
+
+kafka_v3: list[URLPattern | URLResolver] = [
+    path(_C, rest_v3.ConsumerGroupListView.as_view(), name="v3-consumer-groups"),
+    path(
+        f"{_C}/<str:group_id>", rest_v3.ConsumerGroupDetailView.as_view(), name="v3-consumer-group"
+    ),
+    path(f"{_C}/<str:group_id>/consumers", rest_v3.ConsumerListView.as_view(), name="v3-consumers"),
+    path(
+        f"{_C}/<str:group_id>/consumers/<str:consumer_id>",
+        rest_v3.ConsumerDetailView.as_view(),
+        name="v3-consumer",
+    ),
+    path(
+        f"{_C}/<str:group_id>/consumers/<str:consumer_id>/assignments",
+        rest_v3.AssignmentListView.as_view(),
+        name="v3-consumer-assignments",
+    ),
+    path(
+        f"{_C}/<str:group_id>/consumers/<str:consumer_id>/assignments/<str:topic_name>"
+        "/partitions/<str:partition_id>",
+        rest_v3.AssignmentDetailView.as_view(),
+        name="v3-consumer-assignment",
+    ),
+    path(f"{_C}/<str:group_id>/lags", rest_v3.LagListView.as_view(), name="v3-consumer-lags"),
+    path(
+        f"{_C}/<str:group_id>/lags/<str:topic_name>/partitions/<str:partition_id>",
+        rest_v3.LagDetailView.as_view(),
+        name="v3-consumer-lag",
+    ),
+    path(
+        f"{_C}/<str:group_id>/lag-summary",
+        rest_v3.LagSummaryView.as_view(),
+        name="v3-consumer-lag-summary",
+    ),
+]
 kafka_v2: list[URLPattern | URLResolver] = []
 api: list[URLPattern | URLResolver] = [
     path("groups/", ops_api.GroupListView.as_view(), name="groups-list"),

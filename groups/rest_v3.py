@@ -1,0 +1,320 @@
+"""REST Proxy v3 consumer groups: groups, consumers, assignments, lags and the lag summary.
+
+Same paths and resource shapes as Confluent's v3 API (``KafkaConsumerGroup``,
+``KafkaConsumer``, ``KafkaConsumerAssignment``, ``KafkaConsumerLag``,
+``KafkaConsumerGroupLagSummary``). Reads only, so a viewer may call all of them; the numbers
+come from :mod:`groups.selectors` (committed offsets against the partitions' high watermarks).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
+from brokers.rest.v3 import parse_int
+from controlplane.errors import NotFound
+from groups import selectors
+from groups.selectors import GroupDetail, GroupMember, PartitionLag
+
+TAGS = ["REST proxy v3: consumer groups"]
+PARTITION_ID = OpenApiParameter("partition_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+GroupSerializer, GroupListSerializer = resource_serializer(
+    "V3ConsumerGroup",
+    {
+        "consumer_group_id": serializers.CharField(),
+        "is_simple": serializers.BooleanField(),
+        "partition_assignor": serializers.CharField(),
+        "state": serializers.CharField(),
+        "coordinator": RelationshipSerializer(),
+        "consumers": RelationshipSerializer(),
+        "lag_summary": RelationshipSerializer(),
+    },
+)
+ConsumerSerializer, ConsumerListSerializer = resource_serializer(
+    "V3Consumer",
+    {
+        "consumer_group_id": serializers.CharField(),
+        "consumer_id": serializers.CharField(),
+        "instance_id": serializers.CharField(allow_null=True),
+        "client_id": serializers.CharField(),
+        "assignments": RelationshipSerializer(),
+    },
+)
+AssignmentSerializer, AssignmentListSerializer = resource_serializer(
+    "V3ConsumerAssignment",
+    {
+        "consumer_group_id": serializers.CharField(),
+        "consumer_id": serializers.CharField(),
+        "topic_name": serializers.CharField(),
+        "partition_id": serializers.IntegerField(),
+        "partition": RelationshipSerializer(),
+        "lag": RelationshipSerializer(),
+    },
+)
+LagSerializer, LagListSerializer = resource_serializer(
+    "V3ConsumerLag",
+    {
+        "consumer_group_id": serializers.CharField(),
+        "topic_name": serializers.CharField(),
+        "partition_id": serializers.IntegerField(),
+        "current_offset": serializers.IntegerField(),
+        "log_end_offset": serializers.IntegerField(),
+        "lag": serializers.IntegerField(),
+        "consumer_id": serializers.CharField(),
+        "instance_id": serializers.CharField(allow_null=True),
+        "client_id": serializers.CharField(),
+    },
+)
+LagSummarySerializer, _ = resource_serializer(
+    "V3ConsumerGroupLagSummary",
+    {
+        "consumer_group_id": serializers.CharField(),
+        "max_lag_consumer_id": serializers.CharField(),
+        "max_lag_instance_id": serializers.CharField(allow_null=True),
+        "max_lag_client_id": serializers.CharField(),
+        "max_lag_topic_name": serializers.CharField(),
+        "max_lag_partition_id": serializers.IntegerField(),
+        "max_lag": serializers.IntegerField(),
+        "total_lag": serializers.IntegerField(),
+        "max_lag_consumer": RelationshipSerializer(),
+        "max_lag_partition": RelationshipSerializer(),
+    },
+)
+
+
+def _group(v3: V3, g: GroupDetail) -> dict[str, Any]:
+    base = ("consumer-groups", g.group_id)
+    return v3.resource(
+        "KafkaConsumerGroup",
+        base,
+        (f"consumer-group={g.group_id}",),
+        consumer_group_id=g.group_id,
+        is_simple=g.is_simple,
+        partition_assignor=g.partition_assignor,
+        state=g.state,
+        coordinator=v3.related("brokers", g.coordinator_id if g.coordinator_id is not None else -1),
+        consumers=v3.related(*base, "consumers"),
+        lag_summary=v3.related(*base, "lag-summary"),
+    )
+
+
+def _consumer(v3: V3, group_id: str, m: GroupMember) -> dict[str, Any]:
+    base = ("consumer-groups", group_id, "consumers", m.consumer_id)
+    return v3.resource(
+        "KafkaConsumer",
+        base,
+        (f"consumer-group={group_id}", f"consumer={m.consumer_id}"),
+        consumer_group_id=group_id,
+        consumer_id=m.consumer_id,
+        instance_id=m.instance_id,
+        client_id=m.client_id,
+        assignments=v3.related(*base, "assignments"),
+    )
+
+
+def _assignment(v3: V3, group_id: str, m: GroupMember, topic: str, p: int) -> dict[str, Any]:
+    base = ("consumer-groups", group_id, "consumers", m.consumer_id, "assignments", topic)
+    return v3.resource(
+        "KafkaConsumerAssignment",
+        (*base, "partitions", p),
+        (
+            f"consumer-group={group_id}",
+            f"consumer={m.consumer_id}",
+            f"assignment={topic}",
+            f"partition={p}",
+        ),
+        consumer_group_id=group_id,
+        consumer_id=m.consumer_id,
+        topic_name=topic,
+        partition_id=p,
+        partition=v3.related("topics", topic, "partitions", p),
+        lag=v3.related("consumer-groups", group_id, "lags", topic, "partitions", p),
+    )
+
+
+def _lag(v3: V3, group_id: str, lag: PartitionLag) -> dict[str, Any]:
+    return v3.resource(
+        "KafkaConsumerLag",
+        ("consumer-groups", group_id, "lags", lag.topic, "partitions", lag.partition),
+        (f"consumer-group={group_id}", f"lag={lag.topic}", f"partition={lag.partition}"),
+        consumer_group_id=group_id,
+        topic_name=lag.topic,
+        partition_id=lag.partition,
+        current_offset=lag.current_offset,
+        log_end_offset=lag.log_end_offset,
+        lag=lag.lag,
+        consumer_id=lag.consumer_id,
+        instance_id=lag.instance_id,
+        client_id=lag.client_id,
+    )
+
+
+def _member(group: GroupDetail, consumer_id: str) -> GroupMember:
+    for member in group.members:
+        if member.consumer_id == consumer_id:
+            return member
+    raise NotFound(f"consumer {consumer_id!r} is not a member of group {group.group_id!r}")
+
+
+class ConsumerGroupListView(APIView):
+    """Every consumer group of the cluster."""
+
+    @extend_schema(operation_id="listKafkaConsumerGroups", responses=GroupListSerializer, tags=TAGS)
+    def get(self, request: Request, cluster_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        data = []
+        for group_id, _, _ in selectors.consumer_group_list():
+            try:
+                data.append(_group(v3, selectors.consumer_group_get(group_id=group_id)))
+            except NotFound:  # deleted between listing and describing
+                continue
+        return Response(v3.collection("KafkaConsumerGroupList", ("consumer-groups",), data))
+
+
+class ConsumerGroupDetailView(APIView):
+    """One consumer group: state, assignor, coordinator."""
+
+    @extend_schema(operation_id="getKafkaConsumerGroup", responses=GroupSerializer, tags=TAGS)
+    def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        return Response(_group(v3, selectors.consumer_group_get(group_id=group_id)))
+
+
+class ConsumerListView(APIView):
+    """The group's members."""
+
+    @extend_schema(operation_id="listKafkaConsumers", responses=ConsumerListSerializer, tags=TAGS)
+    def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        group = selectors.consumer_group_get(group_id=group_id)
+        data = [_consumer(v3, group_id, m) for m in group.members]
+        return Response(
+            v3.collection("KafkaConsumerList", ("consumer-groups", group_id, "consumers"), data)
+        )
+
+
+class ConsumerDetailView(APIView):
+    """One member of the group."""
+
+    @extend_schema(operation_id="getKafkaConsumer", responses=ConsumerSerializer, tags=TAGS)
+    def get(self, request: Request, cluster_id: str, group_id: str, consumer_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
+        return Response(_consumer(v3, group_id, member))
+
+
+class AssignmentListView(APIView):
+    """The partitions assigned to one member."""
+
+    @extend_schema(
+        operation_id="listKafkaConsumerAssignments",
+        responses=AssignmentListSerializer,
+        tags=TAGS,
+    )
+    def get(self, request: Request, cluster_id: str, group_id: str, consumer_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
+        data = [_assignment(v3, group_id, member, t, p) for t, p in member.assignments]
+        parts = ("consumer-groups", group_id, "consumers", consumer_id, "assignments")
+        return Response(v3.collection("KafkaConsumerAssignmentList", parts, data))
+
+
+class AssignmentDetailView(APIView):
+    """One assigned partition of one member."""
+
+    @extend_schema(
+        operation_id="getKafkaConsumerAssignment",
+        parameters=[PARTITION_ID],
+        responses=AssignmentSerializer,
+        tags=TAGS,
+    )
+    def get(
+        self,
+        request: Request,
+        cluster_id: str,
+        group_id: str,
+        consumer_id: str,
+        topic_name: str,
+        partition_id: str,
+    ) -> Response:
+        v3 = V3(request, cluster_id)
+        partition = parse_int(partition_id, what="partition")
+        member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
+        if (topic_name, partition) not in member.assignments:
+            raise NotFound(
+                f"partition {topic_name}-{partition} is not assigned to consumer {consumer_id!r}"
+            )
+        return Response(_assignment(v3, group_id, member, topic_name, partition))
+
+
+class LagListView(APIView):
+    """Lag of every partition the group has committed."""
+
+    @extend_schema(operation_id="listKafkaConsumerLags", responses=LagListSerializer, tags=TAGS)
+    def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        data = [_lag(v3, group_id, lag) for lag in selectors.consumer_group_lags(group_id=group_id)]
+        return Response(
+            v3.collection("KafkaConsumerLagList", ("consumer-groups", group_id, "lags"), data)
+        )
+
+
+class LagDetailView(APIView):
+    """Lag of one partition."""
+
+    @extend_schema(
+        operation_id="getKafkaConsumerLag",
+        parameters=[PARTITION_ID],
+        responses=LagSerializer,
+        tags=TAGS,
+    )
+    def get(
+        self, request: Request, cluster_id: str, group_id: str, topic_name: str, partition_id: str
+    ) -> Response:
+        v3 = V3(request, cluster_id)
+        partition = parse_int(partition_id, what="partition")
+        for lag in selectors.consumer_group_lags(group_id=group_id):
+            if (lag.topic, lag.partition) == (topic_name, partition):
+                return Response(_lag(v3, group_id, lag))
+        raise NotFound(f"group {group_id!r} has no committed offset for {topic_name}-{partition}")
+
+
+class LagSummaryView(APIView):
+    """The group's total lag and its most lagging partition."""
+
+    @extend_schema(
+        operation_id="getKafkaConsumerGroupLagSummary", responses=LagSummarySerializer, tags=TAGS
+    )
+    def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
+        v3 = V3(request, cluster_id)
+        lags = selectors.consumer_group_lags(group_id=group_id)
+        if not lags:
+            raise NotFound(f"group {group_id!r} has no committed offsets")
+        worst = max(lags, key=lambda lag: (lag.lag, -lag.partition))
+        return Response(
+            v3.resource(
+                "KafkaConsumerGroupLagSummary",
+                ("consumer-groups", group_id, "lag-summary"),
+                (f"consumer-group={group_id}", "lag-summary"),
+                consumer_group_id=group_id,
+                max_lag_consumer_id=worst.consumer_id,
+                max_lag_instance_id=worst.instance_id,
+                max_lag_client_id=worst.client_id,
+                max_lag_topic_name=worst.topic,
+                max_lag_partition_id=worst.partition,
+                max_lag=worst.lag,
+                total_lag=sum(lag.lag for lag in lags),
+                max_lag_consumer=v3.related(
+                    "consumer-groups", group_id, "consumers", worst.consumer_id
+                ),
+                max_lag_partition=v3.related("topics", worst.topic, "partitions", worst.partition),
+            )
+        )
