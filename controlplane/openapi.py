@@ -34,7 +34,12 @@ ERROR_STATUSES = {
 }
 
 # v2 proxy views answer errors in Confluent's v2 content type, the rest in plain JSON.
-ERROR_MEDIA_TYPES = ("application/json", "application/vnd.kafka.v2+json")
+ERROR_MEDIA_TYPES = (
+    "application/json",
+    "application/vnd.kafka.v2+json",
+    "application/vnd.kafka.json.v2+json",
+    "application/vnd.kafka.binary.v2+json",
+)
 
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 

@@ -6,7 +6,7 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from groups import ops_api, rest_v3
+from groups import ops_api, rest_v2, rest_v3
 
 _C = "clusters/<str:cluster_id>/consumer-groups"
 
@@ -44,7 +44,22 @@ kafka_v3: list[URLPattern | URLResolver] = [
         name="v3-consumer-lag-summary",
     ),
 ]
-kafka_v2: list[URLPattern | URLResolver] = []
+_I = "consumers/<str:group>/instances/<str:instance>"
+kafka_v2: list[URLPattern | URLResolver] = [
+    path("consumers/<str:group>", rest_v2.CreateInstanceView.as_view(), name="v2-consumer-create"),
+    path(_I, rest_v2.InstanceView.as_view(), name="v2-consumer"),
+    path(f"{_I}/subscription", rest_v2.SubscriptionView.as_view(), name="v2-subscription"),
+    path(f"{_I}/assignments", rest_v2.AssignmentsView.as_view(), name="v2-assignments"),
+    path(f"{_I}/offsets", rest_v2.OffsetsView.as_view(), name="v2-offsets"),
+    path(f"{_I}/positions", rest_v2.PositionsView.as_view(), name="v2-positions"),
+    path(
+        f"{_I}/positions/beginning",
+        rest_v2.PositionsBeginningView.as_view(),
+        name="v2-positions-beginning",
+    ),
+    path(f"{_I}/positions/end", rest_v2.PositionsEndView.as_view(), name="v2-positions-end"),
+    path(f"{_I}/records", rest_v2.RecordsView.as_view(), name="v2-records"),
+]
 api: list[URLPattern | URLResolver] = [
     path("groups/", ops_api.GroupListView.as_view(), name="groups-list"),
     path("groups/<str:group>/lag/", ops_api.GroupLagView.as_view(), name="groups-lag"),

@@ -76,6 +76,9 @@ def cp_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
     try:
         yield cluster
     finally:
+        from groups.consumer_instances import registry
+
+        registry.close_all()  # REST Proxy v2 consumer instances left by tests
         reset_gateways()
         (
             settings.WEIR_REDIS_URL,

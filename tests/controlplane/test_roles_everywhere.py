@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db
 # Proxy v2 consumer instance (creating, subscribing and positioning it is reading).
 VIEWER_ALLOWED = [
     ("POST", r"^/api/token/$"),
-    ("POST", r"^/kafka/consumers/[^/]+/$"),
-    ("DELETE", r"^/kafka/consumers/[^/]+/instances/[^/]+/$"),
+    ("POST", r"^/kafka/consumers/[^/]+$"),
+    ("DELETE", r"^/kafka/consumers/[^/]+/instances/[^/]+$"),
     ("POST", r"^/kafka/consumers/[^/]+/instances/[^/]+/(subscription|assignments|positions.*)$"),
     ("DELETE", r"^/kafka/consumers/[^/]+/instances/[^/]+/subscription$"),
 ]

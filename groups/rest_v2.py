@@ -1,0 +1,437 @@
+"""REST Proxy v2 consumer instances: create, subscribe or assign, read, commit, seek, delete.
+
+Confluent's paths, bodies, content types (``application/vnd.kafka.v2+json``; records in
+``application/vnd.kafka.<format>.v2+json``) and error codes (40403 instance not found, 40902
+instance exists, 40601 Accept does not match the instance's format, 42204 bad format). The
+instances live in this process (:mod:`groups.consumer_instances`).
+
+Roles: reading is a viewer's right, so a viewer may create an instance, subscribe or assign,
+seek, read records and delete the instance; committing offsets moves the group's position and
+needs an operator.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from controlplane.cluster import gateway
+from controlplane.content import (
+    KAFKA_V2_PARSERS,
+    KAFKA_V2_RENDERERS,
+    KafkaBinaryV2JsonRenderer,
+    KafkaJsonV2JsonRenderer,
+)
+from controlplane.errors import ApiError, BadRequest, KafkaUnavailable
+from controlplane.roles import OPERATOR, VIEWER
+from groups.consumer_instances import FORMATS, ConsumerInstance, registry
+
+TAGS = ["REST proxy v2: consumers"]
+MAX_WAIT_S = 30.0
+
+
+def _body(request: Request) -> dict[str, Any]:
+    data = request.data
+    if data in (None, "") or (hasattr(data, "keys") and not data):
+        return {}
+    if not isinstance(data, dict):
+        raise ApiError("the request body must be a JSON object", error_code=42201, status_code=422)
+    return data
+
+
+def _partitions(body: dict[str, Any], key: str = "partitions") -> list[tuple[str, int]]:
+    items = body.get(key)
+    if not isinstance(items, list):
+        raise ApiError(f"{key!r} must be a list", error_code=42201, status_code=422)
+    result = []
+    for index, item in enumerate(items):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("topic"), str)
+            or not isinstance(item.get("partition"), int)
+            or isinstance(item.get("partition"), bool)
+            or item["partition"] < 0
+        ):
+            raise ApiError(
+                f"{key}[{index}] needs a string 'topic' and a non-negative integer 'partition'",
+                error_code=42201,
+                status_code=422,
+            )
+        result.append((item["topic"], item["partition"]))
+    return result
+
+
+def _check_topics(topics: list[str]) -> None:
+    known = gateway().image().topics
+    missing = [t for t in topics if t not in known]
+    if missing:
+        raise ApiError(f"Topic {missing[0]!r} not found.", error_code=40401, status_code=404)
+
+
+class _V2View(APIView):
+    renderer_classes = KAFKA_V2_RENDERERS
+    parser_classes = KAFKA_V2_PARSERS
+    roles = {"POST": VIEWER, "DELETE": VIEWER, "GET": VIEWER}
+
+
+class CreateInstanceSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False)
+    format = serializers.CharField(required=False)
+
+
+class InstanceSerializer(serializers.Serializer):
+    instance_id = serializers.CharField()
+    base_uri = serializers.CharField()
+
+
+class CreateInstanceView(_V2View):
+    """Create a consumer instance in a group."""
+
+    @extend_schema(request=CreateInstanceSerializer, responses=InstanceSerializer, tags=TAGS)
+    def post(self, request: Request, group: str) -> Response:
+        body = _body(request)
+        fmt = str(body.get("format", "binary")).lower()
+        if fmt not in FORMATS:
+            raise ApiError(
+                f"format {fmt!r} is not supported: Weir has no Schema Registry; use json or binary",
+                error_code=42204,
+                status_code=422,
+            )
+        name = body.get("name") or f"rest-consumer-{uuid.uuid4().hex[:12]}"
+        if not isinstance(name, str) or not name.strip() or "/" in name:
+            raise ApiError("name must be a non-empty string", error_code=42201, status_code=422)
+        reset = str(body.get("auto.offset.reset", "latest"))
+        if reset not in ("earliest", "latest", "smallest", "largest", "none"):
+            raise ApiError(
+                f"auto.offset.reset {reset!r} must be earliest or latest",
+                error_code=42201,
+                status_code=422,
+            )
+        try:
+            registry.create(group=group, name=name, fmt=fmt, config=body)
+        except (KafkaException, ValueError) as exc:
+            raise ApiError(
+                f"invalid consumer config: {exc}", error_code=42201, status_code=422
+            ) from None
+        base_uri = request.build_absolute_uri(f"/kafka/consumers/{group}/instances/{name}")
+        return Response({"instance_id": name, "base_uri": base_uri})
+
+
+class InstanceView(_V2View):
+    """Delete a consumer instance (it leaves its group)."""
+
+    @extend_schema(responses={204: None}, tags=TAGS)
+    def delete(self, request: Request, group: str, instance: str) -> Response:
+        registry.delete(group=group, name=instance)
+        return Response(status=204)
+
+
+class SubscriptionSerializer(serializers.Serializer):
+    topics = serializers.ListField(child=serializers.CharField())
+
+
+class SubscriptionView(_V2View):
+    """Subscribe to topics (or a pattern), read or drop the subscription."""
+
+    @extend_schema(request=SubscriptionSerializer, responses={204: None}, tags=TAGS)
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        body = _body(request)
+        topics, pattern = body.get("topics"), body.get("topic_pattern")
+        if (topics is None) == (pattern is None):
+            raise ApiError(
+                "give exactly one of 'topics' and 'topic_pattern'",
+                error_code=40903,
+                status_code=409,
+            )
+        if topics is not None and (
+            not isinstance(topics, list) or not all(isinstance(t, str) for t in topics)
+        ):
+            raise ApiError("'topics' must be a list of names", error_code=42201, status_code=422)
+        if pattern is not None and not isinstance(pattern, str):
+            raise ApiError("'topic_pattern' must be a string", error_code=42201, status_code=422)
+        with registry.use(group=group, name=instance) as consumer:
+            consumer.consumer.subscribe(topics if topics is not None else ["^" + pattern])
+            consumer.subscription = list(topics or [])
+            consumer.pattern = pattern
+        return Response(status=204)
+
+    @extend_schema(responses=SubscriptionSerializer, tags=TAGS)
+    def get(self, request: Request, group: str, instance: str) -> Response:
+        with registry.use(group=group, name=instance) as consumer:
+            return Response({"topics": consumer.subscription})
+
+    @extend_schema(responses={204: None}, tags=TAGS)
+    def delete(self, request: Request, group: str, instance: str) -> Response:
+        with registry.use(group=group, name=instance) as consumer:
+            consumer.consumer.unsubscribe()
+            consumer.subscription, consumer.pattern = [], None
+        return Response(status=204)
+
+
+class PartitionRef(serializers.Serializer):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField()
+
+
+class PartitionsSerializer(serializers.Serializer):
+    partitions = PartitionRef(many=True)
+
+
+class AssignmentsView(_V2View):
+    """Assign partitions by hand, or list the current assignment."""
+
+    @extend_schema(request=PartitionsSerializer, responses={204: None}, tags=TAGS)
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        partitions = _partitions(_body(request))
+        _check_topics(sorted({t for t, _ in partitions}))
+        with registry.use(group=group, name=instance) as consumer:
+            consumer.consumer.assign([TopicPartition(t, p) for t, p in partitions])
+            consumer.assignment = partitions
+        return Response(status=204)
+
+    @extend_schema(responses=PartitionsSerializer, tags=TAGS)
+    def get(self, request: Request, group: str, instance: str) -> Response:
+        with registry.use(group=group, name=instance) as consumer:
+            assigned = consumer.consumer.assignment()
+        return Response(
+            {"partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in assigned]}
+        )
+
+
+class OffsetRef(serializers.Serializer):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
+class OffsetsSerializer(serializers.Serializer):
+    offsets = OffsetRef(many=True)
+
+
+def _offsets(body: dict[str, Any]) -> list[tuple[str, int, int]]:
+    items = body.get("offsets")
+    if not isinstance(items, list):
+        raise ApiError("'offsets' must be a list", error_code=42201, status_code=422)
+    result = []
+    for index, item in enumerate(items):
+        offset = item.get("offset") if isinstance(item, dict) else None
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ApiError(
+                f"offsets[{index}] needs a non-negative integer 'offset'",
+                error_code=42201,
+                status_code=422,
+            )
+        ((topic, partition),) = _partitions({"p": [item]}, "p")
+        result.append((topic, partition, offset))
+    return result
+
+
+class OffsetsView(_V2View):
+    """Commit offsets (given, or everything consumed so far) and read committed offsets."""
+
+    roles = {"POST": OPERATOR, "GET": VIEWER}
+
+    @extend_schema(request=OffsetsSerializer, responses={200: None}, tags=TAGS)
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        body = _body(request)
+        with registry.use(group=group, name=instance) as consumer:
+            if body.get("offsets") is not None:
+                # The given offsets are committed as they are: the next offset to read.
+                commits = [TopicPartition(t, p, o) for t, p, o in _offsets(body)]
+            else:
+                commits = [TopicPartition(t, p, o) for (t, p), o in consumer.consumed.items()]
+            if commits:
+                try:
+                    consumer.consumer.commit(offsets=commits, asynchronous=False)
+                except KafkaException as exc:
+                    raise KafkaUnavailable(f"commit failed: {exc.args[0].str()}") from None
+        return Response(status=200)
+
+    @extend_schema(request=PartitionsSerializer, responses=OffsetsSerializer, tags=TAGS)
+    def get(self, request: Request, group: str, instance: str) -> Response:
+        body = _body(request)
+        if "partitions" not in body and request.query_params.get("partitions"):
+            body = {"partitions": json.loads(request.query_params["partitions"])}
+        partitions = _partitions(body)
+        with registry.use(group=group, name=instance) as consumer:
+            try:
+                committed = consumer.consumer.committed(
+                    [TopicPartition(t, p) for t, p in partitions], timeout=10
+                )
+            except KafkaException as exc:
+                raise KafkaUnavailable(f"reading offsets failed: {exc.args[0].str()}") from None
+        return Response(
+            {
+                "offsets": [
+                    {
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "offset": tp.offset,
+                        "metadata": tp.metadata or "",
+                    }
+                    for tp in committed
+                ]
+            }
+        )
+
+
+def _seek(consumer: ConsumerInstance, targets: list[tuple[str, int, int]]) -> None:
+    """Move the positions; partitions must be assigned (by hand or by the group)."""
+    manual = set(consumer.assignment)
+    if manual and all((t, p) in manual for t, p, _ in targets):
+        wanted = {(t, p): o for t, p, o in targets}
+        consumer.consumer.assign(
+            [TopicPartition(t, p, wanted.get((t, p), -1001)) for t, p in consumer.assignment]
+        )
+        for t, p, o in targets:
+            consumer.consumed.pop((t, p), None)
+            if o >= 0:
+                consumer.consumed[(t, p)] = o
+        return
+    assigned = {(tp.topic, tp.partition) for tp in consumer.consumer.assignment()}
+    for topic, partition, offset in targets:
+        if (topic, partition) not in assigned:
+            raise ApiError(
+                f"partition {topic}-{partition} is not assigned to this consumer instance",
+                error_code=40903,
+                status_code=409,
+            )
+        deadline = time.monotonic() + 2
+        while True:
+            try:
+                consumer.consumer.seek(TopicPartition(topic, partition, offset))
+                break
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise KafkaUnavailable(f"could not seek {topic}-{partition}") from None
+                consumer.consumer.poll(0.05)
+
+
+class PositionsView(_V2View):
+    """Seek to given offsets."""
+
+    @extend_schema(request=OffsetsSerializer, responses={204: None}, tags=TAGS)
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        targets = _offsets(_body(request))
+        with registry.use(group=group, name=instance) as consumer:
+            _seek(consumer, targets)
+        return Response(status=204)
+
+
+class PositionsBeginningView(_V2View):
+    """Seek to the first offsets of partitions."""
+
+    @extend_schema(request=PartitionsSerializer, responses={204: None}, tags=TAGS)
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        partitions = _partitions(_body(request))
+        with registry.use(group=group, name=instance) as consumer:
+            _seek(consumer, [(t, p, OFFSET_BEGINNING) for t, p in partitions])
+        return Response(status=204)
+
+
+class PositionsEndView(_V2View):
+    """Seek to the ends of partitions."""
+
+    @extend_schema(request=PartitionsSerializer, responses={204: None}, tags=TAGS)
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        partitions = _partitions(_body(request))
+        with registry.use(group=group, name=instance) as consumer:
+            _seek(consumer, [(t, p, OFFSET_END) for t, p in partitions])
+        return Response(status=204)
+
+
+class RecordSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    key = serializers.JSONField(allow_null=True)
+    value = serializers.JSONField(allow_null=True)
+    partition = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
+def _decode(data: bytes | None, fmt: str) -> Any:
+    if data is None:
+        return None
+    if fmt == "binary":
+        return base64.b64encode(data).decode()
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise ApiError(
+            "a record is not valid JSON; read it with a binary-format consumer",
+            error_code=42205,
+            status_code=422,
+        ) from None
+
+
+class RecordsView(_V2View):
+    """Read records (waits up to ``timeout`` ms, returns at most ``max_bytes``)."""
+
+    renderer_classes = [KafkaJsonV2JsonRenderer, KafkaBinaryV2JsonRenderer, *KAFKA_V2_RENDERERS]
+
+    @extend_schema(
+        responses={
+            (200, KafkaJsonV2JsonRenderer.media_type): RecordSerializer(many=True),
+            (200, KafkaBinaryV2JsonRenderer.media_type): RecordSerializer(many=True),
+        },
+        tags=TAGS,
+    )
+    def get(self, request: Request, group: str, instance: str) -> Response:
+        try:
+            timeout_ms = int(request.query_params.get("timeout", "1000"))
+            max_bytes = int(request.query_params.get("max_bytes", str(64 * 1024 * 1024)))
+        except ValueError:
+            raise BadRequest("timeout and max_bytes must be integers") from None
+        if timeout_ms < 0 or max_bytes < 1:
+            raise BadRequest("timeout must be >= 0 and max_bytes >= 1")
+        with registry.use(group=group, name=instance) as consumer:
+            accepted = request.accepted_media_type or ""
+            expected = f"application/vnd.kafka.{consumer.format}.v2+json"
+            if accepted.startswith("application/vnd.kafka.") and accepted not in (
+                expected,
+                "application/vnd.kafka.v2+json",
+                "application/vnd.kafka+json",
+            ):
+                raise ApiError(
+                    f"the consumer's format is {consumer.format}; ask for {expected}",
+                    error_code=40601,
+                    status_code=406,
+                )
+            records: list[dict[str, Any]] = []
+            size = 0
+            deadline = time.monotonic() + min(timeout_ms / 1000, MAX_WAIT_S)
+            while size < max_bytes:
+                remaining = deadline - time.monotonic()
+                messages = consumer.consumer.consume(num_messages=500, timeout=max(0, remaining))
+                for message in messages:
+                    if message.error() is not None:
+                        continue
+                    size += len(message.value() or b"") + len(message.key() or b"")
+                    records.append(
+                        {
+                            "topic": message.topic(),
+                            "key": _decode(message.key(), consumer.format),
+                            "value": _decode(message.value(), consumer.format),
+                            "partition": message.partition(),
+                            "offset": message.offset(),
+                        }
+                    )
+                    consumer.consumed[(message.topic(), message.partition())] = message.offset() + 1
+                if records or remaining <= 0:
+                    break
+        renderer = (
+            KafkaBinaryV2JsonRenderer if consumer.format == "binary" else (KafkaJsonV2JsonRenderer)
+        )
+        response = Response(records)
+        response.accepted_renderer = renderer()
+        response.accepted_media_type = renderer.media_type
+        return response
