@@ -289,6 +289,20 @@ def _seek(consumer: ConsumerInstance, targets: list[tuple[str, int, int]]) -> No
     """Move the positions; partitions must be assigned (by hand or by the group)."""
     manual = set(consumer.assignment)
     if manual and all((t, p) in manual for t, p, _ in targets):
+        # Resolve beginning/end to offsets now, so the position is fixed when the call
+        # returns (librdkafka would otherwise resolve it lazily, after later produces).
+        resolved = []
+        for t, p, o in targets:
+            if o in (OFFSET_BEGINNING, OFFSET_END):
+                try:
+                    low, high = consumer.consumer.get_watermark_offsets(
+                        TopicPartition(t, p), timeout=10
+                    )
+                except KafkaException as exc:
+                    raise KafkaUnavailable(f"offsets of {t}-{p}: {exc.args[0].str()}") from None
+                o = low if o == OFFSET_BEGINNING else high
+            resolved.append((t, p, o))
+        targets = resolved
         wanted = {(t, p): o for t, p, o in targets}
         consumer.consumer.assign(
             [TopicPartition(t, p, wanted.get((t, p), -1001)) for t, p in consumer.assignment]
