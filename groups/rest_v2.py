@@ -13,6 +13,7 @@ needs an operator.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
 import uuid
@@ -387,6 +388,31 @@ def _decode(data: bytes | None, fmt: str) -> Any:
         ) from None
 
 
+def _records(messages: list[Any], fmt: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "topic": m.topic(),
+            "key": _decode(m.key(), fmt),
+            "value": _decode(m.value(), fmt),
+            "partition": m.partition(),
+            "offset": m.offset(),
+        }
+        for m in messages
+        if m.error() is None
+    ]
+
+
+def _rewind(consumer: ConsumerInstance, messages: list[Any]) -> None:
+    """Seek each partition back to the first of ``messages`` (the batch is not delivered)."""
+    first: dict[tuple[str, int], int] = {}
+    for m in messages:
+        if m.error() is None:
+            first.setdefault((m.topic(), m.partition()), m.offset())
+    for (topic, partition), offset in first.items():
+        with contextlib.suppress(KafkaException):
+            consumer.consumer.seek(TopicPartition(topic, partition, offset))
+
+
 class RecordsView(_V2View):
     """Read records (waits up to ``timeout`` ms, returns at most ``max_bytes``)."""
 
@@ -426,20 +452,17 @@ class RecordsView(_V2View):
             while size < max_bytes:
                 remaining = deadline - time.monotonic()
                 messages = consumer.consumer.consume(num_messages=500, timeout=max(0, remaining))
+                try:
+                    batch = _records(messages, consumer.format)
+                except ApiError:
+                    _rewind(consumer, messages)  # the undecodable records stay unread
+                    raise
                 for message in messages:
                     if message.error() is not None:
                         continue
                     size += len(message.value() or b"") + len(message.key() or b"")
-                    records.append(
-                        {
-                            "topic": message.topic(),
-                            "key": _decode(message.key(), consumer.format),
-                            "value": _decode(message.value(), consumer.format),
-                            "partition": message.partition(),
-                            "offset": message.offset(),
-                        }
-                    )
                     consumer.consumed[(message.topic(), message.partition())] = message.offset() + 1
+                records += batch
                 if records or remaining <= 0:
                     break
         renderer = (

@@ -160,3 +160,26 @@ def test_idle_instances_expire(cp_cluster, operator: APIClient, unique) -> None:
         assert (group, "idle") not in registry.names()
         gone = operator.get(f"/kafka/consumers/{group}/instances/idle/subscription")
         assert gone.status_code == 404
+
+
+def test_record_that_is_not_json_is_reported_and_stays_unread(
+    cp_cluster, operator: APIClient, unique
+) -> None:
+    topic, group = unique("v2-notjson"), unique("v2-notjson-group")
+    cp_cluster.create_topic(topic, partitions=1, replication_factor=3)
+    _produce(cp_cluster, topic, [b"not json"], key='"k{}"')
+    body = {"name": "j", "format": "json", "auto.offset.reset": "earliest"}
+    assert _post(operator, f"/kafka/consumers/{group}", body).status_code == 200
+    base = f"/kafka/consumers/{group}/instances/j"
+    assert _post(operator, f"{base}/subscription", {"topics": [topic]}).status_code == 204
+    accept = "application/vnd.kafka.json.v2+json"
+    codes = []
+    deadline = time.monotonic() + 30
+    while len(codes) < 2 and time.monotonic() < deadline:
+        response = operator.get(f"{base}/records?timeout=1000", HTTP_ACCEPT=accept)
+        if response.status_code != 200:
+            codes.append((response.status_code, response.json()["error_code"]))
+        else:
+            assert response.json() == []
+    assert codes == [(422, 42205), (422, 42205)]
+    assert operator.delete(base).status_code == 204
