@@ -19,6 +19,7 @@ from controlplane import services
 from controlplane.errors import BadRequest, NotFound
 from controlplane.models import AuditEntry
 from controlplane.roles import ADMIN, OPERATOR, ROLES, VIEWER, role_of
+from controlplane.validation import validated
 
 
 class UserSerializer(serializers.Serializer):
@@ -85,14 +86,6 @@ def _user_data(user: User) -> dict[str, Any]:
     }
 
 
-def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise BadRequest("the request body must be a JSON object")
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 class MeView(APIView):
     """Who the caller is and which role they hold."""
 
@@ -113,7 +106,7 @@ class UserListView(APIView):
 
     @extend_schema(request=UserCreateSerializer, responses={201: UserSerializer})
     def post(self, request: Request) -> Response:
-        data = _validated(UserCreateSerializer, request.data)
+        data = validated(UserCreateSerializer, request.data)
         user = services.user_create(**data)
         return Response(_user_data(user), status=201)
 
@@ -132,7 +125,7 @@ class UserDetailView(APIView):
 
     @extend_schema(request=UserUpdateSerializer, responses=UserSerializer)
     def patch(self, request: Request, username: str) -> Response:
-        data = _validated(UserUpdateSerializer, request.data)
+        data = validated(UserUpdateSerializer, request.data)
         return Response(_user_data(services.user_update(username=username, **data)))
 
     @extend_schema(responses={204: None})

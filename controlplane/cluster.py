@@ -51,6 +51,8 @@ T = TypeVar("T")
 
 # A partition state older than this was written by a broker that stopped publishing.
 STALE_STATE_MS = 5_000
+# How long the registered brokers' endpoints are reused for client bootstrap.
+ENDPOINTS_TTL_S = 5.0
 
 
 class ClusterGateway:
@@ -76,6 +78,7 @@ class ClusterGateway:
         self._producer: tuple[str, Producer] | None = None
         self._poller: threading.Thread | None = None
         self._closed = False
+        self._registered: tuple[float, list[tuple[str, int]]] | None = None
 
     # running coroutines -------------------------------------------------------------------
     def call(self, make: Callable[[], Awaitable[T]], *, timeout: float = 30.0) -> T:
@@ -194,8 +197,17 @@ class ClusterGateway:
                 host, _, port = item.strip().rpartition(":")
                 endpoints.append((host, int(port)))
             return endpoints
+        # admin() and producer() ask for every call (every REST produce): a metadata snapshot
+        # each time would double the work, and brokers rarely move, so keep it a few seconds.
+        now = time.monotonic()
+        cached = self._registered
+        if cached is not None and now - cached[0] < ENDPOINTS_TTL_S:
+            return cached[1]
         brokers = self.image().brokers
-        return [(b.host, b.port) for _, b in sorted(brokers.items())]
+        endpoints = [(b.host, b.port) for _, b in sorted(brokers.items())]
+        if endpoints:
+            self._registered = (now, endpoints)
+        return endpoints
 
     # confluent-kafka clients --------------------------------------------------------------
     def bootstrap_servers(self) -> str:

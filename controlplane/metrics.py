@@ -15,8 +15,9 @@ Two sources, rendered in Prometheus' text format (version 0.0.4):
   (``kafka_server_brokertopicmetrics_bytesin_total``,
   ``kafka_network_requestmetrics_requests_total``, ...) and, for topics and groups, of
   kafka_exporter (``kafka_topic_partition_current_offset``, ``kafka_consumergroup_lag``), so
-  existing Grafana dashboards work. Consumer-group lag (HW - committed offset) needs one
-  OffsetFetch per group, so it is cached for :data:`LAG_CACHE_S` seconds.
+  existing Grafana dashboards work. Consumer-group lag (HW - committed offset) reads the
+  committed offsets the lag monitor's way (batched per coordinator) and caches them for
+  :data:`LAG_CACHE_S` seconds.
 
 ``/metrics?broker=N`` serves only broker N's series. The endpoint is open, like any exporter,
 unless ``WEIR_METRICS_REQUIRE_AUTH=1`` (environment or Django setting): then it needs the
@@ -25,7 +26,7 @@ viewer role through Basic or Token authentication.
 
 from __future__ import annotations
 
-import os
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -49,6 +50,8 @@ from rest_framework.views import APIView
 from brokers.metrics import broker_metrics_key, read_broker_metrics
 from controlplane.errors import ApiError, BadRequest, NotFound
 from controlplane.roles import RolePermission
+
+log = logging.getLogger(__name__)
 
 __all__ = ["LAG_CACHE_S", "MetricsMiddleware", "MetricsView", "cluster_families"]
 
@@ -121,28 +124,19 @@ class _LagCache:
 
 
 def _fetch_committed(gw: Any) -> dict[str, dict[tuple[str, int], int]]:
-    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+    """Every group's committed offsets, read the lag monitor's way: batched per coordinator
+    (ListGroups, DescribeGroups, one OffsetFetch for many groups), not one call per group."""
+    from groups.monitor import LagCollector
 
-    admin = gw.admin()
+    collector = LagCollector(gw)
     try:
-        listed = admin.list_consumer_groups(request_timeout=5).result(10)
-    except KafkaException:
+        readings = collector.read_groups(gw.image())
+    except Exception:  # a scrape must not fail because a coordinator is away
+        log.debug("reading committed offsets failed", exc_info=True)
         return {}
-    found: dict[str, dict[tuple[str, int], int]] = {}
-    for group in sorted(g.group_id for g in listed.valid):
-        try:
-            futures = admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=5
-            )
-            result = futures[group].result(10)
-        except KafkaException:
-            continue
-        found[group] = {
-            (tp.topic, tp.partition): tp.offset
-            for tp in result.topic_partitions or []
-            if tp.error is None and tp.offset >= 0
-        }
-    return found
+    finally:
+        collector.close()
+    return {reading.group: dict(reading.committed) for reading in readings}
 
 
 _LAG = _LagCache()
@@ -411,10 +405,7 @@ class _Families:
 
 
 def _require_auth() -> bool:
-    configured = getattr(settings, "WEIR_METRICS_REQUIRE_AUTH", None)
-    if configured is None:
-        configured = os.environ.get("WEIR_METRICS_REQUIRE_AUTH", "")
-    return str(configured).lower() in ("1", "true", "yes")
+    return str(settings.WEIR_METRICS_REQUIRE_AUTH).lower() in ("1", "true", "yes")
 
 
 @extend_schema(exclude=True)

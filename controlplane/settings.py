@@ -25,6 +25,12 @@ WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "")
 WEIR_CONSUMER_INSTANCE_TIMEOUT_MS = int(
     os.environ.get("WEIR_CONSUMER_INSTANCE_TIMEOUT_MS", "300000")
 )
+# /metrics is open like any exporter unless this is set ("1"): then it needs a viewer.
+WEIR_METRICS_REQUIRE_AUTH = os.environ.get("WEIR_METRICS_REQUIRE_AUTH", "")
+# Lag history: one sample per partition every WEIR_LAG_HISTORY_INTERVAL_S seconds, kept for
+# WEIR_LAG_HISTORY_DAYS days (full resolution for the last hour, one per minute before).
+WEIR_LAG_HISTORY_INTERVAL_S = float(os.environ.get("WEIR_LAG_HISTORY_INTERVAL_S", "5"))
+WEIR_LAG_HISTORY_DAYS = float(os.environ.get("WEIR_LAG_HISTORY_DAYS", "7"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",

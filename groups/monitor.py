@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -548,14 +547,7 @@ class Monitor:
         )
         self.store_history = store_history
         if history_interval_ms is None:
-            seconds = float(
-                getattr(
-                    settings,
-                    "WEIR_LAG_HISTORY_INTERVAL_S",
-                    os.environ.get("WEIR_LAG_HISTORY_INTERVAL_S", "5"),
-                )
-            )
-            history_interval_ms = int(seconds * 1000)
+            history_interval_ms = int(settings.WEIR_LAG_HISTORY_INTERVAL_S * 1000)
         self.history_interval_ms = history_interval_ms
         self._history_due = 0
         self.statuses: dict[str, str] = {}

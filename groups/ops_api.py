@@ -10,7 +10,6 @@ secrets are write-only: responses say only whether one is set.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_naive, make_aware
@@ -22,22 +21,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from controlplane.errors import BadRequest, NotFound
+from controlplane.validation import validated
 from groups import lag, services
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
 
 MAX_I32 = 2**31 - 1
 MAX_HISTORY = 10_000
 STATUSES = ("OK", "WARN", "ERR", "NOTFOUND")
-
-
-def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    if data is None or (hasattr(data, "keys") and not data):
-        data = {}
-    if not isinstance(data, dict):
-        raise BadRequest("the request body must be a JSON object")
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 # response shapes ----------------------------------------------------------------------------
@@ -306,7 +296,7 @@ class GroupResetOffsetsView(APIView):
         operation_id="groups_reset_offsets",
     )
     def post(self, request: Request, group: str) -> Response:
-        body = _validated(ResetOffsetsRequestSerializer, request.data)
+        body = validated(ResetOffsetsRequestSerializer, request.data)
         strategy = body["strategy"]
         if strategy in ("offset", "shift", "datetime", "by-duration") and body["value"] is None:
             raise BadRequest(f"value: the {strategy} strategy needs a value")
@@ -349,7 +339,7 @@ class WebhookListView(APIView):
         operation_id="webhooks_create",
     )
     def post(self, request: Request) -> Response:
-        body = _validated(WebhookSerializer, request.data)
+        body = validated(WebhookSerializer, request.data)
         webhook = services.webhook_create(**body)
         return Response(WebhookSerializer(webhook).data, status=201)
 

@@ -24,16 +24,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from controlplane.cluster import gateway
 from controlplane.content import (
-    KAFKA_V2_PARSERS,
     KAFKA_V2_RENDERERS,
     KafkaBinaryV2JsonRenderer,
     KafkaJsonV2JsonRenderer,
 )
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable
+from controlplane.proxy import KafkaV2View
 from controlplane.roles import OPERATOR, VIEWER
 from groups.consumer_instances import FORMATS, ConsumerInstance, registry
 
@@ -79,9 +78,7 @@ def _check_topics(topics: list[str]) -> None:
         raise ApiError(f"Topic {missing[0]!r} not found.", error_code=40401, status_code=404)
 
 
-class _V2View(APIView):
-    renderer_classes = KAFKA_V2_RENDERERS
-    parser_classes = KAFKA_V2_PARSERS
+class _V2View(KafkaV2View):
     roles = {"POST": VIEWER, "DELETE": VIEWER, "GET": VIEWER}
 
 

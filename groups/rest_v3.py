@@ -170,12 +170,8 @@ class ConsumerGroupListView(APIView):
     @extend_schema(operation_id="listKafkaConsumerGroups", responses=GroupListSerializer, tags=TAGS)
     def get(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
-        data = []
-        for group_id, _, _ in selectors.consumer_group_list():
-            try:
-                data.append(_group(v3, selectors.consumer_group_get(group_id=group_id)))
-            except NotFound:  # deleted between listing and describing
-                continue
+        ids = [group_id for group_id, _, _ in selectors.consumer_group_list()]
+        data = [_group(v3, g) for g in selectors.consumer_group_details(group_ids=ids)]
         return Response(v3.collection("KafkaConsumerGroupList", ("consumer-groups",), data))
 
 

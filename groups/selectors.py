@@ -9,24 +9,27 @@ ListOffsets when no fresh state is published.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from controlplane.cluster import gateway
-from controlplane.errors import KafkaUnavailable, NotFound
+from controlplane.errors import Conflict, KafkaUnavailable, NotFound, Unprocessable
 
 __all__ = [
     "GroupDetail",
     "GroupMember",
     "PartitionLag",
+    "admin_result",
+    "consumer_group_details",
     "consumer_group_get",
     "consumer_group_lags",
     "consumer_group_list",
 ]
 
-TIMEOUT_S = 10.0
+TIMEOUT_S = 15.0
 
 _STATES = {
     ConsumerGroupState.UNKNOWN: "UNKNOWN",
@@ -69,18 +72,27 @@ class PartitionLag:
     client_id: str
 
 
-def _result(future: object, what: str) -> object:
+def admin_result(future: Any, *, group: str | None = None) -> Any:
+    """Wait for an AdminClient future; Kafka errors become API errors with the right status."""
     try:
-        return future.result(TIMEOUT_S)  # type: ignore[attr-defined]
+        return future.result(TIMEOUT_S)
     except KafkaException as exc:
-        raise KafkaUnavailable(f"{what}: {exc.args[0].str()}") from None
+        error = exc.args[0]
+        name = error.name()
+        if name == "GROUP_ID_NOT_FOUND" and group is not None:
+            raise NotFound(f"consumer group {group!r} does not exist") from None
+        if name in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC"):
+            raise Unprocessable(f"{name}: {error.str()}") from None
+        if name in ("UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "NON_EMPTY_GROUP"):
+            raise Conflict(f"{name}: {error.str()}") from None
+        raise KafkaUnavailable(f"{name}: {error.str()}") from None
     except TimeoutError:
-        raise KafkaUnavailable(f"{what}: no answer within {TIMEOUT_S:.0f} s") from None
+        raise KafkaUnavailable("the cluster did not answer in time") from None
 
 
 def consumer_group_list() -> list[tuple[str, bool, str]]:
     """(group id, is simple, state) of every consumer group, sorted by id."""
-    listing = _result(gateway().admin().list_consumer_groups(), "listing consumer groups")
+    listing = admin_result(gateway().admin().list_consumer_groups())
     groups = [
         (g.group_id, bool(g.is_simple_consumer_group), _STATES.get(g.state, "UNKNOWN"))
         for g in listing.valid  # type: ignore[attr-defined]
@@ -88,13 +100,28 @@ def consumer_group_list() -> list[tuple[str, bool, str]]:
     return sorted(groups)
 
 
+def consumer_group_details(*, group_ids: list[str]) -> list[GroupDetail]:
+    """Descriptions of ``group_ids`` in one DescribeGroups round; groups gone (DEAD) omitted."""
+    if not group_ids:
+        return []
+    futures = gateway().admin().describe_consumer_groups(group_ids)
+    details = []
+    for group_id in group_ids:
+        detail = _detail(group_id, admin_result(futures[group_id], group=group_id))
+        if detail.state != "DEAD":
+            details.append(detail)
+    return details
+
+
 def consumer_group_get(*, group_id: str) -> GroupDetail:
     """One group's description; NotFound when the cluster does not know it."""
-    futures = gateway().admin().describe_consumer_groups([group_id])
-    description = _result(futures[group_id], f"describing group {group_id!r}")
-    state = _STATES.get(description.state, "UNKNOWN")  # type: ignore[attr-defined]
-    if state == "DEAD":
+    found = consumer_group_details(group_ids=[group_id])
+    if not found:
         raise NotFound(f"consumer group {group_id!r} not found")
+    return found[0]
+
+
+def _detail(group_id: str, description: Any) -> GroupDetail:
     members = tuple(
         GroupMember(
             consumer_id=m.member_id,
@@ -105,14 +132,14 @@ def consumer_group_get(*, group_id: str) -> GroupDetail:
                 sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
             ),
         )
-        for m in description.members  # type: ignore[attr-defined]
+        for m in description.members
     )
-    coordinator = description.coordinator  # type: ignore[attr-defined]
+    coordinator = description.coordinator
     return GroupDetail(
         group_id=group_id,
-        is_simple=bool(description.is_simple_consumer_group),  # type: ignore[attr-defined]
-        partition_assignor=description.partition_assignor or "",  # type: ignore[attr-defined]
-        state=state,
+        is_simple=bool(description.is_simple_consumer_group),
+        partition_assignor=description.partition_assignor or "",
+        state=_STATES.get(description.state, "UNKNOWN"),
         coordinator_id=coordinator.id if coordinator is not None else None,
         members=members,
     )
@@ -126,7 +153,7 @@ def _log_end_offsets(partitions: list[tuple[str, int]]) -> dict[tuple[str, int],
         request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in missing}
         futures = gateway().admin().list_offsets(request)
         for tp, future in futures.items():
-            info = _result(future, f"end offset of {tp.topic}-{tp.partition}")
+            info = admin_result(future)
             found[(tp.topic, tp.partition)] = info.offset  # type: ignore[attr-defined]
     return found
 
@@ -137,7 +164,7 @@ def consumer_group_lags(*, group_id: str) -> list[PartitionLag]:
     owners = {tp: m for m in detail.members for tp in m.assignments}
     request = [ConsumerGroupTopicPartitions(group_id)]
     futures = gateway().admin().list_consumer_group_offsets(request)
-    committed = _result(futures[group_id], f"offsets of group {group_id!r}")
+    committed = admin_result(futures[group_id], group=group_id)
     offsets = {
         (tp.topic, tp.partition): tp.offset
         for tp in committed.topic_partitions  # type: ignore[attr-defined]

@@ -10,7 +10,6 @@ request, goes to the coordinator through Redis (:mod:`brokers.group_admin`).
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterable
@@ -24,6 +23,7 @@ from django.db.models.functions import TruncMinute
 from django.utils import timezone
 from kio.schema.errors import ErrorCode
 
+from brokers.coordinator.offset_reset import STRATEGIES, reset_target
 from controlplane.cluster import gateway
 from controlplane.errors import (
     BadRequest,
@@ -33,6 +33,7 @@ from controlplane.errors import (
     Unprocessable,
 )
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
+from groups.selectors import admin_result
 
 if TYPE_CHECKING:
     from groups.monitor import GroupLag
@@ -49,7 +50,7 @@ __all__ = [
     "webhook_update",
 ]
 
-RESET_STRATEGIES = ("earliest", "latest", "datetime", "offset", "shift", "by-duration")
+RESET_STRATEGIES = STRATEGIES
 INACTIVE_STATES = {"Empty", "Dead"}
 FULL_RESOLUTION = timedelta(hours=1)
 ADMIN_TIMEOUT_S = 15.0
@@ -100,8 +101,7 @@ def lag_history_downsample(*, now: datetime | None = None, since: datetime | Non
     """
     now = now or timezone.now()
     cutoff = now - FULL_RESOLUTION
-    days = getattr(settings, "WEIR_LAG_HISTORY_DAYS", os.environ.get("WEIR_LAG_HISTORY_DAYS", "7"))
-    retention = now - timedelta(days=float(days))
+    retention = now - timedelta(days=settings.WEIR_LAG_HISTORY_DAYS)
     deleted = LagSample.objects.filter(at__lt=retention).delete()[0]
     deleted += GroupStatusSample.objects.filter(at__lt=retention).delete()[0]
     for model, keys in (
@@ -157,27 +157,8 @@ class OffsetResetRow:
     new_offset: int
 
 
-def _result(future: Any, *, group: str) -> Any:
-    from confluent_kafka import KafkaException
-
-    try:
-        return future.result(ADMIN_TIMEOUT_S)
-    except KafkaException as exc:
-        error = exc.args[0]
-        name = error.name()
-        if name == "GROUP_ID_NOT_FOUND":
-            raise NotFound(f"consumer group {group!r} does not exist") from None
-        if name in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC"):
-            raise Unprocessable(f"{name}: {error.str()}") from None
-        if name in ("UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "NON_EMPTY_GROUP"):
-            raise Conflict(f"{name}: {error.str()}") from None
-        raise KafkaUnavailable(f"{name}: {error.str()}") from None
-    except TimeoutError:
-        raise KafkaUnavailable("the cluster did not answer in time") from None
-
-
 def _group_state(admin: Any, group: str) -> str:
-    description = _result(
+    description = admin_result(
         admin.describe_consumer_groups([group], request_timeout=ADMIN_TIMEOUT_S)[group],
         group=group,
     )
@@ -194,7 +175,7 @@ def _group_state(admin: Any, group: str) -> str:
 def _committed(admin: Any, group: str) -> dict[tuple[str, int], int]:
     from confluent_kafka import ConsumerGroupTopicPartitions
 
-    result = _result(
+    result = admin_result(
         admin.list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group)], request_timeout=ADMIN_TIMEOUT_S
         )[group],
@@ -213,7 +194,9 @@ def _list_offsets(
     futures = admin.list_offsets(
         {TopicPartition(t, p): spec for t, p in partitions}, request_timeout=ADMIN_TIMEOUT_S
     )
-    return {(tp.topic, tp.partition): _result(f, group=group).offset for tp, f in futures.items()}
+    return {
+        (tp.topic, tp.partition): admin_result(f, group=group).offset for tp, f in futures.items()
+    }
 
 
 _DURATION = re.compile(
@@ -303,6 +286,7 @@ def group_offsets_reset(
     if strategy not in RESET_STRATEGIES:
         raise BadRequest(f"strategy {strategy!r} is not one of {', '.join(RESET_STRATEGIES)}")
     # Check the value before asking the cluster anything.
+    amount = 0
     if strategy in ("offset", "shift"):
         amount = _int_value(strategy, value)
     elif strategy == "datetime":
@@ -329,26 +313,22 @@ def group_offsets_reset(
     )
     rows = []
     for key in chosen:
-        low, high = earliest[key], latest[key]
         current = committed.get(key)
-        if strategy == "earliest":
-            offset = low
-        elif strategy == "latest":
-            offset = high
-        elif strategy == "offset":
-            offset = amount
-        elif strategy == "shift":
-            offset = (current if current is not None else low) + amount
-        else:
-            found = by_time[key]
-            offset = found if found >= 0 else high
-        rows.append(OffsetResetRow(key[0], key[1], current, min(max(offset, low), high)))
+        offset = reset_target(
+            strategy,
+            low=earliest[key],
+            high=latest[key],
+            current=current,
+            amount=amount,
+            found=by_time.get(key),
+        )
+        rows.append(OffsetResetRow(key[0], key[1], current, offset))
     if dry_run or not rows:
         return rows
     request = ConsumerGroupTopicPartitions(
         group, [TopicPartition(r.topic, r.partition, r.new_offset) for r in rows]
     )
-    result = _result(
+    result = admin_result(
         admin.alter_consumer_group_offsets([request], request_timeout=ADMIN_TIMEOUT_S)[group],
         group=group,
     )

@@ -37,6 +37,7 @@ from brokers.metadata.image import TopicImage
 from brokers.rest.common import kafka_error_status
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound, Unprocessable
+from topics.selectors import partition_get
 
 __all__ = [
     "Delivery",
@@ -275,15 +276,12 @@ def produce(
         if isinstance(record, ApiError):
             pending.append(record)
             continue
-        if record.partition is not None and record.partition not in topic.partitions:
-            pending.append(
-                NotFound(
-                    f"partition {record.partition} of topic {topic.name!r} not found "
-                    f"(the topic has {len(topic.partitions)} partitions)",
-                    error_code=40402 if v2 else None,
-                )
-            )
-            continue
+        if record.partition is not None:
+            try:
+                partition_get(topic=topic, partition=record.partition, v2=v2)
+            except NotFound as missing:  # this record fails; the others still go out
+                pending.append(missing)
+                continue
         entry = _Pending(record)
         kwargs: dict[str, Any] = {
             "value": record.value,

@@ -20,18 +20,17 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from brokers.metadata.image import PartitionImage
 from brokers.rest.configs import config_describe
 from brokers.rest.v3 import parse_int
 from controlplane.content import (
-    KAFKA_V2_RENDERERS,
     KafkaBinaryV2JsonParser,
     KafkaJsonV2JsonParser,
     embedded_format,
 )
 from controlplane.errors import ApiError, KafkaUnavailable, NotFound
+from controlplane.proxy import KafkaV2View
 from topics import produce, selectors
 
 PARTITION = OpenApiParameter("partition", OpenApiTypes.INT, OpenApiParameter.PATH)
@@ -157,11 +156,7 @@ def _produce(request: Request, topic_name: str, partition: int | None) -> Respon
     return Response({"key_schema_id": None, "value_schema_id": None, "offsets": offsets})
 
 
-class _V2View(APIView):
-    renderer_classes = KAFKA_V2_RENDERERS
-
-
-class TopicNamesView(_V2View):
+class TopicNamesView(KafkaV2View):
     """Every topic's name."""
 
     @extend_schema(
@@ -173,7 +168,7 @@ class TopicNamesView(_V2View):
         return Response([t.name for t in selectors.topic_list()])
 
 
-class TopicView(_V2View):
+class TopicView(KafkaV2View):
     """A topic's configs and partitions; POST produces records to it."""
 
     parser_classes = [KafkaJsonV2JsonParser, KafkaBinaryV2JsonParser]
@@ -203,7 +198,7 @@ class TopicView(_V2View):
         return _produce(request, topic_name, None)
 
 
-class PartitionsView(_V2View):
+class PartitionsView(KafkaV2View):
     """A topic's partitions: leader and replicas."""
 
     @extend_schema(
@@ -214,7 +209,7 @@ class PartitionsView(_V2View):
         return Response([partition_v2(p) for p in selectors.partition_list(topic=topic)])
 
 
-class PartitionView(_V2View):
+class PartitionView(KafkaV2View):
     """One partition; POST produces records to exactly this partition."""
 
     parser_classes = [KafkaJsonV2JsonParser, KafkaBinaryV2JsonParser]
@@ -244,7 +239,7 @@ class PartitionView(_V2View):
         return _produce(request, topic_name, _partition_index(topic_name, partition))
 
 
-class PartitionOffsetsView(_V2View):
+class PartitionOffsetsView(KafkaV2View):
     """A partition's first and next offsets (log start and high watermark)."""
 
     @extend_schema(

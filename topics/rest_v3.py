@@ -38,11 +38,11 @@ from brokers.rest.v3 import (
     UpdateConfigSerializer,
     alter_ops,
     parse_int,
-    validated,
 )
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, NotFound
 from controlplane.roles import ADMIN
+from controlplane.validation import validated
 from topics import produce, selectors, services
 
 # Upper bound on partitions a REST call may create at once (a typo should not create millions).

@@ -19,18 +19,9 @@ from rest_framework.views import APIView
 from brokers.ops import selectors, services
 from brokers.ops.planner import Proposal
 from controlplane.errors import BadRequest
+from controlplane.validation import validated
 
 MAX_I32 = 2**31 - 1
-
-
-def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    if data is None or (hasattr(data, "keys") and not data):
-        data = {}
-    if not isinstance(data, dict):
-        raise BadRequest("the request body must be a JSON object")
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 # request shapes ------------------------------------------------------------------------------
@@ -267,7 +258,7 @@ class ReassignmentsView(APIView):
         request=ReassignmentRequestSerializer, responses={202: ReassignmentAcceptedSerializer}
     )
     def post(self, request: Request) -> Response:
-        data = _validated(ReassignmentRequestSerializer, request.data)
+        data = validated(ReassignmentRequestSerializer, request.data)
         result = services.reassignment_execute(
             partitions=[(p["topic"], p["partition"], p["replicas"]) for p in data["partitions"]],
             throttle_bytes_per_sec=data["throttle_bytes_per_sec"],
@@ -276,7 +267,7 @@ class ReassignmentsView(APIView):
 
     @extend_schema(request=PartitionListSerializer, responses=ReassignmentCancelSerializer)
     def delete(self, request: Request) -> Response:
-        data = _validated(PartitionListSerializer, request.data)
+        data = validated(PartitionListSerializer, request.data)
         keys = _partition_keys(data.get("partitions"))
         return Response(services.reassignment_cancel(partitions=keys))
 
@@ -286,7 +277,7 @@ class ReassignmentCancelView(APIView):
 
     @extend_schema(request=PartitionListSerializer, responses=ReassignmentCancelSerializer)
     def post(self, request: Request) -> Response:
-        data = _validated(PartitionListSerializer, request.data)
+        data = validated(PartitionListSerializer, request.data)
         keys = _partition_keys(data.get("partitions"))
         return Response(services.reassignment_cancel(partitions=keys))
 
@@ -296,7 +287,7 @@ class PreferredElectionView(APIView):
 
     @extend_schema(request=ElectionRequestSerializer, responses=ElectionResponseSerializer)
     def post(self, request: Request) -> Response:
-        data = _validated(ElectionRequestSerializer, request.data)
+        data = validated(ElectionRequestSerializer, request.data)
         partitions = data.get("partitions")
         if partitions is not None and data["all"]:
             raise BadRequest('give either "partitions" or "all": true, not both')
@@ -317,7 +308,7 @@ class RebalanceView(APIView):
         responses={200: RebalanceProposalSerializer, 202: RebalanceProposalSerializer},
     )
     def post(self, request: Request) -> Response:
-        data = _validated(RebalanceRequestSerializer, request.data)
+        data = validated(RebalanceRequestSerializer, request.data)
         proposal = selectors.rebalance_proposal(
             exclude_brokers=data["exclude_brokers"], topics=data.get("topics")
         )

@@ -18,6 +18,7 @@ from brokers.ops import store
 from brokers.ops.planner import PlanError, Proposal, plan_rebalance
 from controlplane.cluster import gateway
 from controlplane.errors import Unprocessable
+from topics import selectors as topic_selectors
 
 __all__ = ["reassignment_list", "rebalance_proposal", "rebalance_status"]
 
@@ -74,35 +75,32 @@ def reassignment_list() -> dict[str, Any]:
     replica_states = {(r.topic, r.partition, r.broker_id): r for r in replicas}
     tracked = store.tracked_reassignments(gw)
     items = []
-    for topic in sorted(image.topics.values(), key=lambda t: t.name):
-        for partition in sorted(topic.partitions.values(), key=lambda p: p.partition):
-            key = (topic.name, partition.partition)
-            if not (partition.adding_replicas or partition.removing_replicas):
-                continue
-            leader = states.get(key)
-            progress = [
-                _replica_progress(b, partition, leader, replica_states.get((*key, b)))
-                for b in partition.adding_replicas
-            ]
-            percent = (
-                round(sum(p["percent"] for p in progress) / len(progress), 2) if progress else 99.99
-            )
-            items.append(
-                {
-                    "topic": topic.name,
-                    "partition": partition.partition,
-                    "state": "in_progress",
-                    "replicas": list(partition.replicas),
-                    "original_replicas": list(original_replicas(partition)),
-                    "target_replicas": list(target_replicas(partition)),
-                    "adding_replicas": list(partition.adding_replicas),
-                    "removing_replicas": list(partition.removing_replicas),
-                    "leader": partition.leader,
-                    "percent": percent,
-                    "progress": progress,
-                    "submitted_ms": tracked.get(key, {}).get("submitted_ms"),
-                }
-            )
+    for name, partition in topic_selectors.reassignment_list(image=image):
+        key = (name, partition.partition)
+        leader = states.get(key)
+        progress = [
+            _replica_progress(b, partition, leader, replica_states.get((*key, b)))
+            for b in partition.adding_replicas
+        ]
+        percent = (
+            round(sum(p["percent"] for p in progress) / len(progress), 2) if progress else 99.99
+        )
+        items.append(
+            {
+                "topic": name,
+                "partition": partition.partition,
+                "state": "in_progress",
+                "replicas": list(partition.replicas),
+                "original_replicas": list(original_replicas(partition)),
+                "target_replicas": list(target_replicas(partition)),
+                "adding_replicas": list(partition.adding_replicas),
+                "removing_replicas": list(partition.removing_replicas),
+                "leader": partition.leader,
+                "percent": percent,
+                "progress": progress,
+                "submitted_ms": tracked.get(key, {}).get("submitted_ms"),
+            }
+        )
     ongoing = {(i["topic"], i["partition"]) for i in items}
     cutoff = store.now_ms() - store.TRACK_RETENTION_MS
     for key, entry in sorted(tracked.items()):

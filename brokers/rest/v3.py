@@ -21,7 +21,8 @@ from brokers.metadata.image import BrokerImage
 from brokers.rest import selectors
 from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
 from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get, configs_alter
-from controlplane.errors import BadRequest, NotFound
+from controlplane.errors import NotFound
+from controlplane.validation import validated
 
 __all__ = [
     "AllBrokersConfigListView",
@@ -118,15 +119,6 @@ def parse_int(text: str, *, what: str) -> int:
     if value < 0 or value > 2**31 - 1:
         raise NotFound(f"{what} {text!r} not found")
     return value
-
-
-def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    """``data`` checked by ``serializer_class``; 400 naming the bad fields otherwise."""
-    if not isinstance(data, dict):
-        raise BadRequest("the request body must be a JSON object")
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 def alter_ops(data: dict[str, Any]) -> list[ConfigOp]:

@@ -114,7 +114,9 @@ def test_cancel_rolls_an_in_flight_move_back(
         if found is None or found["state"] != "in_progress":
             return None
         (progress,) = found["progress"]
-        return found if progress["log_end_offset"] else None
+        # Both ends published: the follower's LEO and (fresh) the leader's; right after the
+        # reassignment starts the leader's state can be a tick behind.
+        return found if progress["log_end_offset"] and progress["leader_log_end_offset"] else None
 
     moving = wait_until(copying, 30, lambda: f"no progress reported\n{cp_cluster.describe()}")
     assert moving["adding_replicas"] == [2] and moving["removing_replicas"] == []

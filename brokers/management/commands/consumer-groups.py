@@ -26,10 +26,19 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
+from brokers.coordinator.offset_reset import reset_target
 from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
 
 ACTIONS = ("list", "describe", "reset_offsets", "delete", "delete_offsets", "force_rebalance")
 RESETS = ("to_earliest", "to_latest", "to_offset", "shift_by", "to_datetime")
+# The reset option → the strategy name of brokers.coordinator.offset_reset.
+RESET_STRATEGY = {
+    "to_earliest": "earliest",
+    "to_latest": "latest",
+    "to_offset": "offset",
+    "shift_by": "shift",
+    "to_datetime": "datetime",
+}
 INACTIVE = {"Empty", "Dead"}
 # Which action each option belongs to (kafka-consumer-groups refuses the others the same way).
 ALLOWED_WITH = {
@@ -312,25 +321,23 @@ class Command(BaseCommand):
         earliest = self._offsets(partitions, OffsetSpec.earliest())
         latest = self._latest(partitions)
         how = chosen[0]
+        by_time: dict[tuple[str, int], int] = {}
         if how == "to_datetime":
             stamp = _parse_datetime(self.options["to_datetime"])
             by_time = self._offsets(partitions, OffsetSpec.for_timestamp(stamp))
         targets: dict[tuple[str, int], int] = {}
+        strategy = RESET_STRATEGY[how]
+        amount = self.options["to_offset"] if how == "to_offset" else self.options["shift_by"]
         for key in partitions:
-            low, high = earliest[key], latest[key]
-            if how == "to_earliest":
-                offset = low
-            elif how == "to_latest":
-                offset = high
-            elif how == "to_offset":
-                offset = self.options["to_offset"]
-            elif how == "shift_by":
-                current = committed.get(key, -1)
-                offset = (current if current >= 0 else low) + self.options["shift_by"]
-            else:
-                found = by_time[key]
-                offset = found if found >= 0 else high
-            targets[key] = min(max(offset, low), high)
+            current = committed.get(key, -1)
+            targets[key] = reset_target(
+                strategy,
+                low=earliest[key],
+                high=latest[key],
+                current=current if current >= 0 else None,
+                amount=amount or 0,
+                found=by_time.get(key),
+            )
         rows = [[group, t, str(p), str(o)] for (t, p), o in sorted(targets.items())]
         self._table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows)
         if not self.options["execute"]:
