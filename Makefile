@@ -8,12 +8,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install run test lint format system-deps clean
 
-# Debian packages the project needs: redis-server (coordination store) and kcat
-# (a librdkafka client used by the integration tests).
+# Debian packages the project needs: redis-server (coordination store), kcat (a librdkafka
+# client used by the integration tests) and chromium (the dashboard's browser tests).
 system-deps:
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

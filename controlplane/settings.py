@@ -76,6 +76,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "frontend.context.dashboard",
             ],
         },
     },
@@ -108,8 +109,16 @@ STORAGES = {
 }
 # Without collectstatic (development, tests) WhiteNoise serves straight from the apps.
 WHITENOISE_USE_FINDERS = True
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.min.js from the pinned plotly wheel: the dashboard needs no CDN.
+    "frontend.static_finder.PlotlyFinder",
+]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
 
 # Channels: websocket fan-out through Redis, namespaced per cluster like every Weir key.
 CHANNEL_LAYERS = {

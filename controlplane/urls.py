@@ -54,4 +54,5 @@ urlpatterns = [
     path("kafka/", include(kafka_v2_urlpatterns)),
     re_path(r"^(?P<rest>(api|kafka)/.*)$", api_not_found, name="api-not-found"),
     path("metrics", MetricsView.as_view(), name="metrics"),
+    path("", include("frontend.urls")),
 ]

@@ -57,6 +57,7 @@ from brokers.metadata.image import ClusterImage
 from brokers.protocol.inflate import iter_offsets_and_timestamps
 from brokers.protocol.records import CorruptBatchError, iter_batches
 from controlplane.cluster import ClusterGateway
+from controlplane.traffic import TrafficMeter, broker_facts
 from groups.burrow import (
     DEFAULT_WINDOW,
     Commit,
@@ -487,9 +488,17 @@ def _timestamp_at(records: bytes, offset: int) -> int | None:
 
 
 def cluster_view(
-    image: ClusterImage, groups: Iterable[GroupLag], *, now_ms: int | None = None
+    image: ClusterImage,
+    groups: Iterable[GroupLag],
+    *,
+    now_ms: int | None = None,
+    broker_extra: dict[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The ``/ws/cluster/`` message: brokers, controller, partition health, groups."""
+    """The ``/ws/cluster/`` message: brokers, controller, partition health, groups.
+
+    ``broker_extra`` adds facts per broker (traffic rates, leaders, replicas, disk use).
+    """
+    extra = broker_extra or {}
     live = image.live_broker_ids
     count = under_replicated = offline = 0
     for topic in image.topics.values():
@@ -509,6 +518,7 @@ def cluster_view(
                 "port": broker.port,
                 "rack": broker.rack,
                 "alive": broker_id in live,
+                **extra.get(broker_id, {}),
             }
             for broker_id, broker in sorted(image.registrations.items())
         ],
@@ -546,6 +556,7 @@ class Monitor:
             gw, window_size=window_size, commit_interval_ms=commit_interval_ms
         )
         self.store_history = store_history
+        self.traffic = TrafficMeter()
         if history_interval_ms is None:
             history_interval_ms = int(settings.WEIR_LAG_HISTORY_INTERVAL_S * 1000)
         self.history_interval_ms = history_interval_ms
@@ -559,7 +570,9 @@ class Monitor:
         groups = self.collector.collect(now_ms=now_ms)
         now = groups[0].at_ms if groups else int(time.time() * 1000)
         image = self.collector.last_image or self.gw.image()
-        cluster = json.dumps(cluster_view(image, groups, now_ms=now))
+        cluster = json.dumps(
+            cluster_view(image, groups, now_ms=now, broker_extra=self._broker_extra(image, now))
+        )
         texts = {g.group: json.dumps(g.message()) for g in groups}
         lag.store_snapshots(
             self.gw, texts, [g.summary() for g in groups], cluster, ttl_s=SNAPSHOT_TTL_S
@@ -580,6 +593,17 @@ class Monitor:
         listed = {g.group for g in groups}
         self.statuses = {g: s for g, s in self.statuses.items() if g in listed}
         return groups
+
+    def _broker_extra(self, image: ClusterImage, now_ms: int) -> dict[int, dict[str, Any]]:
+        """Traffic rates and replica counts per broker, for the dashboard's cluster views."""
+        at = datetime.fromtimestamp(now_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+        try:
+            rates = self.traffic.tick(self.gw, at=at)
+            facts = broker_facts(self.gw, image)
+        except Exception:  # the lag view must not depend on the traffic counters
+            log.warning("reading broker traffic failed", exc_info=True)
+            return {}
+        return {b: {**facts.get(b, {}), **rates.get(b, {})} for b in image.registrations}
 
     def close(self) -> None:
         self.collector.close()

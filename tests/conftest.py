@@ -21,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+# Control-plane fixtures (cp_cluster, users of each role) for tests/controlplane and tests/frontend.
+pytest_plugins = ["tests.controlplane_fixtures"]
+
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 

@@ -15,6 +15,7 @@ message.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import io
 import os
@@ -104,7 +105,14 @@ def raw_request(port: int, body: Any, timeout: float = 5.0) -> Any:
         finally:
             await client.close()
 
-    return asyncio.run(roundtrip())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(roundtrip())
+    # A loop already runs in this thread (Playwright's sync API keeps one in the browser
+    # tests): run the round trip on a loop of its own in another thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, roundtrip()).result()
 
 
 class RawConnection:

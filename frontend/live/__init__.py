@@ -1,0 +1,1 @@
+"""Page-specific live sockets (``/ws/ui/...``); each module exports ``websocket_urlpatterns``."""

@@ -1,0 +1,1 @@
+"""Dashboard pages, one module per area; each exports ``urlpatterns``."""

@@ -1,0 +1,146 @@
+"""Control-plane fixtures (a pytest plugin): one real 3-broker cluster for the session, users.
+
+The control plane is tested the way users meet it: DRF's test client (in process) or a real
+ASGI server (daphne) in front of real broker processes and a real Redis. The cluster is shared
+by every control-plane test (starting brokers is the slow part), so tests use unique topic and
+group names (``unique``). ``cp_cluster`` points Django's ``WEIR_*`` settings at it.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from controlplane.cluster import reset_gateways
+from tests.brokers.clients.conftest import BrokerProcess
+from tests.brokers.cluster.conftest import (
+    BROKER_IDS,
+    FAST_CONFIGS,
+    Cluster,
+    merge_configs,
+    wait_until,
+)
+
+PASSWORD = "correct-horse-battery"
+CONTROL_PLANE_CONFIGS = ["group.initial.rebalance.delay.ms=0"]
+
+
+@pytest.fixture(scope="session")
+def cp_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Three brokers (RF 3 by default, racks r1..r3) shared by the control-plane tests."""
+    root: Path = tmp_path_factory.mktemp("cp-cluster")
+    cluster_id = f"cp-{uuid.uuid4().hex[:10]}"
+    configs = merge_configs(FAST_CONFIGS, CONTROL_PLANE_CONFIGS)
+    brokers = {
+        broker_id: BrokerProcess(
+            broker_id=broker_id,
+            data_dir=root / f"broker-{broker_id}",
+            redis_url=redis_server,
+            cluster_id=cluster_id,
+            configs=[*configs, f"broker.rack=r{broker_id}"],
+            log_path=root / f"broker-{broker_id}.log",
+        )
+        for broker_id in BROKER_IDS
+    }
+    cluster = Cluster(brokers, redis_url=redis_server, cluster_id=cluster_id)
+    for broker in brokers.values():
+        broker.start()
+    wait_until(
+        lambda: (
+            all(len(v.brokers) == 3 for v in cluster.views().values()) and len(cluster.views()) == 3
+        ),
+        30,
+        lambda: f"three live brokers\n{cluster.describe()}",
+    )
+    previous = (
+        settings.WEIR_REDIS_URL,
+        settings.WEIR_CLUSTER_ID,
+        settings.WEIR_BOOTSTRAP_SERVERS,
+        settings.CHANNEL_LAYERS,
+    )
+    settings.WEIR_REDIS_URL = redis_server
+    settings.WEIR_CLUSTER_ID = cluster_id
+    settings.WEIR_BOOTSTRAP_SERVERS = ""
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_server], "prefix": f"weir:{cluster_id}:channels"},
+        }
+    }
+    try:
+        yield cluster
+    finally:
+        from groups.consumer_instances import registry
+
+        registry.close_all()  # REST Proxy v2 consumer instances left by tests
+        reset_gateways()
+        (
+            settings.WEIR_REDIS_URL,
+            settings.WEIR_CLUSTER_ID,
+            settings.WEIR_BOOTSTRAP_SERVERS,
+            settings.CHANNEL_LAYERS,
+        ) = previous
+        cluster.stop_all()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing() -> Iterator[None]:
+    """Test users' passwords use a cheap hasher (PBKDF2's rounds cost seconds per test)."""
+    previous = settings.PASSWORD_HASHERS
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    yield
+    settings.PASSWORD_HASHERS = previous
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """``unique("orders")`` → a topic or group name no other test uses."""
+    return lambda prefix: f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def basic(username: str, password: str = PASSWORD) -> str:
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+
+
+@pytest.fixture
+def make_user(db: None) -> Callable[[str, str], object]:
+    """``make_user("alice", "operator")`` → a user with that role and password ``PASSWORD``."""
+    from controlplane.services import user_create
+
+    def factory(username: str, role: str) -> object:
+        return user_create(username=username, password=PASSWORD, role=role)
+
+    return factory
+
+
+def _client(make_user: Callable[[str, str], object], role: str) -> APIClient:
+    make_user(f"{role}-user", role)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=basic(f"{role}-user"))
+    return client
+
+
+@pytest.fixture
+def viewer(make_user: Callable[[str, str], object]) -> APIClient:
+    return _client(make_user, "viewer")
+
+
+@pytest.fixture
+def operator(make_user: Callable[[str, str], object]) -> APIClient:
+    return _client(make_user, "operator")
+
+
+@pytest.fixture
+def admin(make_user: Callable[[str, str], object]) -> APIClient:
+    return _client(make_user, "admin")
+
+
+@pytest.fixture
+def anonymous() -> APIClient:
+    return APIClient()
