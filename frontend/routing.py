@@ -1,7 +1,15 @@
-"""Dashboard websocket routes: every ``frontend.live`` module's ``websocket_urlpatterns``."""
+"""Dashboard websocket routes (``/ws/ui/...``): every ``frontend.live`` module's patterns."""
 
 from __future__ import annotations
 
 from django.urls import URLPattern
 
-websocket_urlpatterns: list[URLPattern] = []
+from frontend.live import brokers, groups, messages, reassignments, topics
+
+websocket_urlpatterns: list[URLPattern] = [
+    *brokers.websocket_urlpatterns,
+    *topics.websocket_urlpatterns,
+    *messages.websocket_urlpatterns,
+    *groups.websocket_urlpatterns,
+    *reassignments.websocket_urlpatterns,
+]

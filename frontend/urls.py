@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from django.urls import URLPattern
 
-from frontend.pages import auth, overview
+from frontend.pages import auth, brokers, groups, messages, overview, reassignments, topics
 
-urlpatterns: list[URLPattern] = [*auth.urlpatterns, *overview.urlpatterns]
+urlpatterns: list[URLPattern] = [
+    *auth.urlpatterns,
+    *overview.urlpatterns,
+    *brokers.urlpatterns,
+    *topics.urlpatterns,
+    *messages.urlpatterns,
+    *groups.urlpatterns,
+    *reassignments.urlpatterns,
+]

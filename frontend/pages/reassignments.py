@@ -1,0 +1,9 @@
+"""Dashboard pages: reassignments (filled in by the reassignments work)."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern
+
+__all__ = ["urlpatterns"]
+
+urlpatterns: list[URLPattern] = []

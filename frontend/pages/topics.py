@@ -1,0 +1,9 @@
+"""Dashboard pages: topics (filled in by the topics work)."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern
+
+__all__ = ["urlpatterns"]
+
+urlpatterns: list[URLPattern] = []
