@@ -54,6 +54,11 @@ kafka_v2: list[URLPattern | URLResolver] = [
 api: list[URLPattern | URLResolver] = [
     path("reassignments/", ops_api.ReassignmentsView.as_view(), name="reassignments"),
     path(
+        "reassignments/generate/",
+        ops_api.ReassignmentGenerateView.as_view(),
+        name="reassignments-generate",
+    ),
+    path(
         "reassignments/cancel/",
         ops_api.ReassignmentCancelView.as_view(),
         name="reassignments-cancel",

@@ -60,6 +60,19 @@ class PartitionListSerializer(serializers.Serializer):
     partitions = TopicPartitionSerializer(many=True, required=False)
 
 
+class ReassignmentGenerateSerializer(serializers.Serializer):
+    """kafka-reassign-partitions --generate: the topics to move and the brokers to use."""
+
+    topics = serializers.ListField(
+        child=serializers.CharField(max_length=249), allow_empty=False, max_length=10_000
+    )
+    brokers = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=MAX_I32),
+        allow_empty=False,
+        max_length=10_000,
+    )
+
+
 class ElectionRequestSerializer(serializers.Serializer):
     partitions = TopicPartitionSerializer(many=True, required=False)
     all = serializers.BooleanField(required=False, default=False)
@@ -208,6 +221,17 @@ class RebalanceStatusSerializer(serializers.Serializer):
     partitions = PlanPartitionSerializer(many=True)
 
 
+class ReassignmentProposalSerializer(serializers.Serializer):
+    topics = serializers.ListField(child=serializers.CharField())
+    brokers = serializers.ListField(child=serializers.IntegerField())
+    partitions_total = serializers.IntegerField()
+    replica_moves = serializers.IntegerField()
+    leader_changes = serializers.IntegerField()
+    partitions = PlannedPartitionSerializer(many=True)
+    before = DistributionSerializer()
+    after = DistributionSerializer()
+
+
 class RebalanceProposalSerializer(serializers.Serializer):
     dryrun = serializers.BooleanField()
     replica_moves = serializers.IntegerField()
@@ -219,8 +243,11 @@ class RebalanceProposalSerializer(serializers.Serializer):
 
 
 def _proposal_data(proposal: Proposal, *, dryrun: bool) -> dict[str, Any]:
+    return {"dryrun": dryrun, **_diffs_data(proposal), "plan": None}
+
+
+def _diffs_data(proposal: Proposal) -> dict[str, Any]:
     return {
-        "dryrun": dryrun,
         "replica_moves": proposal.replica_moves,
         "leader_changes": proposal.leader_changes,
         "partitions": [
@@ -236,7 +263,6 @@ def _proposal_data(proposal: Proposal, *, dryrun: bool) -> dict[str, Any]:
         ],
         "before": proposal.before.to_dict(),
         "after": proposal.after.to_dict(),
-        "plan": None,
     }
 
 
@@ -270,6 +296,27 @@ class ReassignmentsView(APIView):
         data = validated(PartitionListSerializer, request.data)
         keys = _partition_keys(data.get("partitions"))
         return Response(services.reassignment_cancel(partitions=keys))
+
+
+class ReassignmentGenerateView(APIView):
+    """Propose new replica sets for topics on chosen brokers (changes nothing).
+
+    The equivalent of ``kafka-reassign-partitions --generate``; the ``partitions`` answered
+    (``proposed_replicas``) can be sent to ``POST /api/reassignments/`` as they are.
+    """
+
+    @extend_schema(request=ReassignmentGenerateSerializer, responses=ReassignmentProposalSerializer)
+    def post(self, request: Request) -> Response:
+        data = validated(ReassignmentGenerateSerializer, request.data)
+        generated = selectors.reassignment_proposal(topics=data["topics"], brokers=data["brokers"])
+        return Response(
+            {
+                "topics": list(dict.fromkeys(data["topics"])),
+                "brokers": sorted(set(data["brokers"])),
+                "partitions_total": generated.partitions_total,
+                **_diffs_data(generated.proposal),
+            }
+        )
 
 
 class ReassignmentCancelView(APIView):

@@ -1,5 +1,12 @@
 """Reads of the operations API: reassignment progress, rebalance proposals and plan status.
 
+The broker layout (``broker_layout``) counts replicas, leaders and preferred leaders per
+broker over every partition and returns the replica sets of a bounded, filtered slice of
+partitions (the dashboard's broker-by-partition heatmap): one metadata read, whatever the
+topic count. A reassignment proposal (``reassignment_proposal``, kafka-reassign-partitions
+``--generate``) is the rebalance planner run over the chosen topics with every other broker
+excluded.
+
 Reassignment progress joins three sources: the metadata image (which partitions are moving,
 their adding/removing replicas), the partition and replica states brokers publish every
 second (each adding replica's LEO and bytes on disk against its leader's) and the API's own
@@ -9,18 +16,34 @@ record of the moves it started (so a finished move still shows as completed, 100
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from brokers.controller import original_replicas, target_replicas
 from brokers.metadata.image import ClusterImage, PartitionImage
 from brokers.metadata.partition_state import PartitionStatus, ReplicaStatus
 from brokers.ops import store
-from brokers.ops.planner import PlanError, Proposal, plan_rebalance
+from brokers.ops.planner import PlanError, Proposal, distribution, plan_rebalance
 from controlplane.cluster import gateway
 from controlplane.errors import Unprocessable
 from topics import selectors as topic_selectors
 
-__all__ = ["reassignment_list", "rebalance_proposal", "rebalance_status"]
+__all__ = [
+    "HEATMAP_PARTITIONS",
+    "OFF_PREFERRED_LISTED",
+    "ReassignmentProposal",
+    "broker_layout",
+    "reassignment_list",
+    "reassignment_proposal",
+    "rebalance_proposal",
+    "rebalance_status",
+]
+
+# Partitions the heatmap shows at most (columns); a filter narrows which ones.
+HEATMAP_PARTITIONS = 300
+# Off-preferred partitions listed by name; beyond this an election over all partitions has
+# the same effect (Kafka elects only where the preferred replica does not lead).
+OFF_PREFERRED_LISTED = 1000
 
 
 def _percent(done: float, total: float) -> float:
@@ -200,3 +223,129 @@ def rebalance_status() -> dict[str, Any]:
     for item in plan["partitions"]:
         counts[item["status"]] = counts.get(item["status"], 0) + 1
     return {**plan, **counts, "total": len(plan["partitions"])}
+
+
+# broker layout ---------------------------------------------------------------------------
+
+
+def broker_layout(*, topic_filter: str = "", limit: int = HEATMAP_PARTITIONS) -> dict[str, Any]:
+    """Replica, leader and preferred-leader counts per broker, and a slice of partitions.
+
+    ``topic_filter``: a topic's exact name shows that topic, other text the topics whose name
+    contains it (case-insensitive), empty every topic; internal topics sort last. At most
+    ``limit`` matching partitions are returned as ``[topic, partition, leader, replicas,
+    isr]``; counts always cover the whole cluster.
+    """
+    image = gateway().image()
+    counts: dict[int, dict[str, int]] = {}
+
+    def count(broker: int) -> dict[str, int]:
+        if broker not in counts:
+            counts[broker] = {"replicas": 0, "leaders": 0, "preferred": 0, "out_of_sync": 0}
+        return counts[broker]
+
+    for broker in image.registrations:
+        count(broker)
+    wanted = topic_filter.strip()
+    exact = wanted in image.topics
+    needle = wanted.lower()
+    off_preferred: list[list[Any]] = []
+    off_preferred_count = partitions = matching = 0
+    shown: list[list[Any]] = []
+    names = sorted(image.topics, key=lambda n: (topic_selectors.topic_is_internal(n), n))
+    for name in names:
+        match = name == wanted if exact else needle in name.lower()
+        topic = image.topics[name]
+        for index in sorted(topic.partitions):
+            p = topic.partitions[index]
+            partitions += 1
+            for broker in p.replicas:
+                count(broker)["replicas"] += 1
+                if broker not in p.isr:
+                    count(broker)["out_of_sync"] += 1
+            if p.leader >= 0:
+                count(p.leader)["leaders"] += 1
+            if p.replicas:
+                count(p.replicas[0])["preferred"] += 1
+                if p.leader != p.replicas[0]:
+                    off_preferred_count += 1
+                    if len(off_preferred) < OFF_PREFERRED_LISTED:
+                        off_preferred.append([name, index])
+            if match:
+                matching += 1
+                if len(shown) < limit:
+                    shown.append([name, index, p.leader, list(p.replicas), list(p.isr)])
+    return {
+        "type": "layout",
+        "filter": wanted,
+        "topics": len(image.topics),
+        "partitions": partitions,
+        "matching": matching,
+        "shown": shown,
+        "limit": limit,
+        "brokers": {str(b): counts[b] for b in sorted(counts)},
+        "off_preferred": off_preferred_count,
+        "off_preferred_partitions": off_preferred,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentProposal:
+    """A generated reassignment: the planner's proposal and how many partitions it covered."""
+
+    proposal: Proposal
+    partitions_total: int
+
+
+def reassignment_proposal(*, topics: Sequence[str], brokers: Sequence[int]) -> ReassignmentProposal:
+    """Where the planner would put ``topics``' replicas using only ``brokers``.
+
+    kafka-reassign-partitions ``--generate``: every replica on another broker moves to one of
+    ``brokers``, and the topics' replicas and preferred leaders are evened out over them with
+    as few copies as the planner finds (a replica already on a chosen broker stays).
+    """
+    image = gateway().image()
+    chosen = list(dict.fromkeys(topics))
+    missing = [t for t in chosen if t not in image.topics]
+    if missing:
+        raise Unprocessable(f"topics: topic(s) {missing} do not exist")
+    targets = set(brokers)
+    unknown = sorted(b for b in targets if b not in image.registrations)
+    if unknown:
+        raise Unprocessable(
+            f"brokers: unknown broker id(s) {unknown}; registered brokers are "
+            f"{sorted(image.registrations)}"
+        )
+    dead = sorted(b for b in targets if b not in image.live_broker_ids)
+    if dead:
+        raise Unprocessable(f"brokers: broker(s) {dead} are not alive; choose live brokers")
+    layout = cluster_layout(image, set(chosen))
+    for name in chosen:
+        factor = max((len(r) for (t, _), r in layout.items() if t == name), default=0)
+        if factor > len(targets):
+            raise Unprocessable(
+                f"topic {name!r} has replication factor {factor} but only {len(targets)} "
+                f"target broker(s) were chosen"
+            )
+    # Every broker that is not a target must end up empty, registered or not (a replica on
+    # a broker that left the cluster still has to move).
+    placed = {b for replicas in layout.values() for b in replicas}
+    exclude = sorted((set(image.registrations) | placed) - targets)
+    live = {b: info.rack for b, info in image.brokers.items()}
+    try:
+        proposal = plan_rebalance(partitions=layout, brokers=live, exclude=exclude)
+    except PlanError as exc:
+        raise Unprocessable(f"no valid plan: {exc}") from None
+    # The planner's statistics cover the target brokers only; the operator also wants to see
+    # the brokers the topics leave.
+    everyone = sorted(set(image.registrations) | placed | targets)
+    racks = {b: (info.rack if (info := image.registrations.get(b)) else None) for b in everyone}
+    after = {**layout, **proposal.proposed()}
+    return ReassignmentProposal(
+        proposal=Proposal(
+            diffs=proposal.diffs,
+            before=distribution(layout, racks, everyone),
+            after=distribution(after, racks, everyone),
+        ),
+        partitions_total=len(layout),
+    )
