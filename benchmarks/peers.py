@@ -145,6 +145,9 @@ class PeerHandle:
     logs: list[Path] = field(default_factory=list)
     workdir: Path | None = None
     keep_workdir: bool = False
+    # The environment Weir's processes run with (WEIR_REDIS_URL, WEIR_CLUSTER_ID), so a
+    # benchmark can start more of them (a control plane) against the same cluster.
+    env: dict[str, str] = field(default_factory=dict)
     _log_files: list[IO[bytes]] = field(default_factory=list, repr=False)
 
     @property
@@ -394,6 +397,7 @@ def start_weir(
         env["WEIR_REDIS_URL"] = f"redis://{HOST}:{redis_port}/0"
         env["WEIR_CLUSTER_ID"] = f"bench-{uuid.uuid4().hex[:12]}"
         env["PYTHONUNBUFFERED"] = "1"
+        handle.env = env
         ports = [port] + [free_port() for _ in range(brokers - 1)]
         for broker_id, broker_port in enumerate(ports, start=1):
             broker_dir = data_path if brokers == 1 else data_path / f"broker-{broker_id}"
