@@ -23,6 +23,7 @@ from controlplane.cluster import ClusterGateway
 __all__ = ["HISTORY_POINTS", "TrafficMeter", "broker_facts", "traffic_history"]
 
 HISTORY_POINTS = 600
+_IDLE = {"bytes_in_per_s": 0.0, "bytes_out_per_s": 0.0}
 
 
 def _history_key(gw: ClusterGateway) -> str:
@@ -34,6 +35,7 @@ class TrafficMeter:
 
     def __init__(self) -> None:
         self._last: dict[int, tuple[int, int, int]] = {}  # broker → (ms, bytes in, bytes out)
+        self._rates: dict[int, dict[str, float]] = {}
 
     def rates(self, counters: dict[int, dict[str, Any]]) -> dict[int, dict[str, float]]:
         found: dict[int, dict[str, float]] = {}
@@ -44,17 +46,21 @@ class TrafficMeter:
                 int(snapshot.get("bytes_out", 0)),
             )
             before = self._last.get(broker_id)
-            self._last[broker_id] = now
-            if before is None or now[0] <= before[0] or now[1] < before[1] or now[2] < before[2]:
-                found[broker_id] = {"bytes_in_per_s": 0.0, "bytes_out_per_s": 0.0}
-                if before is not None and now[0] == before[0]:
-                    self._last[broker_id] = before  # no new reading: keep the older base
+            if before is not None and now[0] == before[0]:
+                # Brokers publish once a second; a monitor ticking faster sees the same
+                # reading again: repeat the last rate rather than report a false zero.
+                found[broker_id] = self._rates.get(broker_id, _IDLE)
                 continue
-            seconds = (now[0] - before[0]) / 1000
-            found[broker_id] = {
-                "bytes_in_per_s": round((now[1] - before[1]) / seconds, 1),
-                "bytes_out_per_s": round((now[2] - before[2]) / seconds, 1),
-            }
+            self._last[broker_id] = now
+            if before is None or now[0] < before[0] or now[1] < before[1] or now[2] < before[2]:
+                rate = _IDLE
+            else:
+                seconds = (now[0] - before[0]) / 1000
+                rate = {
+                    "bytes_in_per_s": round((now[1] - before[1]) / seconds, 1),
+                    "bytes_out_per_s": round((now[2] - before[2]) / seconds, 1),
+                }
+            found[broker_id] = self._rates[broker_id] = rate
         return found
 
     def tick(self, gw: ClusterGateway, *, at: str) -> dict[int, dict[str, float]]:
