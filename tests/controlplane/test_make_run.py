@@ -78,7 +78,7 @@ def test_devcluster_starts_brokers_web_app_and_admin_then_stops_on_ctrl_c(
                 break
         text = "".join(output)
         assert "Weir is up" in text, text
-        assert "Log in at" in text and "as 'admin'" in text, text
+        assert "Dashboard: log in at" in text and "as 'admin'" in text, text
         password = (tmp_path / "data" / "admin-password").read_text().strip()
         assert f"password {password}" in text
 
@@ -92,6 +92,13 @@ def test_devcluster_starts_brokers_web_app_and_admin_then_stops_on_ctrl_c(
                 time.sleep(0.2)
         assert (status, body) == (200, {"username": "admin", "role": "admin"})
         assert _get(f"http://127.0.0.1:{web_port}/api/me/")[0] == 401
+        # The dashboard and its assets are served by the same web app (no CDN).
+        with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/", timeout=5) as response:
+            assert response.url.endswith("/login/?next=/")
+            assert "Weir — log in" in response.read().decode()
+        plotly = f"http://127.0.0.1:{web_port}/static/vendor/plotly.min.js"
+        with urllib.request.urlopen(plotly, timeout=5) as response:
+            assert response.status == 200 and len(response.read()) > 1_000_000
 
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{base_port}"})
         assert admin.list_topics(timeout=10).brokers

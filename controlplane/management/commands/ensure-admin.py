@@ -60,7 +60,7 @@ class Command(BaseCommand):
         else:
             where = "the password you set for it"
         self.stdout.write(
-            f"Log in at {url}/admin/ as {username!r} with {where}.\n"
+            f"Dashboard: log in at {url}/ as {username!r} with {where}.\n"
             f"API: curl -u {username}:<password> {url}/api/me/  ·  docs: {url}/api/docs/  ·  "
             f"REST proxy: {url}/kafka/v3/clusters"
         )
