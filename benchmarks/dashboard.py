@@ -1,6 +1,6 @@
 """Dashboard page loads with 1,000 topics and 100 consumer groups, in headless Chromium.
 
-    python -m benchmarks.dashboard [--topics 1000] [--groups 100] [--runs 5]
+    python -m benchmarks.dashboard [--topics 1000] [--groups 100] [--runs 5] [--screenshots DIR]
 
 Starts a private Redis and three Weir brokers, creates ``--topics`` topics (one partition,
 RF 1, spread over the brokers; the first ``--groups`` get 20 records each) and ``--groups``
@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -55,6 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--groups", type=int, default=100)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--screenshots", type=Path, help="save a screenshot of each page into this folder"
+    )
     args = parser.parse_args(argv)
     if args.topics < 1 or args.groups < 0 or args.groups > args.topics or args.runs < 1:
         parser.error("need --topics >= 1, 0 <= --groups <= --topics and --runs >= 1")
@@ -123,6 +127,17 @@ def start_control_plane(env: dict[str, str], workdir: Path, port: int) -> list[A
     return processes
 
 
+def background_traffic(bootstrap: str, topic: str, stop: threading.Event) -> None:
+    """~2 MB/s into ``topic`` (for screenshots: traffic on the charts, a group's lag rising)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    while not stop.is_set():
+        for i in range(200):
+            producer.produce(topic, value=b"x" * 1000, key=f"k{i % 17}".encode())
+        producer.poll(0)
+        stop.wait(0.1)
+    producer.flush(10)
+
+
 def api_seconds(url: str, runs: int) -> float:
     token = base64.b64encode(f"bench:{PASSWORD}".encode()).decode()
     times = []
@@ -164,12 +179,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="weir-bench-ui-") as data_dir:
         handle = start_weir(free_port(), data_dir, brokers=3)
         processes: list[Any] = []
+        stop = threading.Event()
         try:
             started = time.perf_counter()
             populate(handle.bootstrap, topics, args.groups)
             print(
                 f"[weir] {args.topics} topics, {args.groups} groups in "
                 f"{time.perf_counter() - started:.0f} s"
+            )
+            traffic = threading.Thread(
+                target=background_traffic, args=(handle.bootstrap, topics[0], stop), daemon=True
             )
             port = free_port()
             processes = start_control_plane(handle.env, Path(data_dir), port)
@@ -232,8 +251,16 @@ def main(argv: list[str] | None = None) -> int:
                         peer = api_seconds(base + peers[name], args.runs)
                         line += f"   {peer * 1000:6.0f}ms, ready/API {result['ready'] / peer:.1f}x"
                     print(line)
+                    if args.screenshots:
+                        if not traffic.is_alive():
+                            traffic.start()
+                        args.screenshots.mkdir(parents=True, exist_ok=True)
+                        page.wait_for_timeout(2500)  # a few live ticks drawn on the charts
+                        slug = name.replace(" ", "-")
+                        page.screenshot(path=str(args.screenshots / f"{slug}.png"))
                 browser.close()
         finally:
+            stop.set()
             for process in processes:
                 process.terminate()
                 process.wait(10)
