@@ -32,10 +32,16 @@ __all__ = [
     "group_lag",
     "group_list",
     "group_snapshot",
+    "lag_chart",
     "lag_history",
     "status_history",
+    "status_timeline",
     "store_snapshots",
 ]
+
+# The dashboard draws at most this many stored lag samples (per-partition rows) per group:
+# 50 partitions at one sample every 5 s is 30 minutes' worth.
+CHART_MAX_SAMPLES = 20_000
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -146,3 +152,70 @@ def status_history(
     if until is not None:
         samples = samples.filter(at__lte=until)
     return samples.order_by("at")[:limit]
+
+
+def _iso(moment: datetime) -> str:
+    """The monitor's timestamp format (``groups.monitor.GroupLag.message``), so stored and
+    pushed points land on the same axis."""
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def lag_chart(*, group: str, since: datetime) -> dict[str, Any]:
+    """Stored lag since ``since`` as chart series, oldest first.
+
+    ``total`` is the group's total lag per stored tick (from the status samples, one row per
+    tick); ``partitions`` has one series per partition. Only the newest
+    ``CHART_MAX_SAMPLES`` partition rows are read, so a huge group costs one bounded query.
+    """
+    totals = GroupStatusSample.objects.filter(group=group, at__gte=since).order_by("at")
+    total_x: list[str] = []
+    total_y: list[int] = []
+    for at, total in totals.values_list("at", "total_lag"):
+        total_x.append(_iso(at))
+        total_y.append(total)
+    rows = list(
+        LagSample.objects.filter(group=group, at__gte=since)
+        .order_by("-at")
+        .values_list("topic", "partition", "at", "lag")[:CHART_MAX_SAMPLES]
+    )
+    series: dict[tuple[str, int], dict[str, Any]] = {}
+    for topic, partition, at, value in reversed(rows):
+        found = series.get((topic, partition))
+        if found is None:
+            found = series[(topic, partition)] = {
+                "topic": topic,
+                "partition": partition,
+                "x": [],
+                "y": [],
+            }
+        found["x"].append(_iso(at))
+        found["y"].append(value)
+    return {
+        "total": {"x": total_x, "y": total_y},
+        "partitions": [series[key] for key in sorted(series)],
+    }
+
+
+def status_timeline(*, group: str, since: datetime, limit: int = 200) -> list[dict[str, Any]]:
+    """The group's Burrow status as spans of equal status, oldest first (the last ``limit``).
+
+    Each span: ``status``, ``start`` and ``end`` (first and last sample), ``samples`` and
+    ``peak_lag`` (the highest total lag seen in it). Samples come every few seconds, so a
+    timeline of changes is what a reader wants, not the rows.
+    """
+    spans: list[dict[str, Any]] = []
+    samples = GroupStatusSample.objects.filter(group=group, at__gte=since).order_by("at")
+    for at, status, total in samples.values_list("at", "status", "total_lag").iterator():
+        last = spans[-1] if spans else None
+        if last is not None and last["status"] == status:
+            last["end"] = _iso(at)
+            last["samples"] += 1
+            last["peak_lag"] = max(last["peak_lag"], total)
+            continue
+        if last is not None:
+            # A span lasts until the next one starts: no gap between them on a timeline.
+            last["end"] = _iso(at)
+        spans.append(
+            {"status": status, "start": _iso(at), "end": _iso(at), "samples": 1, "peak_lag": total}
+        )
+    return spans[-limit:]

@@ -17,6 +17,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from controlplane.cluster import gateway
 from controlplane.errors import Conflict, KafkaUnavailable, NotFound, Unprocessable
+from groups.models import WebhookConfig
 
 __all__ = [
     "GroupDetail",
@@ -27,6 +28,8 @@ __all__ = [
     "consumer_group_get",
     "consumer_group_lags",
     "consumer_group_list",
+    "consumer_group_members",
+    "webhook_list",
 ]
 
 TIMEOUT_S = 15.0
@@ -119,6 +122,41 @@ def consumer_group_get(*, group_id: str) -> GroupDetail:
     if not found:
         raise NotFound(f"consumer group {group_id!r} not found")
     return found[0]
+
+
+def consumer_group_members(*, group_id: str) -> dict[str, Any]:
+    """The group's members and their assignments as JSON (one DescribeGroups request).
+
+    A group only known by its committed offsets (Empty, or Dead once they expire) has no
+    members; that is an answer, not an error, so the dashboard can show an empty table.
+    """
+    found = consumer_group_details(group_ids=[group_id])
+    detail = found[0] if found else None
+    return {
+        "type": "members",
+        "group": group_id,
+        "state": detail.state if detail else "DEAD",
+        "assignor": detail.partition_assignor if detail else "",
+        "coordinator": detail.coordinator_id if detail else None,
+        "members": [
+            {
+                "consumer_id": m.consumer_id,
+                "instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignments": [{"topic": t, "partition": p} for t, p in m.assignments],
+            }
+            for m in (detail.members if detail else ())
+        ],
+    }
+
+
+def webhook_list(*, group: str | None = None) -> list[WebhookConfig]:
+    """Alert webhooks; with ``group``, those that fire for it (its own and all-groups ones)."""
+    webhooks = WebhookConfig.objects.all()
+    if group is not None:
+        webhooks = webhooks.filter(group__in=[group, ""])
+    return list(webhooks.order_by("id"))
 
 
 def _detail(group_id: str, description: Any) -> GroupDetail:
