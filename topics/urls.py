@@ -6,6 +6,7 @@
 
 from django.urls import URLPattern, URLResolver, path
 
+from topics import api as ops_api
 from topics import rest_v2, rest_v3
 
 _C = "clusters/<str:cluster_id>"
@@ -76,4 +77,8 @@ kafka_v2: list[URLPattern | URLResolver] = [
         name="v2-partition-offsets",
     ),
 ]
-api: list[URLPattern | URLResolver] = []
+_M = "topics/<str:topic>/partitions/<str:partition>/messages/"
+api: list[URLPattern | URLResolver] = [
+    path(_M, ops_api.MessageListView.as_view(), name="topics-messages"),
+    path(f"{_M}search/", ops_api.MessageSearchView.as_view(), name="topics-messages-search"),
+]

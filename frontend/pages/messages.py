@@ -1,9 +1,66 @@
-"""Dashboard pages: messages (filled in by the messages work)."""
+"""Dashboard page: a topic's messages (``/topics/<name>/messages/``).
+
+The page itself only needs the topic's partitions (the metadata image and the published
+partition states, from Redis); the records come from ``/api/topics/<t>/partitions/<p>/
+messages/`` when the user asks (load, page, search chunks), and new ones over the tail socket
+(``frontend.live.messages``) while the live toggle is on. Operators also get the produce form,
+which posts to the REST proxy's ``/kafka/v3/.../records``.
+"""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from typing import Any
+
+from django.urls import URLPattern, path
+
+from controlplane.cluster import gateway
+from frontend.pages.base import Page
+from topics import messages, selectors
 
 __all__ = ["urlpatterns"]
 
-urlpatterns: list[URLPattern] = []
+
+class TopicMessagesPage(Page):
+    template_name = "frontend/topics/messages.html"
+    nav = "topics"
+    title = "Messages"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        name = kwargs["name"]
+        image = gateway().image()
+        topic = selectors.topic_get(name=name, image=image)
+        states, _ = gateway().partition_states()
+        partitions = []
+        for p in selectors.partition_list(topic=topic):
+            state = states.get((name, p.partition))
+            partitions.append(
+                {
+                    "partition": p.partition,
+                    "log_start_offset": state.log_start_offset if state else None,
+                    "high_watermark": state.high_watermark if state else None,
+                }
+            )
+        chosen = self.request.GET.get("partition", "")
+        context.update(
+            title=name,
+            tab="messages",
+            topic={"type": "topic", "name": name, "internal": selectors.topic_is_internal(name)},
+            page={
+                "topic": name,
+                "partitions": partitions,
+                "partition": int(chosen) if chosen.isdigit() else 0,
+                "default_limit": messages.DEFAULT_LIMIT,
+                "max_limit": messages.MAX_LIMIT,
+                "max_search_range": messages.MAX_SEARCH_RANGE,
+                "search_chunk": messages.DEFAULT_CHUNK,
+            },
+        )
+        return context
+
+
+urlpatterns: list[URLPattern] = [
+    path(
+        "topics/<str:name>/messages/", TopicMessagesPage.as_view(), name="dashboard-topic-messages"
+    ),
+]

@@ -1,0 +1,213 @@
+"""Topic list and topic detail in a real browser: create with configs, validation messages,
+add partitions, edit and reset a config, delete with typed confirmation, live rates and the
+partition table, and no mutating control for viewers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.brokers.cluster.conftest import Cluster
+from tests.controlplane.lag_helpers import commit, now_ms, produce_at
+
+Shot = Callable[[Page, str], Path]
+
+
+def confirm(page: Page, title: str | re.Pattern[str]) -> None:
+    dialog = page.locator("#confirm-dialog")
+    expect(dialog.locator("h3")).to_have_text(title)
+    dialog.locator("button.confirm").click()
+    expect(dialog).to_be_hidden()
+
+
+def topic_row(page: Page, name: str):
+    return page.locator(f'#topics-table tr[data-topic="{name}"]')
+
+
+def test_admin_creates_a_topic_with_configs_and_sees_it_in_the_list_and_its_detail(
+    page_as: Callable[[str], Page], unique: Callable[[str], str], shot: Shot
+) -> None:
+    page = page_as("admin")
+    page.goto("/topics/")
+    name = unique("orders")
+    page.get_by_role("button", name="Create topic").first.click()
+    page.fill("#create-name", name)
+    page.fill("#create-partitions", "2")
+    page.fill("#create-rf", "3")
+    page.fill("#create-configs", "retention.ms=3600000\ncleanup.policy=delete")
+    page.click("#create-submit")
+    confirm(page, f"Create topic {name}?")
+    expect(page.locator(".toast.ok")).to_contain_text(f"Topic {name} created")
+    row = topic_row(page, name)
+    expect(row).to_be_visible()
+    expect(row.locator("td").nth(1)).to_have_text("2")
+    expect(row.locator("td").nth(2)).to_have_text("3")
+    # The socket's rows carry sizes (0 B for a new topic) once the leaders publish them.
+    expect(row.locator("td").nth(5)).to_have_text("0 B")
+    page.fill("#topic-search", name[:-2])
+    expect(page.locator("#topics-table tbody tr")).to_have_count(1)
+    shot(page, "topics")
+
+    # The broker's validation message for a bad config, and for a name already taken.
+    page.click("#create-toggle")
+    page.fill("#create-name", unique("bad"))
+    page.fill("#create-configs", "retention.ms=abc")
+    page.click("#create-submit")
+    confirm(page, re.compile("Create topic"))
+    error = page.locator("#create-error")
+    expect(error).to_contain_text("Invalid value abc for configuration retention.ms")
+    expect(page.locator(".toast.error")).to_contain_text("Invalid value abc")
+    page.fill("#create-name", name)
+    page.fill("#create-configs", "")
+    page.click("#create-submit")
+    confirm(page, re.compile("Create topic"))
+    expect(error).to_contain_text("already exists")
+    page.fill("#create-configs", "retention.ms")
+    page.click("#create-submit")
+    expect(error).to_contain_text('config line 1 ("retention.ms") is not name=value')
+
+    row.locator("a").click()
+    expect(page).to_have_url(re.compile(f"/topics/{name}/$"))
+    expect(page.locator("#partitions-table tbody tr")).to_have_count(2)
+    expect(page.locator('[data-stat="replication_factor"]')).to_have_text("3")
+    # HW and size come from the leaders' published state, over the live socket.
+    expect(page.locator('#partitions-table tr[data-partition="1"] td[data-col="hw"]')).to_have_text(
+        "0"
+    )
+    retention = page.locator('#configs-table tr[data-config="retention.ms"]')
+    expect(retention.locator("td.value")).to_have_text("3600000")
+    expect(retention).to_contain_text("topic override")
+    expect(page.locator("#delete-topic")).to_be_visible()
+    shot(page, "topic-detail")
+
+
+def test_operator_adds_partitions_and_edits_a_config_with_validation_messages(
+    page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
+) -> None:
+    name = unique("grow")
+    cp_cluster.create_topic(name, partitions=1)
+    page = page_as("operator")
+    page.goto(f"/topics/{name}/")
+    expect(page.locator("#partitions-table tbody tr")).to_have_count(1)
+    # Operators operate; creating and deleting topics is for admins.
+    expect(page.locator("#delete-topic")).to_have_count(0)
+    page.fill("#partitions-count", "3")
+    page.click("#add-partitions")
+    confirm(page, f"Add partitions to {name}?")
+    expect(page.locator(".toast.ok")).to_contain_text(f"{name} now has 3 partitions")
+    # The live table grows without a reload.
+    expect(page.locator("#partitions-table tbody tr")).to_have_count(3)
+    expect(page.locator('[data-stat="partitions"]')).to_have_text("3")
+    page.fill("#partitions-count", "2")
+    page.click("#add-partitions")
+    confirm(page, f"Add partitions to {name}?")
+    expect(page.locator(".toast.error")).to_contain_text("can only increase")
+
+    retention = page.locator('#configs-table tr[data-config="retention.ms"]')
+    retention.get_by_role("button", name="Edit").click()
+    retention.locator("input").fill("abc")
+    retention.get_by_role("button", name="Save").click()
+    confirm(page, "Set retention.ms?")
+    expect(retention.locator(".config-error")).to_contain_text(
+        "Invalid value abc for configuration retention.ms"
+    )
+    retention.locator("input").fill("7200000")
+    retention.get_by_role("button", name="Save").click()
+    confirm(page, "Set retention.ms?")
+    expect(page.locator(".toast.ok").last).to_contain_text("retention.ms set to 7200000")
+    expect(retention.locator("td.value")).to_have_text("7200000")
+    expect(retention).to_contain_text("topic override")
+    page.check("#only-overrides")
+    expect(page.locator("#configs-table tbody tr")).to_have_count(1)
+    retention.get_by_role("button", name="Reset").click()
+    confirm(page, "Reset retention.ms?")
+    expect(page.locator("#configs-table tbody")).to_contain_text("No config matches")
+    page.uncheck("#only-overrides")
+    expect(retention).not_to_contain_text("topic override")
+
+
+def test_admin_deletes_a_topic_only_after_typing_its_name(
+    page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
+) -> None:
+    name = unique("doomed")
+    cp_cluster.create_topic(name)
+    page = page_as("admin")
+    page.goto(f"/topics/{name}/")
+    page.click("#delete-topic")
+    dialog = page.locator("#confirm-dialog")
+    ok = dialog.locator("button.confirm")
+    expect(ok).to_be_disabled()
+    dialog.locator("input").fill(name[:-1])
+    expect(ok).to_be_disabled()
+    dialog.locator("button.cancel").click()
+    expect(page.locator(".toast")).to_have_count(0)
+    page.click("#delete-topic")
+    dialog.locator("input").fill(name)
+    expect(ok).to_be_enabled()
+    ok.click()
+    expect(page.locator(".toast.ok")).to_contain_text(f"Topic {name} deleted")
+    expect(page).to_have_url(re.compile(r"/topics/$"))
+    expect(page.locator("#topics-table tbody tr").first).to_be_visible()
+    expect(topic_row(page, name)).to_have_count(0)
+    response = page.goto(f"/topics/{name}/")
+    assert response is not None and response.status == 404
+
+
+def test_topic_list_filters_hides_internal_topics_and_shows_live_rates(
+    page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
+) -> None:
+    name = unique("busy")
+    cp_cluster.create_topic(name)
+    # A committed offset makes sure an internal topic exists (the group coordinator's).
+    commit(cp_cluster, unique("group"), {(name, 0): 0})
+    page = page_as("viewer")
+    page.goto("/topics/")
+    expect(topic_row(page, name)).to_be_visible()
+    expect(topic_row(page, "__consumer_offsets")).to_have_count(0)
+    page.check("#show-internal")
+    expect(topic_row(page, "__consumer_offsets")).to_contain_text("internal")
+    page.uncheck("#show-internal")
+    page.fill("#topic-search", name)
+    expect(page.locator("#topics-table tbody tr")).to_have_count(1)
+    # Records produced now show as a rate in the topic's row, pushed by the server.
+    produce_at(cp_cluster, name, 0, [now_ms()] * 300, value=b"x" * 500)
+    rate = topic_row(page, name).locator('td[data-col="records_per_s"]')
+    expect(rate).to_have_text(re.compile(r"^[1-9][\d,.]* rec/s$"))
+    expect(topic_row(page, name).locator('td[data-col="bytes_per_s"]')).to_have_text(
+        re.compile(r"/s$")
+    )
+    expect(topic_row(page, name).locator("td").nth(4)).to_have_text("300")
+
+
+def test_viewer_sees_topics_and_messages_without_any_mutating_control(
+    page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
+) -> None:
+    name = unique("readonly")
+    cp_cluster.create_topic(name)
+    page = page_as("viewer")
+    page.goto("/topics/")
+    expect(topic_row(page, name)).to_be_visible()
+    expect(page.locator("#create-toggle, #create-panel, #create-form")).to_have_count(0)
+    page.goto(f"/topics/{name}/")
+    expect(page.locator("#partitions-table tbody tr")).to_have_count(1)
+    expect(page.locator('#configs-table tr[data-config="retention.ms"]')).to_be_visible()
+    expect(
+        page.locator("#operations, #delete-topic, #partitions-form, [data-edit], [data-reset]")
+    ).to_have_count(0)
+    page.goto(f"/topics/{name}/messages/")
+    expect(page.locator("#browse-range")).to_contain_text("Partition 0")
+    expect(page.locator("#produce, #produce-form")).to_have_count(0)
+    # Reading is not mutating: browse and search stay available.
+    expect(page.locator("#browse-load")).to_be_visible()
+    expect(page.locator("#search-run")).to_be_visible()
+
+
+def test_unknown_topic_is_a_404_error_page(page_as: Callable[[str], Page]) -> None:
+    page = page_as("viewer")
+    for path in ("/topics/no-such-topic/", "/topics/no-such-topic/messages/"):
+        response = page.goto(path)
+        assert response is not None and response.status == 404
+        expect(page.get_by_role("alert")).to_contain_text("'no-such-topic' not found")
