@@ -37,6 +37,7 @@ __all__ = [
     "reassignment_proposal",
     "rebalance_proposal",
     "rebalance_status",
+    "topic_placement",
 ]
 
 # Partitions the heatmap shows at most (columns); a filter narrows which ones.
@@ -228,7 +229,9 @@ def rebalance_status() -> dict[str, Any]:
 # broker layout ---------------------------------------------------------------------------
 
 
-def broker_layout(*, topic_filter: str = "", limit: int = HEATMAP_PARTITIONS) -> dict[str, Any]:
+def broker_layout(
+    *, topic_filter: str = "", limit: int = HEATMAP_PARTITIONS, image: ClusterImage | None = None
+) -> dict[str, Any]:
     """Replica, leader and preferred-leader counts per broker, and a slice of partitions.
 
     ``topic_filter``: a topic's exact name shows that topic, other text the topics whose name
@@ -236,7 +239,7 @@ def broker_layout(*, topic_filter: str = "", limit: int = HEATMAP_PARTITIONS) ->
     ``limit`` matching partitions are returned as ``[topic, partition, leader, replicas,
     isr]``; counts always cover the whole cluster.
     """
-    image = gateway().image()
+    image = image or gateway().image()
     counts: dict[int, dict[str, int]] = {}
 
     def count(broker: int) -> dict[str, int]:
@@ -295,6 +298,23 @@ class ReassignmentProposal:
 
     proposal: Proposal
     partitions_total: int
+
+
+def topic_placement(*, image: ClusterImage) -> list[dict[str, Any]]:
+    """Every topic with its partition count, replication factor and the brokers it uses."""
+    found = []
+    for name in sorted(image.topics, key=lambda n: (topic_selectors.topic_is_internal(n), n)):
+        partitions = image.topics[name].partitions.values()
+        found.append(
+            {
+                "name": name,
+                "internal": topic_selectors.topic_is_internal(name),
+                "partitions": len(partitions),
+                "replication_factor": max((len(p.replicas) for p in partitions), default=0),
+                "brokers": sorted({b for p in partitions for b in p.replicas}),
+            }
+        )
+    return found
 
 
 def reassignment_proposal(*, topics: Sequence[str], brokers: Sequence[int]) -> ReassignmentProposal:

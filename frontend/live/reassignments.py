@@ -1,9 +1,43 @@
-"""Live sockets: reassignments (filled in by the reassignments work)."""
+"""Live socket of the reassignments page (``/ws/ui/reassignments/``).
+
+One message carries both things the page follows: every reassignment under way (or finished
+within the last hour) with per-partition copy progress
+(:func:`brokers.ops.selectors.reassignment_list`) and the cluster rebalance plan's status
+(:func:`brokers.ops.selectors.rebalance_status`). Brokers publish replica states every
+second, so the server reads them at that pace while the page is open and pushes only when a
+number moved; the browser never polls.
+"""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from typing import Any
 
-__all__ = ["websocket_urlpatterns"]
+from django.urls import URLPattern, path
 
-websocket_urlpatterns: list[URLPattern] = []
+from brokers.ops.selectors import reassignment_list, rebalance_status
+from frontend.live.base import WatchConsumer
+
+__all__ = ["ReassignmentsConsumer", "progress_view", "websocket_urlpatterns"]
+
+
+def progress_view() -> dict[str, Any]:
+    """The socket's message (also the page's first paint)."""
+    return {
+        "type": "reassignments",
+        "reassignments": reassignment_list(),
+        "rebalance": rebalance_status(),
+    }
+
+
+class ReassignmentsConsumer(WatchConsumer):
+    """Reassignment progress and the rebalance plan, pushed when they change."""
+
+    interval = 1.0
+
+    def snapshot(self) -> dict[str, Any]:
+        return progress_view()
+
+
+websocket_urlpatterns: list[URLPattern] = [
+    path("ws/ui/reassignments/", ReassignmentsConsumer.as_asgi(), name="ws-ui-reassignments"),
+]

@@ -1,9 +1,40 @@
-"""Dashboard pages: brokers (filled in by the brokers work)."""
+"""The brokers page (``/brokers/``): each broker's load and a broker-by-partition heatmap.
+
+First paint comes from the monitor's latest cluster message (address, rack, liveness,
+controller, disk use and traffic rates per broker) and :func:`broker_layout` (leaders,
+replicas, preferred leaders and out-of-sync replicas per broker, plus the replica sets of a
+bounded slice of partitions for the heatmap) — one metadata read, whatever the topic count.
+The script then follows ``/ws/cluster/`` for the cards and ``/ws/ui/brokers/`` for the
+heatmap. Operators get the preferred-leader election (``POST /api/elections/preferred/``).
+"""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from typing import Any
+
+from django.urls import URLPattern, path
+
+from brokers.ops.selectors import broker_layout
+from controlplane.cluster import gateway
+from frontend.pages.base import Page
+from frontend.pages.overview import cluster_now
 
 __all__ = ["urlpatterns"]
 
-urlpatterns: list[URLPattern] = []
+
+class BrokersPage(Page):
+    template_name = "frontend/brokers/index.html"
+    nav = "brokers"
+    title = "Brokers"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        image = gateway().image()
+        context["cluster"] = cluster_now()
+        context["layout"] = broker_layout(image=image)
+        # Suggestions for the heatmap's topic filter (names only: a few bytes per topic).
+        context["topic_names"] = sorted(image.topics)
+        return context
+
+
+urlpatterns: list[URLPattern] = [path("brokers/", BrokersPage.as_view(), name="dashboard-brokers")]

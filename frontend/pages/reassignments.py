@@ -1,9 +1,52 @@
-"""Dashboard pages: reassignments (filled in by the reassignments work)."""
+"""The reassignments page (``/reassignments/``): follow, start and cancel replica moves.
+
+Three parts. *Reassignments*: every partition being moved (or moved within the hour) with a
+progress bar of bytes copied, live from ``/ws/ui/reassignments/``; operators cancel one or
+all. *New reassignment* (operators): pick topics and target brokers, generate a proposal
+(``POST /api/reassignments/generate/``), review it as a diff of replica sets, set a throttle
+and execute it (``POST /api/reassignments/``). *Cluster rebalance*: the planner's proposal
+for the whole cluster (or some topics, or without some brokers), executed by the monitor's
+rebalance executor; its plan's progress is on the same socket. First paint uses the same
+selectors as the API and the socket.
+"""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from typing import Any
+
+from django.urls import URLPattern, path
+
+from brokers.ops.selectors import topic_placement
+from controlplane.cluster import gateway
+from frontend.live.reassignments import progress_view
+from frontend.pages.base import Page
 
 __all__ = ["urlpatterns"]
 
-urlpatterns: list[URLPattern] = []
+
+class ReassignmentsPage(Page):
+    template_name = "frontend/reassignments/index.html"
+    nav = "reassignments"
+    title = "Reassignments and rebalance"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        image = gateway().image()
+        context["live"] = progress_view()
+        context["brokers"] = [
+            {
+                "id": b,
+                "host": info.host,
+                "port": info.port,
+                "rack": info.rack,
+                "alive": b in image.live_broker_ids,
+            }
+            for b, info in sorted(image.registrations.items())
+        ]
+        context["topics"] = topic_placement(image=image)
+        return context
+
+
+urlpatterns: list[URLPattern] = [
+    path("reassignments/", ReassignmentsPage.as_view(), name="dashboard-reassignments"),
+]
