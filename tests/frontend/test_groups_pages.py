@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
 from playwright.sync_api import APIRequestContext, Browser, Page, expect
 
 from controlplane.cluster import gateway
@@ -84,30 +84,34 @@ def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> dict[str, Any]
 
 
 @pytest.fixture
-def live_member(cp_cluster: Cluster, unique: Callable[[str], str]) -> Iterator[dict[str, Any]]:
-    """A confluent-kafka consumer that joined a group and owns both partitions of a topic."""
-    topic, group = unique("ui-live"), unique("ui-live-group")
-    cp_cluster.create_topic(topic, partitions=2)
-    assigned: list[int] = []
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cp_cluster.bootstrap(),
-            "group.id": group,
-            "client.id": "billing-worker",
-            "session.timeout.ms": 10_000,
-            "heartbeat.interval.ms": 300,
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic], on_assign=lambda c, parts: assigned.append(len(parts)))
-    deadline = time.monotonic() + 30
-    while 2 not in assigned:
-        assert time.monotonic() < deadline, "the consumer was never assigned its partitions"
-        consumer.poll(0.1)
-    consumer.commit(offsets=[TopicPartition(topic, p, 0) for p in (0, 1)], asynchronous=False)
-    try:
-        yield {"topic": topic, "group": group}
-    finally:
+def join(cp_cluster: Cluster) -> Iterator[Callable[[str, str], None]]:
+    """``join(group, topic)``: a confluent-kafka consumer joins and owns the topic's partitions.
+
+    Offsets are not committed (auto commit off), so the group's offsets stay what the test set.
+    """
+    consumers: list[Consumer] = []
+
+    def start(group: str, topic: str) -> None:
+        assigned: list[int] = []
+        consumer = Consumer(
+            {
+                "bootstrap.servers": cp_cluster.bootstrap(),
+                "group.id": group,
+                "client.id": "billing-worker",
+                "session.timeout.ms": 10_000,
+                "heartbeat.interval.ms": 300,
+                "enable.auto.commit": False,
+            }
+        )
+        consumers.append(consumer)
+        consumer.subscribe([topic], on_assign=lambda c, parts: assigned.append(len(parts)))
+        deadline = time.monotonic() + 20
+        while not assigned:
+            assert time.monotonic() < deadline, "the consumer was never assigned its partitions"
+            consumer.poll(0.1)
+
+    yield start
+    for consumer in consumers:
         consumer.close()
 
 
@@ -226,17 +230,23 @@ def test_reset_wizard_says_what_is_missing_before_calling_the_api(
     expect(page.locator("#reset-preview-box")).to_be_hidden()
 
 
-def test_rebalance_button_reports_and_a_reset_of_an_active_group_shows_the_api_error(
-    page_as: PageAs, live_member: dict[str, Any]
+def test_a_joining_member_appears_live_then_rebalance_reports_and_active_reset_is_refused(
+    page_as: PageAs, lagging: dict[str, Any], join: Callable[[str, str], None]
 ) -> None:
-    topic, group = live_member["topic"], live_member["group"]
+    topic, group = lagging["topic"], lagging["group"]
     page = page_as("operator")
     page.goto(f"/groups/{group}/")
+    expect(page.locator("#members-table tbody")).to_contain_text("No active members")
+    page.evaluate("window.notReloaded = true")
+    join(group, topic)
+    # Members and partition owners come from the members socket; the state from the lag one.
     member = page.locator("#members-table tbody tr").first
     expect(member).to_contain_text("billing-worker")
-    expect(member).to_contain_text(topic)
+    expect(member).to_contain_text(f"{topic}: 0, 1")
     owner = page.locator(f'#partitions-table tr[data-partition="{topic}-0"]')
     expect(owner).to_contain_text("billing-worker")
+    expect(page.locator("#group-state")).to_have_text("Stable")
+    assert page.evaluate("window.notReloaded") is True
 
     page.click("#rebalance-button")
     confirm_dialog(page)
@@ -247,9 +257,10 @@ def test_rebalance_button_reports_and_a_reset_of_an_active_group_shows_the_api_e
     expect(page.locator("#reset-preview-table tbody tr")).to_have_count(2)
     page.click("#reset-execute")
     confirm_dialog(page)
+    # Kafka's refusal, word for word from the API, in a toast and in the wizard.
     expect(page.locator(".toast.error")).to_contain_text("inactive")
     expect(page.locator("#reset-error")).to_contain_text("can only be reset if the group")
-    assert committed(group) == {(topic, 0): 0, (topic, 1): 0}
+    assert committed(group) == {(topic, 0): 3, (topic, 1): 4}
 
 
 def test_webhooks_are_added_edited_and_deleted_from_the_group_page(
