@@ -186,7 +186,8 @@
   let layoutSocket = null;
   function follow(filter) {
     if (layoutSocket) layoutSocket.close();
-    layoutSocket = Weir.live("/ws/ui/brokers/?topic=" + encodeURIComponent(filter), (message) => {
+    const path = "/ws/ui/brokers/" + (filter ? "?topic=" + encodeURIComponent(filter) : "");
+    layoutSocket = Weir.live(path, (message) => {
       if (message.type === "error") {
         errorBox.textContent = message.message;
         errorBox.hidden = false;
