@@ -529,9 +529,7 @@ def cluster_view(
             "offline": offline,
         },
         "topics": len(image.topics),
-        "groups": [
-            {"group": g.group, "status": g.status, "total_lag": g.total_lag} for g in groups
-        ],
+        "groups": [g.summary() for g in groups],
         "at": datetime.fromtimestamp(now / 1000, tz=UTC).isoformat().replace("+00:00", "Z"),
     }
 

@@ -113,7 +113,11 @@ async def test_cluster_socket_shows_brokers_controller_and_groups(
     update = await receive(communicator)
     assert update["controller"] in (1, 2, 3)
     assert update["partitions"]["count"] >= 1 and update["partitions"]["offline"] == 0
-    assert {"group": lagging["group"], "status": "OK", "total_lag": 5} in update["groups"]
+    summaries = {g["group"]: g for g in update["groups"]}
+    assert summaries[lagging["group"]]["status"] == "OK"
+    assert summaries[lagging["group"]]["total_lag"] == 5
+    assert summaries[lagging["group"]]["state"] == "Empty"
+    assert summaries[lagging["group"]]["members"] == 0
     await communicator.disconnect()
 
 
