@@ -156,7 +156,8 @@ def measure_page(page: Any, url: str, runs: int) -> dict[str, float]:
         started = time.perf_counter()
         page.goto(url, wait_until="load")
         page.wait_for_function(
-            "document.querySelectorAll('main tbody tr').length > 0", timeout=30_000
+            "document.querySelectorAll('main tbody tr, main .broker-card').length > 0",
+            timeout=30_000,
         )
         ready = time.perf_counter() - started
         timing = page.evaluate(
