@@ -25,9 +25,11 @@ early when compaction or transactions left gaps.
   high watermark and returns whatever arrived since the last poll.
 
 Records are rendered for display by :func:`render_bytes`: a JSON object or array is
-pretty-printed, other UTF-8 text is shown as text, anything else as hex and base64. Fields
-larger than ``SHOWN_BYTES`` are cut (the full size is reported) so one huge record cannot make
-a page of 500 unreadable.
+pretty-printed, other UTF-8 text is shown as text, anything else as hex and base64. Large
+fields are cut (``SHOWN_BYTES`` of text, ``SHOWN_BINARY_BYTES`` of binary; the full size is
+reported) so one huge record cannot make a page of 500 unreadable. Scans visit records as
+they come (:func:`_scan`) instead of collecting them, so a search chunk over large records
+holds one fetch at a time.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import datetime
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,7 +80,10 @@ MAX_CHUNK = 20_000
 # A chunk stops after this many matches (its ``next`` resumes right after the last one), so
 # a query matching everything still answers with a bounded body.
 MAX_MATCHES_PER_CHUNK = 100
-SHOWN_BYTES = 64 * 1024
+# What a record shows of a large key or value: text up to 32 KiB, binary (as hex and base64,
+# three and 1.3 bytes per byte) up to 4 KiB, so 500 records stay a page, not a download.
+SHOWN_BYTES = 32 * 1024
+SHOWN_BINARY_BYTES = 4 * 1024
 # A read that has not reached its end offset by then returns what it has.
 READ_TIMEOUT_S = 10.0
 TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
@@ -91,6 +97,16 @@ def _is_text(text: str) -> bool:
     return not any((ord(c) < 32 and c not in "\t\n\r") or ord(c) == 127 for c in text)
 
 
+def _utf8(data: bytes, *, cut: bool) -> str | None:
+    """``data`` as UTF-8, or None; a ``cut`` may have split the last character (≤ 3 bytes)."""
+    for dropped in range(4 if cut else 1):
+        try:
+            return data[: len(data) - dropped].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
 def render_bytes(data: bytes | None) -> dict[str, Any] | None:
     """``data`` for display: ``{"format": json|text|binary, "size", "truncated", ...}``.
 
@@ -101,11 +117,7 @@ def render_bytes(data: bytes | None) -> dict[str, Any] | None:
         return None
     size = len(data)
     truncated = size > SHOWN_BYTES
-    shown = data[:SHOWN_BYTES]
-    try:
-        text = data.decode("utf-8") if not truncated else shown.decode("utf-8", errors="ignore")
-    except UnicodeDecodeError:
-        text = None
+    text = _utf8(data[:SHOWN_BYTES] if truncated else data, cut=truncated)
     base = {"size": size, "truncated": truncated, "text": None, "hex": None, "base64": None}
     if text is not None and _is_text(text):
         if not truncated and text.lstrip()[:1] in ("{", "["):
@@ -117,9 +129,11 @@ def render_bytes(data: bytes | None) -> dict[str, Any] | None:
                 pretty = json.dumps(parsed, indent=2, ensure_ascii=False)
                 return {**base, "format": "json", "text": pretty}
         return {**base, "format": "text", "text": text}
+    shown = data[:SHOWN_BINARY_BYTES]
     return {
         **base,
         "format": "binary",
+        "truncated": size > SHOWN_BINARY_BYTES,
         "hex": shown.hex(" "),
         "base64": base64.b64encode(shown).decode("ascii"),
     }
@@ -250,33 +264,42 @@ def _consumer(*, eof: bool = True) -> Consumer:
     )
 
 
-def _read(*, topic: str, partition: int, start: int, end: int) -> list[Message]:
-    """Records of ``[start, end)`` in offset order (fewer when gaps or the deadline intervene)."""
+def _scan(
+    *, topic: str, partition: int, start: int, end: int, visit: Callable[[Message], bool]
+) -> int:
+    """Call ``visit`` with each record of ``[start, end)`` in offset order until it says stop.
+
+    Returns the offset the scan covered up to: ``end`` when it got there (or to the end of
+    the partition: compaction and transaction markers leave gaps), else the offset after the
+    last record visited (``visit`` returned False, or the deadline passed). Records are not
+    kept here, so a scan of many large records holds one fetch's worth at a time.
+    """
     if start >= end:
-        return []
+        return end
     consumer = _consumer()
-    found: list[Message] = []
+    reached = start
     try:
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + READ_TIMEOUT_S
         while time.monotonic() < deadline:
-            remaining = end - start - len(found)
-            batch = consumer.consume(num_messages=min(remaining + 1, 1000), timeout=0.2)
+            batch = consumer.consume(num_messages=min(end - reached + 1, 1000), timeout=0.2)
             for message in batch:
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        return found
+                        return end
                     if error.retriable():
                         continue
                     raise KafkaUnavailable(f"reading {topic}-{partition}: {error.str()}")
-                if message.offset() >= end:
-                    return found
-                if message.offset() >= start:
-                    found.append(message)
-                if message.offset() >= end - 1:
-                    return found
-        return found
+                offset = message.offset()
+                if offset >= end:
+                    return end
+                if offset < start:
+                    continue
+                reached = offset + 1
+                if not visit(message) or reached >= end:
+                    return reached
+        return reached
     finally:
         consumer.close()
 
@@ -361,8 +384,13 @@ def message_list(
         start, end = low, min(high, low + limit)
     else:
         start, end = max(low, high - limit), high
-    messages = _read(topic=topic, partition=partition, start=start, end=end)
-    records = [_record(m) for m in messages]
+    records: list[dict[str, Any]] = []
+
+    def keep(message: Message) -> bool:
+        records.append(_record(message))
+        return True
+
+    _scan(topic=topic, partition=partition, start=start, end=end, visit=keep)
     if newest_first:
         records.reverse()
     return MessagePage(
@@ -444,17 +472,17 @@ def message_search(
             f"the range {start}..{end} spans {end - start} offsets; "
             f"search at most {MAX_SEARCH_RANGE} at a time"
         )
-    stop = min(end, start + chunk)
     needle = query.encode("utf-8").lower()
     matches: list[dict[str, Any]] = []
-    scanned_to = stop
-    for message in _read(topic=topic, partition=partition, start=start, end=stop):
+
+    def match(message: Message) -> bool:
         data = message.key() if field == "key" else message.value()
         if data is not None and needle in data.lower():
             matches.append(_record(message))
-            if len(matches) >= MAX_MATCHES_PER_CHUNK:
-                scanned_to = message.offset() + 1
-                break
+        return len(matches) < MAX_MATCHES_PER_CHUNK
+
+    stop = min(end, start + chunk)
+    scanned_to = _scan(topic=topic, partition=partition, start=start, end=stop, visit=match)
     return SearchChunk(
         topic=topic,
         partition=partition,

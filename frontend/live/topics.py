@@ -65,9 +65,10 @@ class TopicListConsumer(WatchConsumer):
     """Every topic's row plus ``records_per_s`` and ``bytes_per_s``."""
 
     interval = 1.0
+    _rates: RateWindow | None = None
 
     def snapshot(self) -> dict[str, Any]:
-        if not hasattr(self, "_rates"):
+        if self._rates is None:  # one window per connection
             self._rates = RateWindow()
         image = gateway().image()
         states, _ = gateway().partition_states()
@@ -78,6 +79,8 @@ class TopicListConsumer(WatchConsumer):
         rates = self._rates.add(at=time.monotonic(), totals=totals)
         for row in rows:
             row["records_per_s"], row["bytes_per_s"] = rates.get(row["name"], (None, None))
+            # Inputs of the rates only: 1,000 topics' worth of them is not worth sending.
+            del row["high_watermarks"], row["known"]
         return {"type": "topics", "topics": rows, "brokers": len(image.brokers)}
 
 

@@ -266,3 +266,28 @@ def test_partition_tail_returns_only_records_produced_after_it_opened(
     assert tail.poll() == []
     with pytest.raises(NotFound):
         PartitionTail(topic=f"{ten}-missing", partition=0)
+
+
+def test_large_keys_and_values_are_cut_for_display_but_report_their_full_size() -> None:
+    text = messages.render_bytes(("€" * messages.SHOWN_BYTES).encode())
+    assert text is not None
+    # The cut falls inside a three-byte character: it is dropped, the rest is still text.
+    assert (text["format"], text["truncated"], text["size"]) == (
+        "text",
+        True,
+        3 * messages.SHOWN_BYTES,
+    )
+    assert messages.SHOWN_BYTES % 3 != 0
+    assert text["text"] == "€" * (messages.SHOWN_BYTES // 3)
+    binary = messages.render_bytes(b"\xff" * 100_000)
+    assert binary is not None
+    assert (binary["format"], binary["truncated"], binary["size"]) == ("binary", True, 100_000)
+    assert binary["hex"] == " ".join(["ff"] * messages.SHOWN_BINARY_BYTES)
+    assert messages.render_bytes(b"") == {
+        "format": "text",
+        "size": 0,
+        "truncated": False,
+        "text": "",
+        "hex": None,
+        "base64": None,
+    }

@@ -198,7 +198,7 @@ def test_live_tail_shows_a_record_produced_by_a_client_without_reload(
     topic = unique("tail")
     cp_cluster.create_topic(topic)
     produce(cp_cluster, topic, [b'{"n": 1}', b"second"], [T0, T0 + 1])
-    page = page_as("viewer")
+    page = page_as("operator")
     page.goto(f"/topics/{topic}/messages/")
     expect(page.locator("#records-table tbody tr")).to_have_count(2)
     page.check("#tail-toggle")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from frontend.live.topics import RateWindow
 from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at
 
@@ -47,9 +48,12 @@ def test_admin_creates_a_topic_with_configs_and_sees_it_in_the_list_and_its_deta
     expect(row.locator("td").nth(2)).to_have_text("3")
     # The socket's rows carry sizes (0 B for a new topic) once the leaders publish them.
     expect(row.locator("td").nth(5)).to_have_text("0 B")
+    # Rates need two readings a second apart; an idle topic then shows 0, not a dash.
+    expect(row.locator('td[data-col="records_per_s"]')).to_have_text("0 rec/s")
+    shot(page, "topics")
     page.fill("#topic-search", name[:-2])
     expect(page.locator("#topics-table tbody tr")).to_have_count(1)
-    shot(page, "topics")
+    expect(page.locator("#topic-count")).to_have_text(re.compile(r"^1 topic match"))
 
     # The broker's validation message for a bad config, and for a name already taken.
     page.click("#create-toggle")
@@ -211,3 +215,19 @@ def test_unknown_topic_is_a_404_error_page(page_as: Callable[[str], Page]) -> No
         response = page.goto(path)
         assert response is not None and response.status == 404
         expect(page.get_by_role("alert")).to_contain_text("'no-such-topic' not found")
+
+
+def test_rate_window_divides_growth_over_a_few_seconds_and_skips_changed_partition_sets() -> None:
+    window = RateWindow(window_s=5.0)
+    assert window.add(at=0.0, totals={"a": (0, 0, 1)}) == {"a": (None, None)}
+    # Leaders publish about once a second: growth spread over the window, not per reading.
+    assert window.add(at=1.0, totals={"a": (100, 1000, 1)}) == {"a": (100.0, 1000.0)}
+    assert window.add(at=2.0, totals={"a": (100, 1000, 1)}) == {"a": (50.0, 500.0)}
+    # A new partition (or one whose leader stopped publishing) changes the sums: no rate.
+    assert window.add(at=3.0, totals={"a": (150, 1500, 2), "b": (5, 5, 1)}) == {
+        "a": (None, None),
+        "b": (None, None),
+    }
+    # Readings older than the window are dropped; a shrinking log (retention) is not negative.
+    rates = window.add(at=9.0, totals={"a": (120, 900, 2), "b": (65, 605, 1)})
+    assert rates == {"a": (0.0, 0.0), "b": (10.0, 100.0)}

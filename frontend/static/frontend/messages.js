@@ -15,8 +15,11 @@
   // -- rendering -----------------------------------------------------------------------------
   function data(d) {
     if (d == null) return '<span class="null">null</span>';
+    const shown = d.format === "binary" ? d.hex : d.text;
+    const long = shown.length > 600 || shown.split("\n").length > 8;
     const meta = `<div class="data-meta"><span class="badge fmt ${d.format}">${d.format}</span>
-      <span>${fmt.bytes(d.size)}</span>${d.truncated ? "<span>(truncated)</span>" : ""}</div>`;
+      <span>${fmt.bytes(d.size)}</span>${d.truncated ? "<span>(truncated)</span>" : ""}
+      ${long ? '<button type="button" class="link expand">expand</button>' : ""}</div>`;
     if (d.format === "binary") {
       return `${meta}<div class="data"><pre class="hex">${esc(d.hex)}</pre>
         <details><summary>base64</summary><pre class="b64">${esc(d.base64)}</pre></details></div>`;
@@ -43,6 +46,15 @@
       <td class="hdrs">${headers}</td>
     </tr>`;
   }
+
+  // "expand" / "collapse" on long keys and values (any records table).
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button.expand");
+    if (!button) return;
+    const box = button.closest(".data-meta").nextElementSibling;
+    box.classList.toggle("expanded");
+    button.textContent = box.classList.contains("expanded") ? "collapse" : "expand";
+  });
 
   function emptyRow(text) { return `<tr><td colspan="5" class="empty">${esc(text)}</td></tr>`; }
 

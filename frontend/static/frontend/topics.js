@@ -7,17 +7,22 @@
   const tbody = document.querySelector("#topics-table tbody");
   const search = document.getElementById("topic-search");
   const showInternal = document.getElementById("show-internal");
-  // Rendering 1,000 rows is cheap; far more would only make the page scroll forever.
-  const SHOWN = 2000;
+  // A page of rows at a time: laying out 1,000 table rows costs the browser more than the
+  // whole response, and nobody reads past the first screens without filtering.
+  const PAGE = 100;
+  // One formatter for every cell (toLocaleString builds a new one per call).
+  const numbers = new Intl.NumberFormat("en-US");
+  const num = (n) => (n == null ? "–" : numbers.format(n));
 
   let rows = Weir.data("topics-data") || [];
   let sortKey = "name";
   let ascending = true;
+  let first = 0; // index of the first row shown
 
   function rate(value, unit) {
     if (value == null) return '<span class="muted">–</span>';
     if (value === 0) return `<span class="rate-zero">0 ${unit}</span>`;
-    return unit === "B/s" ? fmt.rate(value) : `${fmt.num(Math.round(value * 10) / 10)} ${unit}`;
+    return unit === "B/s" ? fmt.rate(value) : `${num(Math.round(value * 10) / 10)} ${unit}`;
   }
 
   function visible() {
@@ -43,11 +48,11 @@
     const sum = (key) => shown.reduce((n, r) => n + (r[key] || 0), 0);
     const anyRate = shown.some((r) => r.records_per_s != null);
     const stats = {
-      topics: fmt.num(shown.length),
-      partitions: fmt.num(sum("partitions")),
-      under_replicated: fmt.num(sum("under_replicated")),
+      topics: num(shown.length),
+      partitions: num(sum("partitions")),
+      under_replicated: num(sum("under_replicated")),
       size: fmt.bytes(sum("size")),
-      records_per_s: anyRate ? `${fmt.num(Math.round(sum("records_per_s")))}/s` : "–",
+      records_per_s: anyRate ? `${num(Math.round(sum("records_per_s")))}/s` : "–",
       bytes_per_s: anyRate ? fmt.rate(sum("bytes_per_s")) : "–",
     };
     for (const [key, value] of Object.entries(stats)) {
@@ -60,26 +65,31 @@
 
   function render() {
     const list = sorted(visible());
-    tbody.innerHTML = list.slice(0, SHOWN).map((r) => `
+    if (first >= list.length) first = Math.max(0, Math.floor((list.length - 1) / PAGE) * PAGE);
+    tbody.innerHTML = list.slice(first, first + PAGE).map((r) => `
       <tr data-topic="${esc(r.name)}">
         <td class="name"><a href="/topics/${encodeURIComponent(r.name)}/">${esc(r.name)}</a>
           ${r.internal ? '<span class="badge internal">internal</span>' : ""}</td>
-        <td class="num">${fmt.num(r.partitions)}</td>
-        <td class="num">${fmt.num(r.replication_factor)}</td>
+        <td class="num">${num(r.partitions)}</td>
+        <td class="num">${num(r.replication_factor)}</td>
         <td class="num">${r.under_replicated || r.offline
-          ? `<span class="badge ${r.offline ? "bad" : "urp"}">${fmt.num(r.under_replicated)}${r.offline ? ` · ${r.offline} offline` : ""}</span>`
+          ? `<span class="badge ${r.offline ? "bad" : "urp"}">${num(r.under_replicated)}${r.offline ? ` · ${r.offline} offline` : ""}</span>`
           : "0"}</td>
-        <td class="num">${fmt.num(r.records)}</td>
+        <td class="num">${num(r.records)}</td>
         <td class="num">${fmt.bytes(r.size)}</td>
         <td class="num" data-col="records_per_s">${rate(r.records_per_s, "rec/s")}</td>
         <td class="num" data-col="bytes_per_s">${rate(r.bytes_per_s, "B/s")}</td>
       </tr>`).join("")
       || `<tr><td colspan="8" class="empty">${rows.length ? "No topic matches the filter." : "No topics yet."}</td></tr>`;
-    const hidden = rows.length - visible().length;
+    const internalHidden = showInternal.checked ? 0 : rows.filter((r) => r.internal).length;
     document.getElementById("topic-count").textContent =
-      `${fmt.num(list.length)} shown` + (hidden ? `, ${fmt.num(hidden)} hidden` : "");
-    document.getElementById("topics-more").textContent = list.length > SHOWN
-      ? `Showing the first ${SHOWN}; filter to find the others.` : "";
+      `${num(list.length)} topic${list.length === 1 ? "" : "s"}${search.value.trim() ? " match" : ""}`
+      + (internalHidden ? ` · ${num(internalHidden)} internal hidden` : "");
+    document.getElementById("topics-page").textContent = list.length
+      ? `${num(first + 1)}–${num(Math.min(first + PAGE, list.length))} of ${num(list.length)}` : "";
+    document.getElementById("topics-prev").disabled = first === 0;
+    document.getElementById("topics-next").disabled = first + PAGE >= list.length;
+    document.getElementById("topics-pager").hidden = list.length <= PAGE;
     document.querySelectorAll("#topics-table th[data-sort]").forEach((th) => {
       th.classList.toggle("sorted", th.dataset.sort === sortKey);
       th.classList.toggle("asc", th.dataset.sort === sortKey && ascending);
@@ -87,15 +97,18 @@
     renderStats();
   }
 
+  document.getElementById("topics-prev").addEventListener("click", () => { first = Math.max(0, first - PAGE); render(); });
+  document.getElementById("topics-next").addEventListener("click", () => { first += PAGE; render(); });
   document.querySelectorAll("#topics-table th[data-sort]").forEach((th) => {
     th.addEventListener("click", () => {
       if (sortKey === th.dataset.sort) ascending = !ascending;
       else { sortKey = th.dataset.sort; ascending = sortKey === "name"; }
+      first = 0;
       render();
     });
   });
-  search.addEventListener("input", render);
-  showInternal.addEventListener("change", render);
+  search.addEventListener("input", () => { first = 0; render(); });
+  showInternal.addEventListener("change", () => { first = 0; render(); });
 
   Weir.live("/ws/ui/topics/", (message) => {
     if (message.type !== "topics") return;
