@@ -44,20 +44,23 @@ class RateWindow:
         # Keep the newest reading at least ``window_s`` old as the base of the rate.
         while len(self._readings) > 2 and self._readings[1][0] <= at - self.window_s:
             self._readings.popleft()
-        base_at, base = self._readings[0]
-        span = at - base_at
         rates: dict[str, tuple[float | None, float | None]] = {}
         for name, (watermarks, size, known) in totals.items():
-            before = base.get(name)
-            # A partition whose leader stopped publishing (or a new partition) would make the
-            # sums jump: no rate until the same partitions are counted at both ends.
-            if span < self.min_span_s or before is None or before[2] != known:
-                rates[name] = (None, None)
-                continue
-            # Retention and deletes shrink logs: growth is never negative.
-            records = max(0, watermarks - before[0]) / span
-            size_rate = max(0, size - before[1]) / span
-            rates[name] = (round(records, 1), round(size_rate, 1))
+            rates[name] = (None, None)
+            # The oldest reading that counted the same partitions: a partition whose leader
+            # stopped publishing (or a new one) would make the sums jump.
+            for base_at, base in self._readings:
+                span = at - base_at
+                if span < self.min_span_s:
+                    break
+                before = base.get(name)
+                if before is None or before[2] != known:
+                    continue
+                # Retention and deletes shrink logs: growth is never negative.
+                records = max(0, watermarks - before[0]) / span
+                size_rate = max(0, size - before[1]) / span
+                rates[name] = (round(records, 1), round(size_rate, 1))
+                break
         return rates
 
 

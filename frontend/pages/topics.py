@@ -121,7 +121,8 @@ def topic_view(*, name: str) -> dict[str, Any]:
         "internal": selectors.topic_is_internal(name),
         "replication_factor": _replication_factor(topic),
         "partitions": partitions,
-        "overrides": dict(image.topic_config(name)),
+        # Sorted: the page compares successive messages' overrides to notice a change.
+        "overrides": dict(sorted(image.topic_config(name).items())),
     }
 
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from playwright.sync_api import Page, expect
 
 from frontend.live.topics import RateWindow
@@ -131,6 +132,18 @@ def test_operator_adds_partitions_and_edits_a_config_with_validation_messages(
     expect(page.locator("#configs-table tbody")).to_contain_text("No config matches")
     page.uncheck("#only-overrides")
     expect(retention).not_to_contain_text("topic override")
+    # A change made elsewhere (here a Kafka client) shows up without a reload.
+    resource = ConfigResource(
+        "topic",
+        name,
+        incremental_configs=[
+            ConfigEntry("retention.ms", "5400000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin = AdminClient({"bootstrap.servers": cp_cluster.bootstrap()})
+    admin.incremental_alter_configs([resource])[resource].result(20)
+    expect(retention.locator("td.value")).to_have_text("5400000")
+    expect(retention).to_contain_text("topic override")
 
 
 def test_admin_deletes_a_topic_only_after_typing_its_name(
@@ -227,6 +240,11 @@ def test_rate_window_divides_growth_over_a_few_seconds_and_skips_changed_partiti
     assert window.add(at=3.0, totals={"a": (150, 1500, 2), "b": (5, 5, 1)}) == {
         "a": (None, None),
         "b": (None, None),
+    }
+    # ... until a reading that counted the same partitions is far enough behind.
+    assert window.add(at=4.5, totals={"a": (165, 1650, 2), "b": (8, 35, 1)}) == {
+        "a": (10.0, 100.0),
+        "b": (2.0, 20.0),
     }
     # Readings older than the window are dropped; a shrinking log (retention) is not negative.
     rates = window.add(at=9.0, totals={"a": (120, 900, 2), "b": (65, 605, 1)})

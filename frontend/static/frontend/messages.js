@@ -174,7 +174,9 @@
     url.searchParams.set("partition", partitionSelect.value);
     history.replaceState(null, "", url);
     resetSearchRange();
-    load(new URLSearchParams({ from: "end", order: $("browse-order").value, limit: $("browse-limit").value }));
+    fromSelect.value = "end"; // another partition's offsets mean nothing here
+    syncFromFields();
+    load();
     if (tail) { stopTail(); startTail(); }
   });
 

@@ -214,6 +214,9 @@
     }
     if (message.type !== "topic") return;
     gone.hidden = true;
+    // Overrides changed elsewhere (another operator, the CLI): re-read the configs once.
+    const overrides = JSON.stringify(message.overrides);
+    if (overrides !== JSON.stringify(topic.overrides)) reloadConfigs().catch(() => {});
     topic = message;
     renderStats();
     renderPartitions();
