@@ -117,8 +117,9 @@
     return { close() { stopped = true; if (socket) socket.close(); } };
   }
 
+  const numbers = new Intl.NumberFormat("en-US"); // one formatter: big tables call num() a lot
   const fmt = {
-    num(n) { return n == null ? "–" : Number(n).toLocaleString("en-US"); },
+    num(n) { return n == null ? "–" : numbers.format(n); },
     bytes(n) {
       if (n == null) return "–";
       const units = ["B", "KB", "MB", "GB", "TB"];
