@@ -19,7 +19,16 @@ from channels.db import database_sync_to_async
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import AnonymousUser
 
-__all__ = ["WebsocketAuthMiddleware", "websocket_auth_stack"]
+__all__ = [
+    "FORBIDDEN",
+    "UNAUTHENTICATED",
+    "WebsocketAuthMiddleware",
+    "admit_viewer",
+    "websocket_auth_stack",
+]
+
+UNAUTHENTICATED = 4401
+FORBIDDEN = 4403
 
 
 @database_sync_to_async
@@ -76,3 +85,17 @@ class WebsocketAuthMiddleware:
 def websocket_auth_stack(inner: Any) -> Any:
     """Session auth (browsers) wrapped around header/query auth (programs)."""
     return AuthMiddlewareStack(WebsocketAuthMiddleware(inner))
+
+
+async def admit_viewer(consumer: Any) -> bool:
+    """Close ``consumer`` (4401 anonymous, 4403 no role) unless its user may view the cluster."""
+    from controlplane.roles import VIEWER, has_role
+
+    user = consumer.scope.get("user")
+    if user is None or not user.is_authenticated:
+        await consumer.close(code=UNAUTHENTICATED)
+        return False
+    if not await database_sync_to_async(has_role)(user, VIEWER):
+        await consumer.close(code=FORBIDDEN)
+        return False
+    return True

@@ -16,18 +16,14 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from controlplane.roles import VIEWER, has_role
+from controlplane.ws_auth import admit_viewer
 from groups import lag
 
 __all__ = ["ClusterConsumer", "GroupLagConsumer"]
 
 log = logging.getLogger("weir.ws")
-
-UNAUTHENTICATED = 4401
-FORBIDDEN = 4403
 
 
 class _MonitorConsumer(AsyncJsonWebsocketConsumer):
@@ -42,12 +38,7 @@ class _MonitorConsumer(AsyncJsonWebsocketConsumer):
         raise NotImplementedError
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=UNAUTHENTICATED)
-            return
-        if not await database_sync_to_async(has_role)(user, VIEWER):
-            await self.close(code=FORBIDDEN)
+        if not await admit_viewer(self):
             return
         self.joined = self.channel_group()
         await self.channel_layer.group_add(self.joined, self.channel_name)

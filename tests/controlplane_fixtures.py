@@ -1,4 +1,4 @@
-"""Control-plane fixtures (a pytest plugin): one real 3-broker cluster for the session, users.
+"""Control-plane fixtures (a pytest plugin): one 3-broker cluster, users, the app served for real.
 
 The control plane is tested the way users meet it: DRF's test client (in process) or a real
 ASGI server (daphne) in front of real broker processes and a real Redis. The cluster is shared
@@ -9,16 +9,23 @@ group names (``unique``). ``cp_cluster`` points Django's ``WEIR_*`` settings at 
 from __future__ import annotations
 
 import base64
+import os
+import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
 from controlplane.cluster import reset_gateways
-from tests.brokers.clients.conftest import BrokerProcess
+from tests.brokers.clients.conftest import ROOT, BrokerProcess, free_port
 from tests.brokers.cluster.conftest import (
     BROKER_IDS,
     FAST_CONFIGS,
@@ -28,6 +35,7 @@ from tests.brokers.cluster.conftest import (
 )
 
 PASSWORD = "correct-horse-battery"
+ROLES = ("viewer", "operator", "admin")
 CONTROL_PLANE_CONFIGS = ["group.initial.rebalance.delay.ms=0"]
 
 
@@ -49,15 +57,20 @@ def cp_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
         for broker_id in BROKER_IDS
     }
     cluster = Cluster(brokers, redis_url=redis_server, cluster_id=cluster_id)
-    for broker in brokers.values():
-        broker.start()
-    wait_until(
-        lambda: (
-            all(len(v.brokers) == 3 for v in cluster.views().values()) and len(cluster.views()) == 3
-        ),
-        30,
-        lambda: f"three live brokers\n{cluster.describe()}",
-    )
+    try:
+        for broker in brokers.values():
+            broker.start()
+        wait_until(
+            lambda: (
+                all(len(v.brokers) == 3 for v in cluster.views().values())
+                and len(cluster.views()) == 3
+            ),
+            30,
+            lambda: f"three live brokers\n{cluster.describe()}",
+        )
+    except BaseException:  # a failed start must not leave broker processes behind
+        cluster.stop_all()
+        raise
     previous = (
         settings.WEIR_REDIS_URL,
         settings.WEIR_CLUSTER_ID,
@@ -144,3 +157,97 @@ def admin(make_user: Callable[[str, str], object]) -> APIClient:
 @pytest.fixture
 def anonymous() -> APIClient:
     return APIClient()
+
+
+# the control plane served for real -------------------------------------------------------
+
+
+@dataclass
+class Dashboard:
+    url: str
+    env: dict[str, str]
+    logs: Path
+    states: dict[str, Any] = field(default_factory=dict)
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return done.stdout
+
+    def log_tail(self) -> str:
+        return "\n".join(
+            f"--- {name}\n" + (self.logs / f"{name}.log").read_text()[-3000:]
+            for name in ("daphne", "monitor")
+        )
+
+
+def _wait_for_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port} after {timeout}s")
+
+
+@pytest.fixture(scope="session")
+def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+    """daphne + the monitor on loopback, users ``viewer``/``operator``/``admin``."""
+    root = tmp_path_factory.mktemp("dashboard")
+    env = dict(
+        os.environ,
+        WEIR_REDIS_URL=settings.WEIR_REDIS_URL,
+        WEIR_CLUSTER_ID=settings.WEIR_CLUSTER_ID,
+        WEIR_SQLITE_PATH=str(root / "db.sqlite3"),
+        DJANGO_SETTINGS_MODULE="controlplane.settings",
+        WEIR_LAG_HISTORY_INTERVAL_S="1",
+    )
+    env.pop("DATABASE_URL", None)
+    port = free_port()
+    served = Dashboard(url=f"http://127.0.0.1:{port}", env=env, logs=root)
+    served.manage("migrate", "--noinput")
+    creates = "; ".join(
+        f"user_create(username='{role}', password='{PASSWORD}', role='{role}')" for role in ROLES
+    )
+    served.manage("shell", "-c", f"from controlplane.services import user_create; {creates}")
+    logs = {name: open(root / f"{name}.log", "w") for name in ("daphne", "monitor")}  # noqa: SIM115
+    daphne = str(Path(sys.executable).parent / "daphne")
+    processes = [
+        subprocess.Popen(
+            [daphne, "-b", "127.0.0.1", "-p", str(port), "controlplane.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stdout=logs["daphne"],
+            stderr=subprocess.STDOUT,
+        ),
+        subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "monitor", "--interval", "0.5"],
+            cwd=ROOT,
+            env=env,
+            stdout=logs["monitor"],
+            stderr=subprocess.STDOUT,
+        ),
+    ]
+    try:
+        _wait_for_port(port, 30)
+        yield served
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+        for log in logs.values():
+            log.close()

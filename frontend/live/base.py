@@ -16,18 +16,14 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from controlplane.errors import ApiError
-from controlplane.roles import VIEWER, has_role
+from controlplane.ws_auth import admit_viewer
 
-__all__ = ["FORBIDDEN", "UNAUTHENTICATED", "WatchConsumer"]
+__all__ = ["WatchConsumer"]
 
 log = logging.getLogger("weir.ws")
-
-UNAUTHENTICATED = 4401
-FORBIDDEN = 4403
 
 
 class WatchConsumer(AsyncWebsocketConsumer):
@@ -45,12 +41,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
         return self.scope["url_route"]["kwargs"]
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=UNAUTHENTICATED)
-            return
-        if not await database_sync_to_async(has_role)(user, VIEWER):
-            await self.close(code=FORBIDDEN)
+        if not await admit_viewer(self):
             return
         await self.accept()
         self._task = asyncio.create_task(self._watch())

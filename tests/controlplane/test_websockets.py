@@ -11,28 +11,21 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import websockets
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.conf import settings
 
 from controlplane.asgi import application
 from controlplane.cluster import gateway
 from groups.monitor import Monitor
-from tests.brokers.clients.conftest import ROOT, free_port
 from tests.brokers.cluster.conftest import Cluster
-from tests.controlplane.conftest import PASSWORD
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
+from tests.controlplane_fixtures import PASSWORD, Dashboard
 
 pytestmark = [pytest.mark.integration]
 
@@ -147,96 +140,12 @@ async def test_anonymous_and_roleless_sockets_are_refused(
 # through daphne ------------------------------------------------------------------------------
 
 
-def _manage(env: dict[str, str], *args: str) -> None:
-    subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), *args],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def served(cp_cluster: Cluster, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """daphne and ``manage.py monitor`` as subprocesses on a migrated SQLite database."""
-    env = dict(
-        os.environ,
-        WEIR_REDIS_URL=settings.WEIR_REDIS_URL,
-        WEIR_CLUSTER_ID=settings.WEIR_CLUSTER_ID,
-        WEIR_SQLITE_PATH=str(tmp_path / "db.sqlite3"),
-        DJANGO_SETTINGS_MODULE="controlplane.settings",
-    )
-    env.pop("DATABASE_URL", None)
-    _manage(env, "migrate", "--noinput")
-    _manage(
-        env,
-        "shell",
-        "-c",
-        "from controlplane.services import user_create; "
-        f"user_create(username='watcher', password='{PASSWORD}', role='viewer')",
-    )
-    port = free_port()
-    logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("daphne", "monitor")}  # noqa: SIM115
-    processes = [
-        subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "daphne"),
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "controlplane.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=logs["daphne"],
-            stderr=subprocess.STDOUT,
-        ),
-        subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), "monitor", "--interval", "0.5"],
-            cwd=ROOT,
-            env=env,
-            stdout=logs["monitor"],
-            stderr=subprocess.STDOUT,
-        ),
-    ]
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.1)
-        yield {"url": f"ws://127.0.0.1:{port}", "logs": tmp_path}
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-        for log in logs.values():
-            log.close()
-
-
-def _logs(served: dict[str, Any]) -> str:
-    return "\n".join(
-        f"--- {name}\n" + (served["logs"] / f"{name}.log").read_text()[-3000:]
-        for name in ("daphne", "monitor")
-    )
-
-
 async def test_a_real_client_through_daphne_gets_lag_updates_from_the_monitor(
-    served: dict[str, Any], cp_cluster: Cluster, lagging: dict[str, Any]
+    dashboard: Dashboard, cp_cluster: Cluster, lagging: dict[str, Any]
 ) -> None:
     topic, group = lagging["topic"], lagging["group"]
-    token = base64.b64encode(f"watcher:{PASSWORD}".encode()).decode()
-    url = f"{served['url']}/ws/groups/{group}/"
+    token = base64.b64encode(f"viewer:{PASSWORD}".encode()).decode()
+    url = f"{dashboard.url.replace('http://', 'ws://')}/ws/groups/{group}/"
     async with websockets.connect(
         url, additional_headers={"Authorization": f"Basic {token}"}, open_timeout=20
     ) as client:
@@ -254,7 +163,7 @@ async def test_a_real_client_through_daphne_gets_lag_updates_from_the_monitor(
             await asyncio.to_thread(produce_at, cp_cluster, topic, 0, [now_ms()] * 4)
             update = await lag_reaching(9, 10)
         except TimeoutError:
-            pytest.fail("no lag update through daphne\n" + _logs(served))
+            pytest.fail("no lag update through daphne\n" + dashboard.log_tail())
         # Leaders publish HW each second and the monitor ticks every 0.5 s.
         assert time.monotonic() - produced < 5
         assert update["partitions"][0]["high_watermark"] == 9
