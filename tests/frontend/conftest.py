@@ -5,7 +5,8 @@ does — daphne and ``manage.py monitor`` as subprocesses in front of the sessio
 ``cp_cluster`` — with one user per role. ``browser`` is headless ``/usr/bin/chromium``
 (Playwright's Python package drives it through ``executable_path``; no browser is
 downloaded). ``page_as("operator")`` opens a page signed in as that role (the login form is
-used once per role; its cookies are reused). ``shot`` saves a screenshot under ``test-artifacts/screenshots/`` (``WEIR_TEST_ARTIFACTS`` moves it).
+used once per role; its cookies are reused). ``shot`` saves a screenshot under
+``test-artifacts/screenshots/`` (``WEIR_TEST_ARTIFACTS`` moves it).
 """
 
 from __future__ import annotations
