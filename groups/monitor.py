@@ -269,29 +269,34 @@ class LagCollector:
 
     # record timestamps ----------------------------------------------------------------------
     def record_timestamps(
-        self, wanted: dict[tuple[str, int], int], image: ClusterImage, leaders: dict[Any, int]
-    ) -> dict[tuple[str, int], int]:
-        """Timestamp (ms) of the record at (or first after) each wanted offset."""
-        found: dict[tuple[str, int], int] = {}
+        self,
+        wanted: set[tuple[str, int, int]],
+        image: ClusterImage,
+        leaders: dict[Any, int],
+    ) -> dict[tuple[str, int, int], int]:
+        """Timestamp (ms) of the record at (or first after) each wanted (topic, partition, offset).
+
+        Keyed by offset, not by partition: groups reading one partition sit at different
+        offsets, and each group's lag in seconds is the age of *its* first unconsumed record.
+        """
+        found: dict[tuple[str, int, int], int] = {}
         missing: dict[int, list[tuple[str, int, int]]] = {}
-        for (topic, partition), offset in wanted.items():
-            cached = self._timestamps.get((topic, partition, offset))
+        for key in wanted:
+            cached = self._timestamps.get(key)
             if cached is not None:
-                found[(topic, partition)] = cached
+                found[key] = cached
                 continue
-            leader = leaders.get((topic, partition), -1)
+            leader = leaders.get(key[:2], -1)
             if leader in image.brokers:
-                missing.setdefault(leader, []).append((topic, partition, offset))
+                missing.setdefault(leader, []).append(key)
         if missing:
             endpoints = {bid: (image.brokers[bid].host, image.brokers[bid].port) for bid in missing}
             fetched = self.gw.call(lambda: self._fetch_timestamps(missing, endpoints), timeout=30)
-            for (topic, partition, offset), timestamp in fetched.items():
-                self._timestamps[(topic, partition, offset)] = timestamp
-                found[(topic, partition)] = timestamp
+            self._timestamps.update(fetched)
+            found.update(fetched)
         # Forget what no group sits on any more.
-        live = {(t, p, o) for (t, p), o in wanted.items()}
-        if len(self._timestamps) > 2 * len(live) + 1000:
-            self._timestamps = {k: v for k, v in self._timestamps.items() if k in live}
+        if len(self._timestamps) > 2 * len(wanted) + 1000:
+            self._timestamps = {k: v for k, v in self._timestamps.items() if k in wanted}
         return found
 
     async def _fetch_timestamps(
@@ -299,9 +304,20 @@ class LagCollector:
         missing: dict[int, list[tuple[str, int, int]]],
         endpoints: dict[int, tuple[str, int]],
     ) -> dict[tuple[str, int, int], int]:
-        results = await asyncio.gather(
-            *(self._fetch_from(endpoints[leader], wanted) for leader, wanted in missing.items())
-        )
+        # A Fetch names a partition once: offsets of one partition wanted by several groups
+        # go out in successive rounds (usually there is one).
+        requests = []
+        for leader, wanted in missing.items():
+            rounds: list[list[tuple[str, int, int]]] = []
+            for key in sorted(wanted):
+                for round_ in rounds:
+                    if all(other[:2] != key[:2] for other in round_):
+                        round_.append(key)
+                        break
+                else:
+                    rounds.append([key])
+            requests.extend((endpoints[leader], round_) for round_ in rounds)
+        results = await asyncio.gather(*(self._fetch_from(e, w) for e, w in requests))
         merged: dict[tuple[str, int, int], int] = {}
         for result in results:
             merged.update(result)
@@ -367,25 +383,32 @@ class LagCollector:
             for index, partition in topic.partitions.items():
                 leaders.setdefault((name, index), partition.leader)
         # Which records' timestamps we need: the first unconsumed of each lagging partition.
-        wanted: dict[tuple[str, int], int] = {}
+        wanted: set[tuple[str, int, int]] = set()
         for reading in readings:
             for key, committed in reading.committed.items():
                 hw = self._last_hw.get(key)
                 if key[0] in image.topics and hw is not None and hw > committed:
-                    start = states[key].log_start_offset if key in states else committed
-                    wanted[key] = max(committed, start)
+                    wanted.add((*key, self._first_unconsumed(key, committed, states)))
         timestamps = self.record_timestamps(wanted, image, leaders) if wanted else {}
-        results = [self._evaluate(r, image, timestamps, now) for r in readings]
+        results = [self._evaluate(r, image, states, timestamps, now) for r in readings]
         if only is None:
             groups = {r.group for r in readings}
             self.windows = {k: w for k, w in self.windows.items() if k[0] in groups}
         return results
 
+    @staticmethod
+    def _first_unconsumed(key: tuple[str, int], committed: int, states: Any) -> int:
+        """The offset whose record's age is the lag in seconds (retention may have passed
+        the committed offset)."""
+        state = states.get(key)
+        return max(committed, state.log_start_offset) if state is not None else committed
+
     def _evaluate(
         self,
         reading: GroupReading,
         image: ClusterImage,
-        timestamps: dict[tuple[str, int], int],
+        states: Any,
+        timestamps: dict[tuple[str, int, int], int],
         now: int,
     ) -> GroupLag:
         live_member_owns = reading.state in ACTIVE_STATES
@@ -395,7 +418,8 @@ class LagCollector:
                 continue  # deleted topic: its offsets wait for expiry
             hw = self._last_hw.get((topic, partition), committed)
             lag = max(0, hw - committed)
-            stamp = timestamps.get((topic, partition))
+            offset = self._first_unconsumed((topic, partition), committed, states)
+            stamp = timestamps.get((topic, partition, offset))
             lag_seconds = round(max(0, now - stamp) / 1000, 3) if lag and stamp else 0.0
             window_key = (reading.group, topic, partition)
             window = self.windows.get(window_key)

@@ -86,6 +86,22 @@ def test_one_tick_measures_lag_in_offsets_and_seconds(
 
 
 @pytest.mark.django_db
+def test_groups_on_one_partition_each_get_the_age_of_their_own_first_unconsumed_record(
+    monitor: Monitor, lagging: dict[str, Any], cp_cluster: Cluster, unique: Callable[[str], str]
+) -> None:
+    topic, behind = lagging["topic"], lagging["group"]
+    ahead = unique("ahead")
+    commit(cp_cluster, ahead, {(topic, 0): 8})
+    before = now_ms()
+    groups = monitor.tick()
+    # Offsets 3 and 8 were written at base + 3 s and base + 8 s: five seconds apart.
+    ages = {name: find(groups, name).partitions[0].lag_seconds for name in (behind, ahead)}
+    assert ages[behind] >= (before - (lagging["base"] + 3_000)) / 1000 - 0.5
+    assert ages[ahead] <= (now_ms() - (lagging["base"] + 8_000)) / 1000 + 0.5
+    assert ages[behind] - ages[ahead] == pytest.approx(5.0, abs=0.01)
+
+
+@pytest.mark.django_db
 def test_a_group_that_stopped_committing_with_lag_goes_stop_then_recovers(
     monitor: Monitor, lagging: dict[str, Any], cp_cluster: Cluster
 ) -> None:
