@@ -138,6 +138,32 @@ def background_traffic(bootstrap: str, topic: str, stop: threading.Event) -> Non
     producer.flush(10)
 
 
+def background_consumer(bootstrap: str, topic: str, stop: threading.Event) -> None:
+    """A live group reading ``topic`` (bytes out on the charts, a group with a member)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "live-readers", "auto.offset.reset": "latest"}
+    )
+    consumer.subscribe([topic])
+    while not stop.is_set():
+        consumer.consume(500, timeout=0.2)
+    consumer.close()
+
+
+def take_screenshots(
+    page: Any, base: str, pages: dict[str, str], folder: Path, traffic: list[threading.Thread]
+) -> None:
+    """Each page after half a minute of traffic, so the charts have something to show."""
+    for thread in traffic:
+        thread.start()
+    page.goto(base + "/")
+    page.wait_for_timeout(30_000)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, path in pages.items():
+        page.goto(base + path)
+        page.wait_for_timeout(3_000)  # a few live ticks drawn
+        page.screenshot(path=str(folder / f"{name.replace(' ', '-')}.png"))
+
+
 def api_seconds(url: str, runs: int) -> float:
     token = base64.b64encode(f"bench:{PASSWORD}".encode()).decode()
     times = []
@@ -188,9 +214,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"[weir] {args.topics} topics, {args.groups} groups in "
                 f"{time.perf_counter() - started:.0f} s"
             )
-            traffic = threading.Thread(
-                target=background_traffic, args=(handle.bootstrap, topics[0], stop), daemon=True
-            )
+            traffic = [
+                threading.Thread(target=work, args=(handle.bootstrap, topics[0], stop), daemon=True)
+                for work in (background_traffic, background_consumer)
+            ]
             port = free_port()
             processes = start_control_plane(handle.env, Path(data_dir), port)
             base = f"http://127.0.0.1:{port}"
@@ -252,13 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                         peer = api_seconds(base + peers[name], args.runs)
                         line += f"   {peer * 1000:6.0f}ms, ready/API {result['ready'] / peer:.1f}x"
                     print(line)
-                    if args.screenshots:
-                        if not traffic.is_alive():
-                            traffic.start()
-                        args.screenshots.mkdir(parents=True, exist_ok=True)
-                        page.wait_for_timeout(2500)  # a few live ticks drawn on the charts
-                        slug = name.replace(" ", "-")
-                        page.screenshot(path=str(args.screenshots / f"{slug}.png"))
+                if args.screenshots:
+                    take_screenshots(page, base, pages, args.screenshots, traffic)
                 browser.close()
         finally:
             stop.set()
