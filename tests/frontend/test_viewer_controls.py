@@ -1,4 +1,5 @@
-"""Roles in the browser: on every page a viewer gets no button that changes anything.
+"""Every page in the browser: a viewer gets no button that changes anything, and no page
+loads anything from outside Weir.
 
 Each page's own tests check its controls by id; this one looks at every page the way a
 person does — the visible buttons and their labels — as a viewer and as an admin. The admin
@@ -16,6 +17,7 @@ from playwright.sync_api import Page
 
 from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
+from tests.controlplane_fixtures import Dashboard
 
 PAGES = (
     "/",
@@ -62,3 +64,18 @@ def test_viewer_sees_no_mutating_button_on_any_page_and_an_admin_does(
     assert all(not buttons for buttons in seen["viewer"].values()), seen["viewer"]
     pages_with_actions = [t for t, buttons in seen["admin"].items() if buttons]
     assert len(pages_with_actions) >= 5, seen["admin"]
+
+
+def test_every_page_loads_all_its_assets_from_weir_itself(
+    page_as: Callable[[str], Page], names: dict[str, str], dashboard: Dashboard
+) -> None:
+    """No CDN: users run Weir on closed networks, so nothing may come from elsewhere."""
+    page = page_as("admin")
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    for template in PAGES:
+        page.goto(template.format(**names), wait_until="networkidle")
+    origin = dashboard.url + "/"
+    foreign = [url for url in requested if not url.startswith(origin)]
+    assert foreign == []
+    assert any(url.endswith("/static/vendor/plotly.min.js") for url in requested)
