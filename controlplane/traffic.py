@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from brokers.metadata.image import ClusterImage
+from brokers.metadata.partition_state import ReplicaStatus
 from brokers.metrics import broker_metrics_key, read_broker_metrics
+from brokers.ops.selectors import broker_layout
 from controlplane.cluster import ClusterGateway
 
 __all__ = ["HISTORY_POINTS", "TrafficMeter", "broker_facts", "traffic_history"]
@@ -80,25 +83,19 @@ def traffic_history(*, gw: ClusterGateway, points: int = HISTORY_POINTS) -> list
     return [json.loads(raw) for raw in gw.redis.lrange(_history_key(gw), -points, -1)]
 
 
-def broker_facts(gw: ClusterGateway, image: ClusterImage) -> dict[int, dict[str, int]]:
-    """Leaders, replicas and bytes on disk per broker (from metadata and replica states)."""
-    leaders: Counter[int] = Counter()
-    replicas: Counter[int] = Counter()
-    for topic in image.topics.values():
-        for partition in topic.partitions.values():
-            leaders[partition.leader] += 1
-            replicas.update(partition.replicas)
+def broker_facts(
+    image: ClusterImage, replica_states: Iterable[ReplicaStatus]
+) -> dict[int, dict[str, int]]:
+    """Leaders, replicas and bytes on disk per broker (counts from the brokers page's layout,
+    disk from the replica states brokers publish)."""
+    counts = broker_layout(image=image, limit=0)["brokers"]
     disk: Counter[int] = Counter()
-    try:
-        _, replica_states = gw.partition_states()
-    except Exception:  # states are advisory here: counts still come from metadata
-        replica_states = []
     for state in replica_states:
         disk[state.broker_id] += state.size_bytes
     return {
         broker_id: {
-            "leaders": leaders[broker_id],
-            "replicas": replicas[broker_id],
+            "leaders": counts[str(broker_id)]["leaders"],
+            "replicas": counts[str(broker_id)]["replicas"],
             "disk_bytes": disk[broker_id],
         }
         for broker_id in image.registrations

@@ -54,6 +54,7 @@ from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRe
 from brokers.client import BrokerClient, BrokerClientError
 from brokers.coordinator.consumer_protocol import decode_assignment
 from brokers.metadata.image import ClusterImage
+from brokers.metadata.partition_state import ReplicaStatus
 from brokers.protocol.inflate import iter_offsets_and_timestamps
 from brokers.protocol.records import CorruptBatchError, iter_batches
 from controlplane.cluster import ClusterGateway
@@ -182,6 +183,8 @@ class LagCollector:
         self._clients: dict[tuple[str, int], BrokerClient] = {}
         self._last_hw: dict[tuple[str, int], int] = {}
         self.last_image: ClusterImage | None = None
+        # The replica states read with the last image (the dashboard's disk use per broker).
+        self.last_replicas: list[ReplicaStatus] = []
 
     # reading -------------------------------------------------------------------------------
     def read_groups(self, image: ClusterImage, only: str | None = None) -> list[GroupReading]:
@@ -373,7 +376,7 @@ class LagCollector:
     def collect(self, *, now_ms: int | None = None, only: str | None = None) -> list[GroupLag]:
         """Read the cluster and evaluate every group (or just ``only``)."""
         image = self.last_image = self.gw.image()
-        states, _ = self.gw.partition_states()
+        states, self.last_replicas = self.gw.partition_states()
         readings = self.read_groups(image, only)
         now = int(time.time() * 1000) if now_ms is None else now_ms
         leaders = {key: state.leader for key, state in states.items()}
@@ -508,6 +511,11 @@ def _timestamp_at(records: bytes, offset: int) -> int | None:
     return None
 
 
+def _iso_ms(ms: int) -> str:
+    """Epoch milliseconds as the ISO-8601 UTC text every monitor message carries."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
 # the cluster view ----------------------------------------------------------------------------
 
 
@@ -554,7 +562,7 @@ def cluster_view(
         },
         "topics": len(image.topics),
         "groups": [g.summary() for g in groups],
-        "at": datetime.fromtimestamp(now / 1000, tz=UTC).isoformat().replace("+00:00", "Z"),
+        "at": _iso_ms(now),
     }
 
 
@@ -618,10 +626,9 @@ class Monitor:
 
     def _broker_extra(self, image: ClusterImage, now_ms: int) -> dict[int, dict[str, Any]]:
         """Traffic rates and replica counts per broker, for the dashboard's cluster views."""
-        at = datetime.fromtimestamp(now_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
         try:
-            rates = self.traffic.tick(self.gw, at=at)
-            facts = broker_facts(self.gw, image)
+            rates = self.traffic.tick(self.gw, at=_iso_ms(now_ms))
+            facts = broker_facts(image, self.collector.last_replicas)
         except Exception:  # the lag view must not depend on the traffic counters
             log.warning("reading broker traffic failed", exc_info=True)
             return {}

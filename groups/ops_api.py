@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 
 from controlplane.errors import BadRequest, NotFound
 from controlplane.validation import validated
-from groups import lag, services
+from groups import lag, selectors, services
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
 
 MAX_I32 = 2**31 - 1
@@ -331,7 +331,7 @@ class WebhookListView(APIView):
 
     @extend_schema(responses=WebhookSerializer(many=True), operation_id="webhooks_list")
     def get(self, request: Request) -> Response:
-        return Response(WebhookSerializer(WebhookConfig.objects.all(), many=True).data)
+        return Response(WebhookSerializer(selectors.webhook_list(), many=True).data)
 
     @extend_schema(
         request=WebhookSerializer,

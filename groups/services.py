@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -32,6 +32,7 @@ from controlplane.errors import (
     NotFound,
     Unprocessable,
 )
+from controlplane.validation import iso_datetime_ms
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
 from groups.selectors import admin_result
 
@@ -222,17 +223,9 @@ def parse_datetime(value: Any) -> int:
     if isinstance(value, int | float):
         return int(value)
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith("Z"):
-            text = text[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            pass
-        else:
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-            return int(moment.timestamp() * 1000)
+        found = iso_datetime_ms(value)
+        if found is not None:
+            return found
     raise BadRequest(
         f"value {value!r}: a datetime reset needs an ISO-8601 datetime "
         "(2026-11-23T10:00:00.000Z) or epoch milliseconds"

@@ -31,7 +31,6 @@ from tests.brokers.cluster.conftest import (
     FAST_CONFIGS,
     Cluster,
     merge_configs,
-    wait_until,
 )
 
 PASSWORD = "correct-horse-battery"
@@ -57,20 +56,7 @@ def cp_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
         for broker_id in BROKER_IDS
     }
     cluster = Cluster(brokers, redis_url=redis_server, cluster_id=cluster_id)
-    try:
-        for broker in brokers.values():
-            broker.start()
-        wait_until(
-            lambda: (
-                all(len(v.brokers) == 3 for v in cluster.views().values())
-                and len(cluster.views()) == 3
-            ),
-            30,
-            lambda: f"three live brokers\n{cluster.describe()}",
-        )
-    except BaseException:  # a failed start must not leave broker processes behind
-        cluster.stop_all()
-        raise
+    cluster.start_all(30)
     previous = (
         settings.WEIR_REDIS_URL,
         settings.WEIR_CLUSTER_ID,

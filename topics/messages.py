@@ -35,7 +35,6 @@ holds one fetch at a time.
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 import threading
 import time
@@ -44,15 +43,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
-from kio.schema.list_offsets.v7.request import (
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsTopic,
-)
-from kio.static.primitive import i8, i32, i64
 
 from controlplane.cluster import gateway
 from controlplane.errors import BadRequest, KafkaUnavailable
+from controlplane.validation import iso_datetime_ms
 from topics import selectors
 
 __all__ = [
@@ -193,55 +187,22 @@ def partition_bounds(*, topic: str, partition: int) -> PartitionBounds:
 def parse_timestamp(text: str) -> int:
     """Epoch milliseconds from ISO-8601 (UTC unless zoned) or a number of milliseconds."""
     raw = text.strip()
-    if raw.lstrip("-").isdigit():
-        ms = int(raw)
-    else:
-        iso = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
-        try:
-            moment = datetime.datetime.fromisoformat(iso)
-        except ValueError:
-            raise BadRequest(
-                f"timestamp {text!r} is neither an ISO-8601 datetime "
-                "(2026-11-23T10:00:00Z) nor epoch milliseconds"
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=datetime.UTC)
-        ms = int(moment.timestamp() * 1000)
-    if ms < 0:
+    found = int(raw) if raw.lstrip("-").isdigit() else iso_datetime_ms(raw)
+    if found is None:
+        raise BadRequest(
+            f"timestamp {text!r} is neither an ISO-8601 datetime "
+            "(2026-11-23T10:00:00Z) nor epoch milliseconds"
+        )
+    if found < 0:
         raise BadRequest(f"timestamp {text!r} is before 1970")
-    return ms
+    return found
 
 
 def offset_for_timestamp(*, bounds: PartitionBounds, timestamp_ms: int) -> int:
     """The first offset whose record has a timestamp ≥ ``timestamp_ms``; the HW when none."""
-    image = gateway().image()
-    state = image.topics[bounds.topic].partitions.get(bounds.partition)
-    if state is None or state.leader < 0:
-        raise KafkaUnavailable(
-            f"{bounds.topic}-{bounds.partition} has no leader right now; retry shortly"
-        )
-    request = ListOffsetsRequest(
-        replica_id=i32(-1),
-        isolation_level=i8(0),
-        topics=(
-            ListOffsetsTopic(
-                name=bounds.topic,
-                partitions=(
-                    ListOffsetsPartition(
-                        partition_index=i32(bounds.partition), timestamp=i64(timestamp_ms)
-                    ),
-                ),
-            ),
-        ),
+    found = selectors.partition_offset_at(
+        topic=bounds.topic, partition=bounds.partition, timestamp=timestamp_ms
     )
-    response = gateway().request_broker(state.leader, request, timeout=10)
-    (answer,) = response.topics[0].partitions
-    if answer.error_code != 0:
-        raise KafkaUnavailable(
-            f"offset for time in {bounds.topic}-{bounds.partition}: "
-            f"Kafka error {int(answer.error_code)}; retry"
-        )
-    found = int(answer.offset)
     return bounds.high_watermark if found < 0 else max(found, bounds.log_start_offset)
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "PartitionOffsets",
     "partition_get",
     "partition_list",
+    "partition_offset_at",
     "partition_offsets",
     "reassignment_list",
     "replica_list_for_broker",
@@ -99,12 +100,10 @@ class PartitionOffsets:
     end_offset: int
 
 
-def partition_offsets(*, topic: str, partition: int) -> PartitionOffsets:
-    """Log start offset and high watermark (what a consumer can read) of one partition.
-
-    Asked of the partition's leader with ListOffsets (earliest, latest) so the answer is exact
-    right after a produce; the published partition state can be up to a second behind.
-    """
+def partition_offset_at(*, topic: str, partition: int, timestamp: int) -> int:
+    """One ListOffsets answer from the partition's leader: ``timestamp`` -2 is the log start
+    offset, -1 the high watermark, any other the first offset whose record's timestamp is at
+    or after it (-1 when there is none)."""
     from kio.schema.list_offsets.v7.request import (
         ListOffsetsPartition,
         ListOffsetsRequest,
@@ -117,27 +116,34 @@ def partition_offsets(*, topic: str, partition: int) -> PartitionOffsets:
     state = found.partitions.get(partition) if found is not None else None
     if state is None or state.leader < 0:
         raise KafkaUnavailable(f"{topic}-{partition} has no leader right now; retry shortly")
-    offsets = []
-    for timestamp in (-2, -1):  # earliest, latest
-        request = ListOffsetsRequest(
-            replica_id=i32(-1),
-            isolation_level=i8(0),
-            topics=(
-                ListOffsetsTopic(
-                    name=topic,
-                    partitions=(
-                        ListOffsetsPartition(
-                            partition_index=i32(partition), timestamp=i64(timestamp)
-                        ),
-                    ),
+    request = ListOffsetsRequest(
+        replica_id=i32(-1),
+        isolation_level=i8(0),
+        topics=(
+            ListOffsetsTopic(
+                name=topic,
+                partitions=(
+                    ListOffsetsPartition(partition_index=i32(partition), timestamp=i64(timestamp)),
                 ),
             ),
+        ),
+    )
+    response = gateway().request_broker(state.leader, request, timeout=10)
+    (answer,) = response.topics[0].partitions
+    if answer.error_code != 0:
+        raise KafkaUnavailable(
+            f"offsets of {topic}-{partition}: Kafka error {int(answer.error_code)}; retry"
         )
-        response = gateway().request_broker(state.leader, request, timeout=10)
-        (answer,) = response.topics[0].partitions
-        if answer.error_code != 0:
-            raise KafkaUnavailable(
-                f"offsets of {topic}-{partition}: Kafka error {int(answer.error_code)}; retry"
-            )
-        offsets.append(int(answer.offset))
-    return PartitionOffsets(beginning_offset=offsets[0], end_offset=offsets[1])
+    return int(answer.offset)
+
+
+def partition_offsets(*, topic: str, partition: int) -> PartitionOffsets:
+    """Log start offset and high watermark (what a consumer can read) of one partition.
+
+    Asked of the partition's leader with ListOffsets (earliest, latest) so the answer is exact
+    right after a produce; the published partition state can be up to a second behind.
+    """
+    beginning, end = (
+        partition_offset_at(topic=topic, partition=partition, timestamp=t) for t in (-2, -1)
+    )
+    return PartitionOffsets(beginning_offset=beginning, end_offset=end)

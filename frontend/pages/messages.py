@@ -15,6 +15,7 @@ from django.urls import URLPattern, path
 
 from controlplane.cluster import gateway
 from frontend.pages.base import Page
+from frontend.pages.topics import partition_rows
 from topics import messages, selectors
 
 __all__ = ["urlpatterns"]
@@ -31,16 +32,8 @@ class TopicMessagesPage(Page):
         image = gateway().image()
         topic = selectors.topic_get(name=name, image=image)
         states, _ = gateway().partition_states()
-        partitions = []
-        for p in selectors.partition_list(topic=topic):
-            state = states.get((name, p.partition))
-            partitions.append(
-                {
-                    "partition": p.partition,
-                    "log_start_offset": state.log_start_offset if state else None,
-                    "high_watermark": state.high_watermark if state else None,
-                }
-            )
+        # The topic page's partition rows: the picker shows each one's offsets.
+        partitions = partition_rows(topic=topic, image=image, states=states)
         chosen = self.request.GET.get("partition", "")
         context.update(
             title=name,

@@ -495,6 +495,24 @@ class Cluster:
         directory = self.brokers[broker_id].data_dir / f"{topic}-{index}"
         return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
 
+    def start_all(self, timeout: float) -> None:
+        """Start every broker and wait until each sees all of them alive; a cluster that does
+        not come up is stopped again (no broker processes left behind)."""
+        try:
+            for broker in self.brokers.values():
+                broker.start()
+            wait_until(
+                lambda: (
+                    all(len(v.brokers) == len(self.brokers) for v in self.views().values())
+                    and len(self.views()) == len(self.brokers)
+                ),
+                timeout,
+                lambda: f"{len(self.brokers)} live brokers\n{self.describe()}",
+            )
+        except BaseException:
+            self.stop_all()
+            raise
+
     def stop_all(self) -> None:
         for broker_id in sorted(self.brokers):
             self.resume(broker_id)
@@ -641,16 +659,7 @@ def make_cluster(redis_server: str, cluster_id: str, tmp_path: Path) -> Iterator
         cluster = Cluster(brokers, redis_url=url, cluster_id=cluster_id)
         cluster.redis_links = links
         clusters.append(cluster)
-        for broker in brokers.values():
-            broker.start()
-        wait_until(
-            lambda: (
-                all(len(v.brokers) == 3 for v in cluster.views().values())
-                and len(cluster.views()) == 3
-            ),
-            20,
-            lambda: f"three live brokers\n{cluster.describe()}",
-        )
+        cluster.start_all(20)
         return cluster
 
     yield factory
