@@ -9,12 +9,15 @@ STAMP := $(VENV)/.installed
 .PHONY: install run test lint format system-deps clean
 
 # Debian packages the project needs: redis-server (coordination store), kcat (a librdkafka
-# client used by the integration tests) and chromium (the dashboard's browser tests).
+# client used by the integration tests), chromium (the dashboard's browser tests), a Java
+# runtime (PySpark) and docker-compose (the compose file's validation test).
 system-deps:
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
+	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class ControlplaneConfig(AppConfig):
@@ -10,3 +11,7 @@ class ControlplaneConfig(AppConfig):
     def ready(self) -> None:
         # Registers the OpenAPI extension for our Basic authentication class.
         from controlplane import openapi  # noqa: F401
+        from controlplane.jobs import ensure_default_schedules
+
+        # Default job schedules once the tables exist (never overwriting an operator's edit).
+        post_migrate.connect(ensure_default_schedules, sender=self)

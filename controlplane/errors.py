@@ -21,6 +21,7 @@ __all__ = [
     "Conflict",
     "KafkaUnavailable",
     "NotFound",
+    "ServiceUnavailable",
     "Unprocessable",
     "exception_handler",
 ]
@@ -67,6 +68,12 @@ class Unprocessable(ApiError):
 
 class KafkaUnavailable(ApiError):
     """The cluster (brokers or Redis) did not answer in time; retrying may help."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+
+
+class ServiceUnavailable(ApiError):
+    """A service the control plane relies on (the job queue) is unreachable."""
 
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
 

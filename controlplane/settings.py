@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "django_celery_beat",
     "controlplane",
     "brokers",
     "topics",
@@ -130,6 +131,26 @@ CHANNEL_LAYERS = {
         },
     }
 }
+
+# Celery: Redis as broker and result backend; beat's schedules in the database (editable).
+CELERY_BROKER_URL = os.environ.get("WEIR_CELERY_BROKER_URL", WEIR_REDIS_URL)
+CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+CELERY_RESULT_EXPIRES = 24 * 3600
+# One queue per cluster, so several clusters can share a Redis.
+CELERY_TASK_DEFAULT_QUEUE = f"weir-{WEIR_CLUSTER_ID}"
+CELERY_TASK_TRACK_STARTED = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+# Threads, not forks: jobs spend their time waiting on brokers and on Spark's JVM, and one
+# SparkSession per worker process is shared by every analytics run.
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = int(os.environ.get("WEIR_CELERY_CONCURRENCY", "4"))
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Analytics: Spark master (local[*] when unset) and how far back a job reads by default.
+WEIR_SPARK_MASTER = os.environ.get("WEIR_SPARK_MASTER", "")
+WEIR_ANALYTICS_WINDOW_H = float(os.environ.get("WEIR_ANALYTICS_WINDOW_H", "24"))
 
 REST_FRAMEWORK = {
     # Basic first: an anonymous request is answered 401 with a WWW-Authenticate challenge.

@@ -13,7 +13,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from brokers import urls as broker_urls
-from controlplane import api
+from controlplane import api, jobs_api
 from controlplane.metrics import MetricsView
 from groups import urls as group_urls
 from topics import urls as topic_urls
@@ -26,6 +26,16 @@ api_urlpatterns = [
     path("users/<str:username>/", api.UserDetailView.as_view(), name="users-detail"),
     path("token/", api.TokenView.as_view(), name="token-rotate"),
     path("audit/", api.AuditListView.as_view(), name="audit-list"),
+    path("jobs/", jobs_api.JobListView.as_view(), name="jobs-list"),
+    path("jobs/<int:job_id>/", jobs_api.JobDetailView.as_view(), name="jobs-detail"),
+    path("schedules/", jobs_api.ScheduleListView.as_view(), name="schedules-list"),
+    path(
+        "schedules/<int:schedule_id>/",
+        jobs_api.ScheduleDetailView.as_view(),
+        name="schedules-detail",
+    ),
+    path("analytics/", jobs_api.AnalyticsListView.as_view(), name="analytics-list"),
+    path("analytics/<str:name>/", jobs_api.AnalyticsDetailView.as_view(), name="analytics-detail"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
     path(
         "docs/",

@@ -72,6 +72,14 @@ def cp_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
             "CONFIG": {"hosts": [redis_server], "prefix": f"weir:{cluster_id}:channels"},
         }
     }
+    # Jobs queued by in-process API calls go to this Redis and this cluster's queue, where the
+    # dashboard fixture's worker (started with the same WEIR_* environment) takes them.
+    from controlplane import celery_app
+
+    celery_previous = (celery_app.conf.broker_url, celery_app.conf.task_default_queue)
+    celery_app.conf.broker_url = redis_server
+    celery_app.conf.result_backend = redis_server
+    celery_app.conf.task_default_queue = f"weir-{cluster_id}"
     try:
         yield cluster
     finally:
@@ -79,6 +87,8 @@ def cp_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
 
         registry.close_all()  # REST Proxy v2 consumer instances left by tests
         reset_gateways()
+        celery_app.conf.broker_url, celery_app.conf.task_default_queue = celery_previous
+        celery_app.conf.result_backend = celery_previous[0]
         (
             settings.WEIR_REDIS_URL,
             settings.WEIR_CLUSTER_ID,
@@ -148,6 +158,9 @@ def anonymous() -> APIClient:
 # the control plane served for real -------------------------------------------------------
 
 
+_DASHBOARD_PROCESSES = ("daphne", "monitor", "worker", "beat")
+
+
 @dataclass
 class Dashboard:
     url: str
@@ -170,7 +183,7 @@ class Dashboard:
     def log_tail(self) -> str:
         return "\n".join(
             f"--- {name}\n" + (self.logs / f"{name}.log").read_text()[-3000:]
-            for name in ("daphne", "monitor")
+            for name in _DASHBOARD_PROCESSES
         )
 
 
@@ -187,7 +200,8 @@ def _wait_for_port(port: int, timeout: float) -> None:
 
 @pytest.fixture(scope="session")
 def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
-    """daphne + the monitor on loopback, users ``viewer``/``operator``/``admin``."""
+    """daphne, the monitor and Celery's worker and beat on loopback, users
+    ``viewer``/``operator``/``admin``."""
     root = tmp_path_factory.mktemp("dashboard")
     env = dict(
         os.environ,
@@ -205,7 +219,7 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
         f"user_create(username='{role}', password='{PASSWORD}', role='{role}')" for role in ROLES
     )
     served.manage("shell", "-c", f"from controlplane.services import user_create; {creates}")
-    logs = {name: open(root / f"{name}.log", "w") for name in ("daphne", "monitor")}  # noqa: SIM115
+    logs = {name: open(root / f"{name}.log", "w") for name in _DASHBOARD_PROCESSES}  # noqa: SIM115
     daphne = str(Path(sys.executable).parent / "daphne")
     processes = [
         subprocess.Popen(
@@ -221,6 +235,16 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
             env=env,
             stdout=logs["monitor"],
             stderr=subprocess.STDOUT,
+        ),
+        *(
+            subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "controlplane", role, "-l", "info"],
+                cwd=ROOT,
+                env=env,
+                stdout=logs[role],
+                stderr=subprocess.STDOUT,
+            )
+            for role in ("worker", "beat")
         ),
     ]
     try:

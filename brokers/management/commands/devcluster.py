@@ -4,8 +4,10 @@ Starts a private ``redis-server`` when ``WEIR_REDIS_URL`` is not reachable, then
 brokers on 127.0.0.1:9092-9094 with data under ``./data/broker-N``, then the control plane:
 the database is migrated, an admin account is created (``ensure-admin`` prints how to log
 in), the web app (daphne serving ``controlplane.asgi:application``) listens on
-http://127.0.0.1:8000 and the lag monitor (``manage.py monitor``) runs beside it. Every child
-is supervised: one that dies is reported and restarted; Ctrl-C (or SIGTERM) stops everything.
+http://127.0.0.1:8000 and the lag monitor (``manage.py monitor``), a Celery worker and beat
+(``celery -A controlplane worker`` / ``beat``: retention, compaction, analytics) run beside
+it. Every child is supervised: one that dies is reported and restarted; Ctrl-C (or SIGTERM)
+stops everything.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ class Command(BaseCommand):
         finally:
             # The control plane first, then brokers (they flush and deregister from Redis),
             # Redis last.
-            web = [c for c in children if c[0] in ("web", "monitor")]
+            web = [c for c in children if c[0] in ("web", "monitor", "worker", "beat")]
             brokers = [c for c in children if c[0].startswith("broker-")]
             redis_children = [c for c in children if c[0] == "redis"]
             for group in (web, brokers, redis_children):
@@ -146,7 +148,8 @@ class Command(BaseCommand):
             self.stdout.write("stopped")
 
     def _start_control_plane(self, spawn: Any, options: dict[str, Any], data_root: Path) -> None:
-        """Migrate, make sure an admin exists, then start the web app and the lag monitor."""
+        """Migrate, make sure an admin exists, then start the web app, the lag monitor and
+        Celery's worker and beat."""
         from django.core.management import call_command, get_commands
 
         if not 0 < options["web_port"] < 65536:
@@ -169,6 +172,10 @@ class Command(BaseCommand):
         )
         if "monitor" in get_commands():
             spawn("monitor", [sys.executable, "manage.py", "monitor"])
+        # Celery runs the retention, compaction and analytics jobs; beat schedules them.
+        celery = [sys.executable, "-m", "celery", "-A", "controlplane"]
+        spawn("worker", [*celery, "worker", "-l", "info"])
+        spawn("beat", [*celery, "beat", "-l", "info"])
 
 
 def _wait_for(check: Any, what: str, seconds: float) -> None:
