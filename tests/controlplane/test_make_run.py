@@ -22,8 +22,12 @@ from tests.brokers.clients.conftest import ROOT, free_port
 pytestmark = pytest.mark.integration
 
 
-def _get(url: str, auth: str | None = None) -> tuple[int, dict]:
-    request = urllib.request.Request(url)
+def _get(
+    url: str, auth: str | None = None, *, method: str = "GET", body: dict | None = None
+) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
     if auth:
         request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
     try:
@@ -102,6 +106,30 @@ def test_devcluster_starts_brokers_web_app_and_admin_then_stops_on_ctrl_c(
 
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{base_port}"})
         assert admin.list_topics(timeout=10).brokers
+
+        # Celery's worker runs a job the API queues, and beat runs a schedule made due.
+        api = f"http://127.0.0.1:{web_port}/api"
+        auth = f"admin:{password}"
+        status, job = _get(f"{api}/jobs/", auth, method="POST", body={"name": "retention"})
+        assert status == 202, job
+        _, schedules = _get(f"{api}/schedules/", auth)
+        retention = next(s for s in schedules["schedules"] if s["job"] == "retention")
+        status, _ = _get(
+            f"{api}/schedules/{retention['id']}/", auth, method="PATCH", body={"interval_s": 1}
+        )
+        assert status == 200
+        deadline = time.monotonic() + 45
+        finished: dict = {}
+        by_beat: list = []
+        while time.monotonic() < deadline and not (finished and by_beat):
+            _, finished = _get(f"{api}/jobs/{job['id']}/", auth)
+            if finished["status"] not in ("succeeded", "failed"):
+                finished = {}
+            _, listed = _get(f"{api}/jobs/?name=retention", auth)
+            by_beat = [j for j in listed["jobs"] if j["scheduled_by"].startswith("beat:")]
+            time.sleep(0.3)
+        assert finished.get("status") == "succeeded", finished
+        assert by_beat, "beat ran no retention job within 45 s"
     finally:
         proc.send_signal(signal.SIGINT)
         try:
