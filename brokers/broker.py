@@ -42,6 +42,7 @@ from brokers.controller import Controller, IsrChangeRequest
 from brokers.group_admin import serve_group_commands
 from brokers.group_coordinator import GroupCoordinator
 from brokers.handlers import registry
+from brokers.housekeeping import HousekeepingServer
 from brokers.log.log import LogConfig
 from brokers.metadata.cache import MetadataCache
 from brokers.metadata.errors import MetadataUnavailableError
@@ -229,6 +230,10 @@ class Broker:
                 ),
                 name="group-commands",
             )
+        )
+        # Retention and compaction commands from the control plane (Celery).
+        self._tasks.append(
+            asyncio.create_task(HousekeepingServer(self, self.redis).serve(), name="housekeeping")
         )
         self.controller.start()
         await self.server.start_serving()

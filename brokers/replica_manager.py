@@ -13,6 +13,11 @@ Kafka's checkpoint files live in the data directory root: ``recovery-point-offse
 ``log-start-offset-checkpoint`` and ``replication-offset-checkpoint`` (high watermarks); they
 are written periodically and on shutdown, and read at start so recovery only rescans what may
 not have reached the disk and a restarted replica knows its last HW.
+
+``cleaner-offset-checkpoint`` is Kafka's log cleaner checkpoint: per compacted partition, the
+first dirty offset (everything below it was compacted). It is written whenever a clean
+finishes or retention moves a log start (housekeeping), and read at start; an entry outside
+``[log start, LEO]`` (the log was truncated or deleted from below) counts as the log start.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ log = logging.getLogger("weir.replicas")
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+CLEANER_OFFSET_FILE = "cleaner-offset-checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,7 @@ class ReplicaManager:
         self._recovery_points = self._read_checkpoint(RECOVERY_POINT_FILE)
         self._log_starts = self._read_checkpoint(LOG_START_FILE)
         self._high_watermarks = self._read_checkpoint(HIGH_WATERMARK_FILE)
+        self._cleaner_offsets = self._read_checkpoint(CLEANER_OFFSET_FILE)
 
     def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         path = self.data_dir / name
@@ -142,6 +149,7 @@ class ReplicaManager:
             if key in wanted:
                 continue
             partition = self._partitions.pop(key)
+            self._cleaner_offsets.pop(key, None)
             unfollow.append(key)
             partition.make_follower(
                 leader_id=-1, leader_epoch=-1, partition_epoch=-1, replicas=(), isr=()
@@ -204,6 +212,38 @@ class ReplicaManager:
         write_offset_checkpoint(self.data_dir / RECOVERY_POINT_FILE, recovery)
         write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
         self.checkpoint_high_watermarks()
+
+    def checkpoint_log_starts(self) -> None:
+        """Write ``log-start-offset-checkpoint`` now (retention just moved log starts)."""
+        starts = {k: p.log.log_start_offset for k, p in self._partitions.items()}
+        write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
+
+    # log cleaner checkpoint ----------------------------------------------------------------
+    def cleaner_offset(self, partition: Partition) -> int:
+        """The first dirty offset of ``partition``: its checkpoint, or the log start when
+        there is none or it lies outside ``[log start, LEO]`` (Kafka resets it the same way)."""
+        log_obj = partition.log
+        checkpoint = self._cleaner_offsets.get((partition.topic, partition.index))
+        if checkpoint is None or not (
+            log_obj.log_start_offset <= checkpoint <= log_obj.log_end_offset
+        ):
+            return log_obj.log_start_offset
+        return checkpoint
+
+    def cleaner_checkpoint(self, topic: str, index: int) -> int | None:
+        """The raw checkpoint entry of ``topic``-``index`` (None: never cleaned)."""
+        return self._cleaner_offsets.get((topic, index))
+
+    def update_cleaner_offset(self, partition: Partition, first_dirty_offset: int) -> None:
+        """Record a finished clean and write ``cleaner-offset-checkpoint``."""
+        self._cleaner_offsets[(partition.topic, partition.index)] = first_dirty_offset
+        self.checkpoint_cleaner_offsets()
+
+    def checkpoint_cleaner_offsets(self) -> None:
+        # Only partitions still hosted here: a removed replica's entry must not resurrect
+        # as a stale dirty offset if the partition comes back.
+        offsets = {k: v for k, v in self._cleaner_offsets.items() if k in self._partitions}
+        write_offset_checkpoint(self.data_dir / CLEANER_OFFSET_FILE, offsets)
 
     def checkpoint_high_watermarks(self) -> None:
         """Write ``replication-offset-checkpoint`` (Kafka does it every 5 s)."""

@@ -20,6 +20,8 @@ key (after the prefix)          type     holds
 ``controller_epoch``            counter  controller epoch; every controller write checks it
 ``next_producer_id``            counter  producer id allocation (INCRBY)
 ``incarnation``                 string   random id of this metadata store (detects a reset)
+``housekeeping:<id>``           stream   retention/compaction commands for broker ``<id>``
+``housekeeping_reply:<cmd>``    list     the broker's JSON answer to command ``<cmd>`` (TTL)
 ==============================  =======  =====================================================
 """
 
@@ -115,3 +117,11 @@ class KeyLayout:
     @property
     def metadata_log_trimmed(self) -> str:
         return self.key("metadata_log_trimmed")
+
+    def housekeeping_commands(self, broker_id: int) -> str:
+        """Stream of housekeeping commands (retention, compaction) for one broker."""
+        return self.key(f"housekeeping:{broker_id}")
+
+    def housekeeping_reply(self, command_id: str) -> str:
+        """List the broker pushes its answer to ``command_id`` onto (expires)."""
+        return self.key(f"housekeeping_reply:{command_id}")

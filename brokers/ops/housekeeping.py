@@ -1,0 +1,553 @@
+"""Retention and compaction runs, driven from the control plane (Celery) through Redis.
+
+Theory of operation
+-------------------
+The brokers own the files; the control plane owns the schedule. A run talks to the brokers
+over the housekeeping channel (``brokers.housekeeping``: one Redis stream per broker, one
+reply list per command) in three steps:
+
+1. **Inventory.** Every live broker holding replicas of the topics lists them: segments
+   (base offset, next offset, size, largest timestamp), log start, LEO, HW, leadership, the
+   effective topic configs it obeys, and for compacted topics the cleaner checkpoint and
+   dirty ratio. Decisions are made from each partition's *leader* inventory.
+2. **Decide** (pure functions, ``retention_decision`` and ``compaction_candidates``).
+   Retention follows Kafka's ``UnifiedLog.deleteOldSegments`` for topics whose
+   ``cleanup.policy`` includes ``delete``: first the oldest segments whose largest timestamp
+   is more than ``retention.ms`` old (-1: no limit), then the oldest while the log stays at
+   least ``retention.bytes`` without them (-1: no limit). Only inactive segments wholly below
+   the HW qualify, each pass stops at the first segment that does not, and the new log
+   start is the base offset of the first segment kept. Compaction picks partitions of
+   topics whose policy includes ``compact`` (``__consumer_offsets`` among them) whose dirty
+   ratio reached ``min.cleanable.dirty.ratio``, dirtiest first.
+3. **Act.** Every replica's broker (leader and followers) is told to move its log start
+   (``delete_records_before``) or to compact. Replicas act on their own logs, so follower
+   data is removed too and nobody fetches it again.
+
+Nothing here can hang: a broker without a live lease is an error at once, and one that does
+not answer before the run's deadline is an error when the deadline passes. Every problem is
+one line in ``HousekeepingResult.errors``; the rest of the run goes on. ``detail`` holds one
+entry per partition acted on (per replica outcomes included).
+
+Counting: ``segments_deleted`` and ``bytes_reclaimed`` add up every replica (disk space);
+``records_removed`` counts each partition once (offsets below the new log start, or records
+the leader's clean dropped).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from brokers.metadata.image import ClusterImage
+
+if TYPE_CHECKING:
+    from controlplane.cluster import ClusterGateway
+
+__all__ = [
+    "BrokerReply",
+    "CompactionCandidate",
+    "HousekeepingResult",
+    "RetentionDecision",
+    "compaction_candidates",
+    "retention_decision",
+    "run_compaction",
+    "run_retention",
+]
+
+log = logging.getLogger("weir.ops.housekeeping")
+
+Progress = Callable[[float, str], None]
+PartitionKey = tuple[str, int]
+
+# Commands kept in each broker's stream (older ones are long answered or dropped).
+STREAM_MAXLEN = 1000
+# One BLPOP waits at most this long (under the gateway's 5 s socket timeout).
+POLL_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class HousekeepingResult:
+    """What one retention or compaction run did (see the module docstring for counting)."""
+
+    partitions_examined: int
+    partitions_acted: int
+    segments_deleted: int
+    bytes_reclaimed: int
+    records_removed: int
+    errors: list[str]
+    detail: list[dict]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerReply:
+    """A broker's answer to one command: ``result`` when ok, else ``error``."""
+
+    broker_id: int
+    ok: bool
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionDecision:
+    """Where a partition's log should start: ``new_log_start`` (None: keep everything)."""
+
+    new_log_start: int | None
+    segments: int = 0
+    bytes: int = 0
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionCandidate:
+    topic: str
+    partition: int
+    dirty_ratio: float
+    dirty_bytes: int
+
+
+# -- decisions (pure) ---------------------------------------------------------------------
+def retention_decision(entry: Mapping[str, Any], *, now_ms: int) -> RetentionDecision:
+    """Kafka's retention rules applied to one leader inventory entry."""
+    config = entry["config"]
+    if "delete" not in (p.lower() for p in config["cleanup.policy"]):
+        return RetentionDecision(None)
+    segments = entry["segments"]
+    hw = int(entry["high_watermark"])
+    # Never the active segment (the last), and only segments wholly below the HW.
+    candidates = []
+    for segment in segments[:-1]:
+        if segment["next_offset"] > hw:
+            break
+        candidates.append(segment)
+    retention_ms = int(config["retention.ms"])
+    retention_bytes = int(config["retention.bytes"])
+    reasons = []
+    count = 0
+    if retention_ms >= 0:
+        while (
+            count < len(candidates)
+            and now_ms - candidates[count]["largest_timestamp"] > retention_ms
+        ):
+            count += 1
+        if count:
+            reasons.append("retention.ms")
+    if retention_bytes >= 0:
+        by_time = count
+        excess = int(entry["size_bytes"]) - sum(s["size"] for s in candidates[:count])
+        excess -= retention_bytes
+        while count < len(candidates) and excess - candidates[count]["size"] >= 0:
+            excess -= candidates[count]["size"]
+            count += 1
+        if count > by_time:
+            reasons.append("retention.bytes")
+    if count == 0:
+        return RetentionDecision(None)
+    new_start = max(int(segments[count]["base_offset"]), int(entry["log_start_offset"]))
+    if new_start <= int(entry["log_start_offset"]):
+        return RetentionDecision(None)
+    return RetentionDecision(
+        new_log_start=new_start,
+        segments=count,
+        bytes=sum(s["size"] for s in candidates[:count]),
+        reasons=tuple(reasons),
+    )
+
+
+def compaction_candidates(
+    entries: Iterable[Mapping[str, Any]], *, max_partitions: int | None = None
+) -> list[CompactionCandidate]:
+    """Leader entries of compacted topics whose dirty ratio reached
+    ``min.cleanable.dirty.ratio``, dirtiest first."""
+    found = []
+    for entry in entries:
+        config = entry["config"]
+        dirty = entry.get("dirty")
+        if "compact" not in (p.lower() for p in config["cleanup.policy"]) or not dirty:
+            continue
+        if dirty["dirty_bytes"] <= 0:
+            continue
+        if dirty["ratio"] < float(config["min.cleanable.dirty.ratio"]):
+            continue
+        found.append(
+            CompactionCandidate(
+                topic=entry["topic"],
+                partition=int(entry["partition"]),
+                dirty_ratio=float(dirty["ratio"]),
+                dirty_bytes=int(dirty["dirty_bytes"]),
+            )
+        )
+    found.sort(key=lambda c: (-c.dirty_ratio, -c.dirty_bytes, c.topic, c.partition))
+    return found if max_partitions is None else found[: max(max_partitions, 0)]
+
+
+# -- the channel --------------------------------------------------------------------------
+class _Channel:
+    """Sends commands to brokers' streams and collects their replies, within a deadline."""
+
+    def __init__(self, gw: ClusterGateway, *, deadline: float) -> None:
+        self.redis = gw.redis
+        self.keys = gw.keys
+        self.deadline = deadline  # time.monotonic()
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def alive(self, broker_id: int) -> bool:
+        return bool(self.redis.exists(self.keys.broker_lease(broker_id)))
+
+    def send(self, broker_id: int, command: str, args: Mapping[str, Any]) -> str:
+        """Queue ``command`` for ``broker_id``; the key its reply will be pushed onto."""
+        command_id = uuid.uuid4().hex
+        reply_to = self.keys.housekeeping_reply(command_id)
+        deadline_ms = int(time.time() * 1000 + max(self.remaining(), 0) * 1000)
+        self.redis.xadd(
+            self.keys.housekeeping_commands(broker_id),
+            {
+                "id": command_id,
+                "command": command,
+                "args": json.dumps(args, separators=(",", ":")),
+                "reply_to": reply_to,
+                "deadline_ms": str(deadline_ms),
+            },
+            maxlen=STREAM_MAXLEN,
+            approximate=True,
+        )
+        return reply_to
+
+    def request(
+        self,
+        commands: Mapping[int, tuple[str, Mapping[str, Any]]],
+        *,
+        on_reply: Callable[[BrokerReply], None] | None = None,
+    ) -> dict[int, BrokerReply]:
+        """Send one command per broker and wait for every reply (or the deadline).
+
+        A broker without a live lease, or silent until the deadline, gets an error reply.
+        """
+        replies: dict[int, BrokerReply] = {}
+        pending: dict[str, int] = {}
+        for broker_id, (command, args) in commands.items():
+            if not self.alive(broker_id):
+                replies[broker_id] = BrokerReply(broker_id, False, error="broker is not alive")
+                continue
+            pending[self.send(broker_id, command, args)] = broker_id
+        while pending:
+            wait = min(POLL_S, self.remaining())
+            if wait <= 0:
+                break
+            popped = self.redis.blpop(list(pending), timeout=max(wait, 0.01))
+            if popped is None:
+                continue
+            key, raw = popped
+            broker_id = pending.pop(key)
+            reply = _parse_reply(broker_id, raw)
+            replies[broker_id] = reply
+            if on_reply is not None:
+                on_reply(reply)
+        for broker_id in pending.values():
+            replies[broker_id] = BrokerReply(
+                broker_id, False, error="no answer before the run's deadline"
+            )
+        return replies
+
+
+def _parse_reply(broker_id: int, raw: str) -> BrokerReply:
+    try:
+        answer = json.loads(raw)
+        if answer.get("ok"):
+            return BrokerReply(broker_id, True, result=answer.get("result") or {})
+        return BrokerReply(broker_id, False, error=str(answer.get("error")))
+    except (ValueError, AttributeError) as exc:
+        return BrokerReply(broker_id, False, error=f"unreadable reply: {exc}")
+
+
+# -- runs ---------------------------------------------------------------------------------
+def _stoppers() -> tuple[type[BaseException], ...]:
+    # Imported here, not at the top: controlplane.errors needs Django's settings, and the
+    # pure decisions above are useful (and tested) without them.
+    from controlplane.errors import KafkaUnavailable
+
+    return (KafkaUnavailable, redis.RedisError, OSError)
+
+
+@dataclass
+class _Run:
+    """Counters and messages of a run in progress."""
+
+    progress: Progress | None
+    examined: int = 0
+    acted: int = 0
+    segments: int = 0
+    reclaimed: int = 0
+    records: int = 0
+    errors: list[str] = field(default_factory=list)
+    detail: list[dict] = field(default_factory=list)
+
+    def report(self, fraction: float, message: str) -> None:
+        if self.progress is None:
+            return
+        try:
+            self.progress(min(max(fraction, 0.0), 1.0), message)
+        except Exception:  # a failing progress sink must not stop the housekeeping
+            log.exception("progress callback failed")
+
+    def result(self) -> HousekeepingResult:
+        return HousekeepingResult(
+            partitions_examined=self.examined,
+            partitions_acted=self.acted,
+            segments_deleted=self.segments,
+            bytes_reclaimed=self.reclaimed,
+            records_removed=self.records,
+            errors=self.errors,
+            detail=self.detail,
+        )
+
+
+def _selected_topics(image: ClusterImage, topics: Sequence[str] | None, run: _Run) -> list[str]:
+    if topics is None:
+        return sorted(image.topics)
+    for name in topics:
+        if name not in image.topics:
+            run.errors.append(f"unknown topic {name!r}")
+    return sorted(t for t in set(topics) if t in image.topics)
+
+
+def _inventory(
+    channel: _Channel, image: ClusterImage, topics: list[str], run: _Run
+) -> dict[PartitionKey, dict[str, Any]]:
+    """Leader inventory entries by partition; an error for each partition without one."""
+    holders: set[int] = set()
+    for name in topics:
+        for p in image.topics[name].partitions.values():
+            holders.update(p.replicas)
+    replies = channel.request(
+        {b: ("inventory", {"topics": topics}) for b in sorted(holders)},
+    )
+    leaders: dict[PartitionKey, dict[str, Any]] = {}
+    for broker_id, reply in sorted(replies.items()):
+        if not reply.ok:
+            run.errors.append(f"broker {broker_id}: inventory failed: {reply.error}")
+            continue
+        for entry in (reply.result or {}).get("partitions", []):
+            if entry.get("is_leader"):
+                leaders[(entry["topic"], int(entry["partition"]))] = entry
+    for name in topics:
+        for index, p in sorted(image.topics[name].partitions.items()):
+            if (name, index) in leaders:
+                continue
+            if p.leader < 0:
+                run.errors.append(f"{name}-{index}: no leader")
+            elif replies.get(p.leader) is not None and replies[p.leader].ok:
+                run.errors.append(f"{name}-{index}: broker {p.leader} does not lead it (yet)")
+            else:
+                run.errors.append(f"{name}-{index}: no inventory from its leader {p.leader}")
+    return leaders
+
+
+def run_retention(
+    *,
+    gw: ClusterGateway,
+    now_ms: int | None = None,
+    topics: list[str] | None = None,
+    progress: Progress | None = None,
+    timeout_s: float = 60.0,
+) -> HousekeepingResult:
+    """Delete the segments past ``retention.ms`` / beyond ``retention.bytes`` everywhere."""
+    run = _Run(progress)
+    stoppers = _stoppers()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    channel = _Channel(gw, deadline=time.monotonic() + timeout_s)
+    try:
+        image = gw.image()
+        selected = _selected_topics(image, topics, run)
+        run.report(0.0, f"inventory of {len(selected)} topics")
+        leaders = _inventory(channel, image, selected, run)
+        run.report(0.2, f"inventory of {len(leaders)} partitions read")
+        plans: dict[PartitionKey, tuple[RetentionDecision, dict[str, Any]]] = {}
+        for key, entry in sorted(leaders.items()):
+            if "delete" not in (p.lower() for p in entry["config"]["cleanup.policy"]):
+                continue
+            run.examined += 1
+            decision = retention_decision(entry, now_ms=now)
+            if decision.new_log_start is not None:
+                plans[key] = (decision, entry)
+        if not plans:
+            run.report(1.0, f"{run.examined} partitions examined, nothing to delete")
+            return run.result()
+        by_broker: dict[int, list[dict[str, Any]]] = {}
+        for (name, index), (decision, _) in plans.items():
+            for broker_id in image.topics[name].partitions[index].replicas:
+                by_broker.setdefault(broker_id, []).append(
+                    {"topic": name, "partition": index, "offset": decision.new_log_start}
+                )
+        answered = [0]
+
+        def on_reply(reply: BrokerReply) -> None:
+            answered[0] += 1
+            run.report(
+                0.2 + 0.8 * answered[0] / len(by_broker),
+                f"broker {reply.broker_id} applied retention",
+            )
+
+        replies = channel.request(
+            {b: ("delete_records_before", {"partitions": items}) for b, items in by_broker.items()},
+            on_reply=on_reply,
+        )
+        _apply_retention_replies(run, image, plans, replies)
+        run.report(
+            1.0,
+            f"{run.acted} of {run.examined} partitions trimmed, {run.segments} segments deleted",
+        )
+    except stoppers as exc:
+        run.errors.append(f"retention stopped: {exc}")
+    return run.result()
+
+
+def _apply_retention_replies(
+    run: _Run,
+    image: ClusterImage,
+    plans: Mapping[PartitionKey, tuple[RetentionDecision, dict[str, Any]]],
+    replies: Mapping[int, BrokerReply],
+) -> None:
+    outcomes: dict[PartitionKey, dict[int, dict[str, Any]]] = {}
+    for broker_id, reply in sorted(replies.items()):
+        if not reply.ok:
+            run.errors.append(f"broker {broker_id}: retention failed: {reply.error}")
+            continue
+        for item in (reply.result or {}).get("partitions", []):
+            outcomes.setdefault((item["topic"], int(item["partition"])), {})[broker_id] = item
+    for (name, index), (decision, entry) in sorted(plans.items()):
+        replicas: dict[str, Any] = {}
+        moved = False
+        for broker_id in image.topics[name].partitions[index].replicas:
+            item = outcomes.get((name, index), {}).get(broker_id)
+            if item is None:
+                reply = replies.get(broker_id)
+                replicas[str(broker_id)] = {"error": reply.error if reply else "not asked"}
+                continue
+            if item.get("error"):
+                run.errors.append(f"{name}-{index} on broker {broker_id}: {item['error']}")
+            run.segments += int(item.get("segments_deleted", 0))
+            run.reclaimed += int(item.get("bytes_deleted", 0))
+            moved = moved or int(item.get("log_start", -1)) >= int(decision.new_log_start or 0)
+            replicas[str(broker_id)] = {
+                k: item[k]
+                for k in ("log_start", "segments_deleted", "bytes_deleted", "deferred", "error")
+                if k in item
+            }
+        if moved:
+            run.acted += 1
+            run.records += int(decision.new_log_start or 0) - int(entry["log_start_offset"])
+        run.detail.append(
+            {
+                "topic": name,
+                "partition": index,
+                "log_start_before": entry["log_start_offset"],
+                "log_start": decision.new_log_start,
+                "reasons": list(decision.reasons),
+                "replicas": replicas,
+            }
+        )
+
+
+def run_compaction(
+    *,
+    gw: ClusterGateway,
+    now_ms: int | None = None,
+    topics: list[str] | None = None,
+    max_partitions: int | None = None,
+    progress: Progress | None = None,
+    timeout_s: float = 300.0,
+) -> HousekeepingResult:
+    """Compact the dirtiest partitions of compacted topics on every replica."""
+    run = _Run(progress)
+    stoppers = _stoppers()
+    channel = _Channel(gw, deadline=time.monotonic() + timeout_s)
+    try:
+        image = gw.image()
+        selected = _selected_topics(image, topics, run)
+        run.report(0.0, f"inventory of {len(selected)} topics")
+        leaders = _inventory(channel, image, selected, run)
+        compacted = [
+            entry
+            for entry in leaders.values()
+            if "compact" in (p.lower() for p in entry["config"]["cleanup.policy"])
+        ]
+        run.examined = len(compacted)
+        blind = sorted({str(e["topic"]) for e in compacted if e.get("dirty") is None})
+        if blind:
+            run.errors.append(f"no dirty ratio (is the log cleaner installed?) for {blind}")
+        chosen = compaction_candidates(compacted, max_partitions=max_partitions)
+        run.report(0.05, f"{len(chosen)} of {run.examined} partitions to compact")
+        for number, candidate in enumerate(chosen):
+            if channel.remaining() <= 0:
+                run.errors.append(
+                    f"deadline of {timeout_s:.0f} s passed: {len(chosen) - number} "
+                    "partitions not compacted"
+                )
+                break
+            _compact_partition(run, channel, image, candidate, now_ms)
+            run.report(
+                0.05 + 0.95 * (number + 1) / len(chosen),
+                f"compacted {candidate.topic}-{candidate.partition}",
+            )
+        if not chosen:
+            run.report(1.0, f"{run.examined} partitions examined, none dirty enough")
+    except stoppers as exc:
+        run.errors.append(f"compaction stopped: {exc}")
+    return run.result()
+
+
+def _compact_partition(
+    run: _Run,
+    channel: _Channel,
+    image: ClusterImage,
+    candidate: CompactionCandidate,
+    now_ms: int | None,
+) -> None:
+    name, index = candidate.topic, candidate.partition
+    partition = image.topics[name].partitions[index]
+    args: dict[str, Any] = {"topic": name, "partition": index}
+    if now_ms is not None:
+        args["now_ms"] = now_ms
+    replies = channel.request({b: ("compact", args) for b in partition.replicas})
+    replicas: dict[str, Any] = {}
+    cleaned = False
+    for broker_id in partition.replicas:
+        reply = replies[broker_id]
+        if not reply.ok:
+            run.errors.append(f"{name}-{index} on broker {broker_id}: {reply.error}")
+            replicas[str(broker_id)] = {"error": reply.error}
+            continue
+        result = reply.result or {}
+        stats = result.get("stats")
+        replicas[str(broker_id)] = {
+            "range": result.get("range"),
+            "stats": stats,
+            **({"skipped": result["skipped"]} if result.get("skipped") else {}),
+        }
+        if not stats:
+            continue
+        cleaned = True
+        run.reclaimed += int(stats["bytes_before"]) - int(stats["bytes_after"])
+        if broker_id == partition.leader:
+            run.records += int(stats["records_read"]) - int(stats["records_kept"])
+    if cleaned:
+        run.acted += 1
+    run.detail.append(
+        {
+            "topic": name,
+            "partition": index,
+            "dirty_ratio": candidate.dirty_ratio,
+            "dirty_bytes": candidate.dirty_bytes,
+            "replicas": replicas,
+        }
+    )
