@@ -49,7 +49,12 @@ from brokers.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from brokers.log.leader_epoch import LeaderEpochCache
-from brokers.log.loader import CLEAN_SHUTDOWN_FILE, LogLoader, replay_producer_state
+from brokers.log.loader import (
+    CLEAN_SHUTDOWN_FILE,
+    SWAP_SUFFIX,
+    LogLoader,
+    replay_producer_state,
+)
 from brokers.log.producer_state import ProducerStateManager
 from brokers.log.segment import BatchInfo, FileSlice, LogSegment
 from brokers.log.time_index import NO_TIMESTAMP
@@ -193,6 +198,11 @@ class Log:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def time_ms(self) -> Callable[[], int]:
+        """The clock the log reads (segments built beside it, by the cleaner, share it)."""
+        return self._time_ms
+
     # -- segments --------------------------------------------------------------------------
 
     @property
@@ -267,6 +277,76 @@ class Log:
     def _check_open(self) -> None:
         if self._closed:
             raise LogError(f"log {self.directory} is closed")
+
+    def replace_segments(
+        self,
+        new: LogSegment,
+        old: Sequence[LogSegment],
+        *,
+        on_step: Callable[[str], None] | None = None,
+    ) -> None:
+        """Swap ``new`` in for ``old``, a run of inactive segments (Kafka's ``replaceSegments``).
+
+        ``new`` is a finished segment whose fsynced files still carry a temporary suffix
+        (the cleaner's ``.cleaned``); it starts at ``old[0]``'s base offset and holds no
+        batch at or above the segment after ``old``. The steps are Kafka's, each one a state
+        the loader can finish or undo after a crash:
+
+        1. rename ``new``'s files to ``.swap`` and fsync the directory — from here on the
+           loader completes the swap (``loader`` pass 1);
+        2. drop ``old`` from the log and delete their files (data files stay open for
+           in-flight FileSlices, as on any deletion);
+        3. rename ``new``'s files to their final names, fsync the directory, install it.
+
+        ``on_step`` (tests: a crash hook) is called after each step with ``"swap-renamed"``,
+        ``"old-segment-deleted"`` (after each deletion) and ``"swap-completed"``.
+        """
+        self._check_open()
+        if not old:
+            raise ValueError("replace_segments needs at least one segment to replace")
+        try:
+            start = next(i for i, s in enumerate(self._segments) if s is old[0])
+        except StopIteration:
+            raise LogError(
+                f"{self.directory}: segment at offset {old[0].base_offset} is no longer part "
+                f"of the log"
+            ) from None
+        stop = start + len(old)
+        if stop >= len(self._segments) or any(
+            a is not b for a, b in zip(self._segments[start:stop], old, strict=True)
+        ):
+            raise LogError(
+                f"{self.directory}: segments {[s.base_offset for s in old]} are not a run of "
+                f"inactive segments of the log"
+            )
+        if new.base_offset != old[0].base_offset:
+            raise LogError(
+                f"{self.directory}: replacement segment starts at {new.base_offset}, the "
+                f"replaced ones at {old[0].base_offset}"
+            )
+        step = on_step or (lambda _: None)
+        new.change_file_suffix(SWAP_SUFFIX)
+        fsync_directory(self.directory)
+        step("swap-renamed")
+        for segment in old:
+            self._segments.pop(start)
+            self._bases.pop(start)
+            self._retire(segment)
+            step("old-segment-deleted")
+        new.change_file_suffix("")
+        fsync_directory(self.directory)
+        self._segments.insert(start, new)
+        self._bases.insert(start, new.base_offset)
+        self.size_bytes += new.size
+        self._dir_dirty = False
+        step("swap-completed")
+        log.info(
+            "%s: replaced %d segment(s) from offset %d with a %d-byte segment",
+            self.directory,
+            len(old),
+            new.base_offset,
+            new.size,
+        )
 
     # -- configuration ---------------------------------------------------------------------
 

@@ -110,16 +110,18 @@ class LogSegment:
         index_interval_bytes: int,
         max_index_size: int,
         time_ms: Callable[[], int],
+        file_suffix: str = "",
     ) -> None:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
+        self.file_suffix = file_suffix
         stem = segment_file_stem(base_offset)
-        self.log_path = directory / f"{stem}{LOG_SUFFIX}"
+        self.log_path = directory / f"{stem}{LOG_SUFFIX}{file_suffix}"
         self.offset_index = OffsetIndex(
-            directory / f"{stem}{INDEX_SUFFIX}", base_offset, max_index_size
+            directory / f"{stem}{INDEX_SUFFIX}{file_suffix}", base_offset, max_index_size
         )
         self.time_index = TimeIndex(
-            directory / f"{stem}{TIME_INDEX_SUFFIX}", base_offset, max_index_size
+            directory / f"{stem}{TIME_INDEX_SUFFIX}{file_suffix}", base_offset, max_index_size
         )
         self.file: BinaryIO = open(self.log_path, "a+b", buffering=0)  # noqa: SIM115
         self._fd = self.file.fileno()
@@ -525,6 +527,27 @@ class LogSegment:
         self.offset_index.close_handler()
         self.time_index.close_handler()
         self.file.close()
+
+    def change_file_suffix(self, suffix: str) -> None:
+        """Rename the three files to carry ``suffix`` after their usual names (Kafka's
+        ``changeFileSuffixes``; the cleaner moves ``.cleaned`` -> ``.swap`` -> ``""``).
+
+        The indexes go first and the data file last, so a ``.log`` under its final name
+        means the rename finished. Open descriptors and mappings survive a rename.
+        """
+        stem = segment_file_stem(self.base_offset)
+        directory = self.log_path.parent
+        for index, suffix_of_kind in (
+            (self.offset_index, INDEX_SUFFIX),
+            (self.time_index, TIME_INDEX_SUFFIX),
+        ):
+            target = directory / f"{stem}{suffix_of_kind}{suffix}"
+            os.replace(index.path, target)
+            index.path = target
+        target = directory / f"{stem}{LOG_SUFFIX}{suffix}"
+        os.replace(self.log_path, target)
+        self.log_path = target
+        self.file_suffix = suffix
 
     def delete(self, *, close_data_file: bool = True) -> None:
         """Remove the segment's files. With ``close_data_file=False`` the open data file is
