@@ -18,6 +18,8 @@ NAV = (
     ("topics", "Topics", "/topics/"),
     ("groups", "Consumer groups", "/groups/"),
     ("reassignments", "Reassignments", "/reassignments/"),
+    ("jobs", "Jobs", "/jobs/"),
+    ("analytics", "Analytics", "/analytics/"),
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern
 
-from frontend.live import brokers, groups, messages, reassignments, topics
+from frontend.live import brokers, groups, jobs, messages, reassignments, topics
 
 websocket_urlpatterns: list[URLPattern] = [
     *brokers.websocket_urlpatterns,
@@ -12,4 +12,5 @@ websocket_urlpatterns: list[URLPattern] = [
     *messages.websocket_urlpatterns,
     *groups.websocket_urlpatterns,
     *reassignments.websocket_urlpatterns,
+    *jobs.websocket_urlpatterns,
 ]

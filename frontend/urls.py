@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern
 
-from frontend.pages import auth, brokers, groups, messages, overview, reassignments, topics
+from frontend.pages import (
+    analytics,
+    auth,
+    brokers,
+    groups,
+    jobs,
+    messages,
+    overview,
+    reassignments,
+    topics,
+)
 
 urlpatterns: list[URLPattern] = [
     *auth.urlpatterns,
@@ -14,4 +24,6 @@ urlpatterns: list[URLPattern] = [
     *messages.urlpatterns,
     *groups.urlpatterns,
     *reassignments.urlpatterns,
+    *jobs.urlpatterns,
+    *analytics.urlpatterns,
 ]
