@@ -37,7 +37,7 @@ HOUSEKEEPING_CONFIGS = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def hk_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("housekeeping")
     cluster_id = f"hk-{uuid.uuid4().hex[:10]}"
@@ -61,7 +61,7 @@ def hk_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
         cluster.stop_all()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def gw(hk_cluster: Cluster) -> Iterator[ClusterGateway]:
     gateway = ClusterGateway(redis_url=hk_cluster.redis_url, cluster_id=hk_cluster.keys.cluster_id)
     try:
