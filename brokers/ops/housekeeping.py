@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BrokerReply",
     "CompactionCandidate",
+    "HousekeepingChannel",
     "HousekeepingResult",
     "RetentionDecision",
     "compaction_candidates",
@@ -189,8 +190,9 @@ def compaction_candidates(
 
 
 # -- the channel --------------------------------------------------------------------------
-class _Channel:
-    """Sends commands to brokers' streams and collects their replies, within a deadline."""
+class HousekeepingChannel:
+    """Sends commands to brokers' streams and collects their replies, within a deadline
+    (``deadline`` is a ``time.monotonic()`` value; the runs use one for everything)."""
 
     def __init__(self, gw: ClusterGateway, *, deadline: float) -> None:
         self.redis = gw.redis
@@ -321,7 +323,7 @@ def _selected_topics(image: ClusterImage, topics: Sequence[str] | None, run: _Ru
 
 
 def _inventory(
-    channel: _Channel, image: ClusterImage, topics: list[str], run: _Run
+    channel: HousekeepingChannel, image: ClusterImage, topics: list[str], run: _Run
 ) -> dict[PartitionKey, dict[str, Any]]:
     """Leader inventory entries by partition; an error for each partition without one."""
     holders: set[int] = set()
@@ -364,7 +366,7 @@ def run_retention(
     run = _Run(progress)
     stoppers = _stoppers()
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    channel = _Channel(gw, deadline=time.monotonic() + timeout_s)
+    channel = HousekeepingChannel(gw, deadline=time.monotonic() + timeout_s)
     try:
         image = gw.image()
         selected = _selected_topics(image, topics, run)
@@ -470,7 +472,7 @@ def run_compaction(
     """Compact the dirtiest partitions of compacted topics on every replica."""
     run = _Run(progress)
     stoppers = _stoppers()
-    channel = _Channel(gw, deadline=time.monotonic() + timeout_s)
+    channel = HousekeepingChannel(gw, deadline=time.monotonic() + timeout_s)
     try:
         image = gw.image()
         selected = _selected_topics(image, topics, run)
@@ -508,7 +510,7 @@ def run_compaction(
 
 def _compact_partition(
     run: _Run,
-    channel: _Channel,
+    channel: HousekeepingChannel,
     image: ClusterImage,
     candidate: CompactionCandidate,
     now_ms: int | None,

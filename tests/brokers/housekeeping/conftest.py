@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Producer
 
 from brokers.log.checkpoint import read_offset_checkpoint
-from brokers.ops.housekeeping import _Channel
+from brokers.ops.housekeeping import HousekeepingChannel
 from brokers.protocol.inflate import iter_records
 from brokers.protocol.records import iter_batches
 from controlplane.cluster import ClusterGateway
@@ -139,7 +139,7 @@ def log_start_checkpoint(cluster: Cluster, broker_id: int, topic: str, index: in
 
 def inventory(gw: ClusterGateway, broker_id: int, topic: str) -> dict[str, Any]:
     """One broker's inventory entry of ``topic``-0 (through the housekeeping channel)."""
-    channel = _Channel(gw, deadline=time.monotonic() + 10)
+    channel = HousekeepingChannel(gw, deadline=time.monotonic() + 10)
     reply = channel.request({broker_id: ("inventory", {"topics": [topic]})})[broker_id]
     assert reply.ok, reply.error
     (entry,) = [p for p in reply.result["partitions"] if p["partition"] == 0]

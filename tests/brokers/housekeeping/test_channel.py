@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from brokers.ops.housekeeping import _Channel, run_retention
+from brokers.ops.housekeeping import HousekeepingChannel, run_retention
 from controlplane.cluster import ClusterGateway
 from tests.brokers.cluster.conftest import BROKER_IDS, Cluster
 from tests.brokers.housekeeping.conftest import inventory, produce_records
@@ -22,7 +22,7 @@ def test_bad_commands_get_an_error_and_the_broker_keeps_serving(
     topic = unique("plain")
     hk_cluster.create_topic(topic)
     broker_id = hk_cluster.leader(topic)
-    channel = _Channel(gw, deadline=time.monotonic() + 15)
+    channel = HousekeepingChannel(gw, deadline=time.monotonic() + 15)
     bad: list[tuple[str, object]] = [
         ("shred", {}),
         ("inventory", {"topics": "not-a-list"}),
@@ -65,7 +65,7 @@ def test_bad_commands_get_an_error_and_the_broker_keeps_serving(
 
 
 def test_an_unknown_broker_is_an_error_at_once(gw: ClusterGateway) -> None:
-    channel = _Channel(gw, deadline=time.monotonic() + 30)
+    channel = HousekeepingChannel(gw, deadline=time.monotonic() + 30)
     reply = channel.request({99: ("inventory", {})})[99]
     assert (reply.ok, reply.error) == (False, "broker is not alive")
 
@@ -80,7 +80,7 @@ def test_a_silent_broker_is_an_error_not_a_hang(
     try:
         result = run_retention(gw=gw, topics=[topic], timeout_s=1.5)
         # One more command that expires while the broker sleeps.
-        expiring = _Channel(gw, deadline=time.monotonic() + 0.3)
+        expiring = HousekeepingChannel(gw, deadline=time.monotonic() + 0.3)
         reply_to = expiring.send(silent, "inventory", {"topics": [topic]})
         time.sleep(0.5)
     finally:

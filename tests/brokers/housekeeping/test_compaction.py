@@ -63,10 +63,14 @@ def test_compaction_keeps_the_latest_value_per_key_on_every_replica(
     before = {b: len(segment_bases(hk_cluster, b, topic)) for b in BROKER_IDS}
     assert inventory(gw, leader, topic)["dirty"]["ratio"] == 1.0
 
-    result = run_compaction(gw=gw, topics=[topic])
+    steps: list[tuple[float, str]] = []
+    result = run_compaction(gw=gw, topics=[topic], progress=lambda f, m: steps.append((f, m)))
 
     assert result.errors == []
     assert (result.partitions_examined, result.partitions_acted) == (1, 1)
+    fractions = [f for f, _ in steps]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert steps[-1][1] == f"compacted {topic}-0"
     assert result.bytes_reclaimed > 0 and result.records_removed > 0
     replicas = result.detail[0]["replicas"]
     assert set(replicas) == {str(b) for b in BROKER_IDS}

@@ -78,11 +78,14 @@ def test_retention_ms_deletes_exactly_the_expired_segments_and_consumers_reset(
     expected = max(base for base in before if base <= 12)
     assert expected > 0 and len(before) >= 4, before
 
-    result = run_retention(gw=gw, topics=[topic])
+    steps: list[tuple[float, str]] = []
+    result = run_retention(gw=gw, topics=[topic], progress=lambda f, m: steps.append((f, m)))
 
     assert result.errors == []
     assert (result.partitions_examined, result.partitions_acted) == (1, 1)
     assert result.records_removed == expected
+    fractions = [f for f, _ in steps]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert result.segments_deleted >= len([b for b in before if b < expected])
     assert result.bytes_reclaimed > 0
     assert result.detail[0]["reasons"] == ["retention.ms"]
