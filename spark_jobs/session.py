@@ -51,6 +51,7 @@ def spark_session(app_name: str = "weir", master: str | None = None) -> SparkSes
         .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", os.environ.get("WEIR_SPARK_UI", "0") == "1" or not local)
+        .config("spark.ui.showConsoleProgress", "false")
     )
     if local:
         builder = (

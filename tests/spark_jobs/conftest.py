@@ -1,0 +1,149 @@
+"""Fixtures for the Spark tests: one real SparkSession and the shared 3-broker cluster.
+
+Starting Spark (a JVM) costs seconds, so one ``local[2]`` session serves the whole run. The
+brokers are the control-plane tests' ``cp_cluster`` (real ``runbroker`` processes, RF 3),
+shared too; tests isolate by unique topic names. ``produce`` writes records with
+confluent-kafka and returns what the brokers acknowledged (partition, offset, timestamp), so a
+test compares what Spark read with what was really written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pytest
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.brokers.cluster.conftest import Cluster
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """One acknowledged record."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    from spark_jobs.session import spark_session
+
+    session = spark_session(app_name="weir-tests", master="local[2]")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(cp_cluster: Cluster) -> str:
+    return cp_cluster.bootstrap()
+
+
+@pytest.fixture
+def topic_name() -> str:
+    return f"spark-{uuid.uuid4().hex[:10]}"
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    """Create ``name`` and wait until every partition has a leader."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=3)])[
+        name
+    ].result(30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            meta = admin.list_topics(name, timeout=5).topics.get(name)
+        except KafkaException:
+            meta = None
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"topic {name} has no leaders after 30s")
+
+
+def produce(
+    bootstrap: str,
+    records: Iterable[tuple],
+) -> list[Sent]:
+    """Produce ``(topic, partition, key, value[, timestamp_ms[, headers]])`` tuples in order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    sent: list[Sent] = []
+    failures: list[str] = []
+
+    def delivered(err: object, msg: object, headers: tuple = ()) -> None:
+        # Delivery reports carry no headers: keep the ones that were sent.
+        if err is not None:
+            failures.append(str(err))
+            return
+        sent.append(
+            Sent(
+                msg.topic(),  # type: ignore[attr-defined]
+                msg.partition(),  # type: ignore[attr-defined]
+                msg.offset(),  # type: ignore[attr-defined]
+                msg.key(),  # type: ignore[attr-defined]
+                msg.value(),  # type: ignore[attr-defined]
+                msg.timestamp()[1],  # type: ignore[attr-defined]
+                headers,
+            )
+        )
+
+    for record in records:
+        topic, partition, key, value, *rest = record
+        kwargs: dict[str, object] = {}
+        if rest and rest[0] is not None:
+            kwargs["timestamp"] = rest[0]
+        headers = tuple(rest[1]) if len(rest) > 1 and rest[1] else ()
+        if headers:
+            kwargs["headers"] = list(headers)
+        producer.produce(
+            topic,
+            value,
+            key,
+            partition=partition,
+            on_delivery=lambda err, msg, h=headers: delivered(err, msg, h),
+            **kwargs,
+        )
+        producer.poll(0)
+    assert producer.flush(30) == 0, "records still in flight after 30s"
+    assert not failures, failures
+    return sent
+
+
+def digest(rows: Iterable[tuple]) -> str:
+    """Order-independent hash of ``(topic, partition, offset, key, value)`` tuples."""
+    h = hashlib.sha256()
+    for topic, partition, offset, key, value in sorted(
+        rows, key=lambda r: (r[0], r[1], r[2])
+    ):
+        h.update(f"{topic}\0{partition}\0{offset}\0".encode())
+        h.update(b"K" + bytes(key) if key is not None else b"N")
+        h.update(b"V" + bytes(value) if value is not None else b"N")
+    return h.hexdigest()
+
+
+def sent_digest(sent: Iterable[Sent]) -> str:
+    return digest((s.topic, s.partition, s.offset, s.key, s.value) for s in sent)
+
+
+def frame_digest(frame: object) -> tuple[int, str]:
+    """(row count, digest) of a DataFrame in the Kafka source schema."""
+    rows = frame.select("topic", "partition", "offset", "key", "value").collect()  # type: ignore[attr-defined]
+    return len(rows), digest(tuple(r) for r in rows)
