@@ -21,7 +21,9 @@ reply list per command) in three steps:
    ratio reached ``min.cleanable.dirty.ratio``, dirtiest first.
 3. **Act.** Every replica's broker (leader and followers) is told to move its log start
    (``delete_records_before``) or to compact. Replicas act on their own logs, so follower
-   data is removed too and nobody fetches it again.
+   data is removed too and nobody fetches it again. A replica whose log start is behind its
+   leader's (it was down during an earlier run; DeleteRecords moves only the leader's) is
+   moved up to the leader's on every retention run, whatever the topic's policy.
 
 Nothing here can hang: a broker without a live lease is an error at once, and one that does
 not answer before the run's deadline is an error when the deadline passes. Every problem is
@@ -322,10 +324,18 @@ def _selected_topics(image: ClusterImage, topics: Sequence[str] | None, run: _Ru
     return sorted(t for t in set(topics) if t in image.topics)
 
 
+@dataclass(frozen=True, slots=True)
+class _Inventory:
+    """Inventory entries: each partition's leader entry, and every replica's by broker."""
+
+    leaders: dict[PartitionKey, dict[str, Any]]
+    replicas: dict[PartitionKey, dict[int, dict[str, Any]]]
+
+
 def _inventory(
     channel: HousekeepingChannel, image: ClusterImage, topics: list[str], run: _Run
-) -> dict[PartitionKey, dict[str, Any]]:
-    """Leader inventory entries by partition; an error for each partition without one."""
+) -> _Inventory:
+    """Ask every broker holding replicas; an error for each partition without a leader entry."""
     holders: set[int] = set()
     for name in topics:
         for p in image.topics[name].partitions.values():
@@ -333,17 +343,19 @@ def _inventory(
     replies = channel.request(
         {b: ("inventory", {"topics": topics}) for b in sorted(holders)},
     )
-    leaders: dict[PartitionKey, dict[str, Any]] = {}
+    found = _Inventory(leaders={}, replicas={})
     for broker_id, reply in sorted(replies.items()):
         if not reply.ok:
             run.errors.append(f"broker {broker_id}: inventory failed: {reply.error}")
             continue
         for entry in (reply.result or {}).get("partitions", []):
+            key = (entry["topic"], int(entry["partition"]))
+            found.replicas.setdefault(key, {})[broker_id] = entry
             if entry.get("is_leader"):
-                leaders[(entry["topic"], int(entry["partition"]))] = entry
+                found.leaders[key] = entry
     for name in topics:
         for index, p in sorted(image.topics[name].partitions.items()):
-            if (name, index) in leaders:
+            if (name, index) in found.leaders:
                 continue
             if p.leader < 0:
                 run.errors.append(f"{name}-{index}: no leader")
@@ -351,7 +363,53 @@ def _inventory(
                 run.errors.append(f"{name}-{index}: broker {p.leader} does not lead it (yet)")
             else:
                 run.errors.append(f"{name}-{index}: no inventory from its leader {p.leader}")
-    return leaders
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _RetentionPlan:
+    """Move the log start of ``brokers``' replicas of a partition up to ``target``."""
+
+    target: int
+    leader_start: int
+    reasons: tuple[str, ...]
+    brokers: tuple[int, ...]
+
+
+def _retention_plans(
+    image: ClusterImage, found: _Inventory, *, now_ms: int, run: _Run
+) -> dict[PartitionKey, _RetentionPlan]:
+    """Kafka's rules on each leader, plus catch-up: a replica whose log start is behind its
+    leader's (it was down during an earlier run, or DeleteRecords moved only the leader)
+    moves there too, so no replica keeps serving data its leader dropped."""
+    plans: dict[PartitionKey, _RetentionPlan] = {}
+    for key, entry in sorted(found.leaders.items()):
+        replicas = image.topics[key[0]].partitions[key[1]].replicas
+        leader_start = int(entry["log_start_offset"])
+        if "delete" in (p.lower() for p in entry["config"]["cleanup.policy"]):
+            run.examined += 1
+            decision = retention_decision(entry, now_ms=now_ms)
+            if decision.new_log_start is not None:
+                plans[key] = _RetentionPlan(
+                    target=decision.new_log_start,
+                    leader_start=leader_start,
+                    reasons=decision.reasons,
+                    brokers=tuple(replicas),
+                )
+                continue
+        behind = tuple(
+            broker_id
+            for broker_id, replica in sorted(found.replicas.get(key, {}).items())
+            if int(replica["log_start_offset"]) < leader_start
+        )
+        if behind:
+            plans[key] = _RetentionPlan(
+                target=leader_start,
+                leader_start=leader_start,
+                reasons=("leader log start",),
+                brokers=behind,
+            )
+    return plans
 
 
 def run_retention(
@@ -371,24 +429,17 @@ def run_retention(
         image = gw.image()
         selected = _selected_topics(image, topics, run)
         run.report(0.0, f"inventory of {len(selected)} topics")
-        leaders = _inventory(channel, image, selected, run)
-        run.report(0.2, f"inventory of {len(leaders)} partitions read")
-        plans: dict[PartitionKey, tuple[RetentionDecision, dict[str, Any]]] = {}
-        for key, entry in sorted(leaders.items()):
-            if "delete" not in (p.lower() for p in entry["config"]["cleanup.policy"]):
-                continue
-            run.examined += 1
-            decision = retention_decision(entry, now_ms=now)
-            if decision.new_log_start is not None:
-                plans[key] = (decision, entry)
+        found = _inventory(channel, image, selected, run)
+        run.report(0.2, f"inventory of {len(found.leaders)} partitions read")
+        plans = _retention_plans(image, found, now_ms=now, run=run)
         if not plans:
             run.report(1.0, f"{run.examined} partitions examined, nothing to delete")
             return run.result()
         by_broker: dict[int, list[dict[str, Any]]] = {}
-        for (name, index), (decision, _) in plans.items():
-            for broker_id in image.topics[name].partitions[index].replicas:
+        for (name, index), plan in plans.items():
+            for broker_id in plan.brokers:
                 by_broker.setdefault(broker_id, []).append(
-                    {"topic": name, "partition": index, "offset": decision.new_log_start}
+                    {"topic": name, "partition": index, "offset": plan.target}
                 )
         answered = [0]
 
@@ -403,7 +454,7 @@ def run_retention(
             {b: ("delete_records_before", {"partitions": items}) for b, items in by_broker.items()},
             on_reply=on_reply,
         )
-        _apply_retention_replies(run, image, plans, replies)
+        _apply_retention_replies(run, plans, replies)
         run.report(
             1.0,
             f"{run.acted} of {run.examined} partitions trimmed, {run.segments} segments deleted",
@@ -415,8 +466,7 @@ def run_retention(
 
 def _apply_retention_replies(
     run: _Run,
-    image: ClusterImage,
-    plans: Mapping[PartitionKey, tuple[RetentionDecision, dict[str, Any]]],
+    plans: Mapping[PartitionKey, _RetentionPlan],
     replies: Mapping[int, BrokerReply],
 ) -> None:
     outcomes: dict[PartitionKey, dict[int, dict[str, Any]]] = {}
@@ -426,10 +476,10 @@ def _apply_retention_replies(
             continue
         for item in (reply.result or {}).get("partitions", []):
             outcomes.setdefault((item["topic"], int(item["partition"])), {})[broker_id] = item
-    for (name, index), (decision, entry) in sorted(plans.items()):
+    for (name, index), plan in sorted(plans.items()):
         replicas: dict[str, Any] = {}
         moved = False
-        for broker_id in image.topics[name].partitions[index].replicas:
+        for broker_id in plan.brokers:
             item = outcomes.get((name, index), {}).get(broker_id)
             if item is None:
                 reply = replies.get(broker_id)
@@ -439,7 +489,7 @@ def _apply_retention_replies(
                 run.errors.append(f"{name}-{index} on broker {broker_id}: {item['error']}")
             run.segments += int(item.get("segments_deleted", 0))
             run.reclaimed += int(item.get("bytes_deleted", 0))
-            moved = moved or int(item.get("log_start", -1)) >= int(decision.new_log_start or 0)
+            moved = moved or bool(item.get("moved"))
             replicas[str(broker_id)] = {
                 k: item[k]
                 for k in ("log_start", "segments_deleted", "bytes_deleted", "deferred", "error")
@@ -447,14 +497,14 @@ def _apply_retention_replies(
             }
         if moved:
             run.acted += 1
-            run.records += int(decision.new_log_start or 0) - int(entry["log_start_offset"])
+            run.records += plan.target - plan.leader_start
         run.detail.append(
             {
                 "topic": name,
                 "partition": index,
-                "log_start_before": entry["log_start_offset"],
-                "log_start": decision.new_log_start,
-                "reasons": list(decision.reasons),
+                "log_start_before": plan.leader_start,
+                "log_start": plan.target,
+                "reasons": list(plan.reasons),
                 "replicas": replicas,
             }
         )
@@ -477,10 +527,10 @@ def run_compaction(
         image = gw.image()
         selected = _selected_topics(image, topics, run)
         run.report(0.0, f"inventory of {len(selected)} topics")
-        leaders = _inventory(channel, image, selected, run)
+        found = _inventory(channel, image, selected, run)
         compacted = [
             entry
-            for entry in leaders.values()
+            for entry in found.leaders.values()
             if "compact" in (p.lower() for p in entry["config"]["cleanup.policy"])
         ]
         run.examined = len(compacted)

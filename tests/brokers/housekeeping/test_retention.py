@@ -226,6 +226,45 @@ def test_the_active_segment_is_never_deleted(
     assert [o for o, _, _ in hk_cluster.read_all(topic)] == list(range(active, 10))
 
 
+def test_a_replica_that_missed_a_run_catches_up_with_its_leader(
+    hk_cluster: Cluster, gw: ClusterGateway, unique
+) -> None:
+    topic = unique("ret-missed")
+    hk_cluster.create_topic(topic, config={"segment.bytes": "1000", "retention.ms": str(HOUR_MS)})
+    now = int(time.time() * 1000)
+    produce_records(
+        hk_cluster,
+        topic,
+        [(None, b"m-%02d" % i + PAD, now - 2 * HOUR_MS) for i in range(12)]
+        + [(None, b"fresh" + PAD, now)],
+    )
+    wait_replicas_caught_up(gw, topic, 13)
+    leader = hk_cluster.leader(topic)
+    absent = next(b for b in BROKER_IDS if b != leader)
+    hk_cluster.stop(absent)
+    try:
+        missed = run_retention(gw=gw, topics=[topic])
+    finally:
+        hk_cluster.restart(absent)
+    assert missed.errors == [
+        f"broker {absent}: inventory failed: broker is not alive",
+        f"broker {absent}: retention failed: broker is not alive",
+    ]
+    assert missed.partitions_acted == 1
+    expected = missed.detail[0]["log_start"]
+    assert missed.detail[0]["replicas"][str(absent)] == {"error": "broker is not alive"}
+    hk_cluster.wait_full_isr(topic)
+    assert inventory(gw, absent, topic)["log_start_offset"] == 0
+
+    caught_up = run_retention(gw=gw, topics=[topic])
+
+    assert caught_up.errors == [] and caught_up.partitions_acted == 1
+    assert caught_up.detail[0]["reasons"] == ["leader log start"]
+    assert set(caught_up.detail[0]["replicas"]) == {str(absent)}
+    assert caught_up.records_removed == 0 and caught_up.segments_deleted > 0
+    _check_every_replica(hk_cluster, gw, topic, expected)
+
+
 def test_compacted_topics_are_left_to_compaction(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
