@@ -7,11 +7,16 @@ the producer (or the leader) sent them, except for the fields the broker stamps
 (``baseOffset``, ``partitionLeaderEpoch`` and, for LogAppendTime topics, ``maxTimestamp``).
 Beside it live ``<base>.index`` (offset -> position) and ``<base>.timeindex``
 (timestamp -> offset); see ``offset_index`` and ``time_index``.
+A segment being built by the cleaner carries a suffix after each name (``.cleaned``, then
+``.swap``) until ``Log.replace_segments`` renames it into place (``change_file_suffix``).
 
 Invariants
 ----------
 * Batch offsets strictly increase, all are >= the base offset and within int32 of it (the
   indexes store relative offsets); positions fit int32.
+* Offsets are dense as appended; after compaction they are sparse (records and whole
+  batches are gone, a batch may hold fewer records than its offset range), so every lookup
+  finds "the first batch ending at or after" an offset rather than computing positions.
 * The file holds whole batches only: appends write whole batches, and ``recover`` truncates
   a torn or corrupt tail.
 * The indexes get an entry for the batch that starts after more than ``index.interval.bytes``

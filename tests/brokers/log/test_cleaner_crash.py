@@ -26,7 +26,7 @@ from brokers.log.cleaner import commit_clean, prepare_clean
 from brokers.log.log import Log, LogConfig
 
 from .conftest import START_MS, FakeClock, disk_headers
-from .test_cleaner import DAY_MS, Row, keyed_history, leftovers, read_rows, write_history
+from .test_cleaner import DAY_MS, Row, leftovers, read_rows, write_history
 
 CONFIG = LogConfig(segment_bytes=1200, index_interval_bytes=150)
 # Far past every record: tombstones in the clean part are removed, whatever segment
@@ -51,7 +51,8 @@ def compacted_view(rows: list[Row]) -> dict[bytes, Row]:
 
 def build(directory: Path) -> int:
     """A partition whose next clean replaces groups of several non-empty segments (the first
-    clean leaves a third of every segment: a third of the keys are written once); returns the checkpoint."""
+    clean leaves a third of every segment: a third of the keys are written once); returns
+    the cleaner checkpoint."""
     log = Log.open(directory, config=CONFIG, time_ms=FakeClock())
     history: list[tuple[bytes, bytes | None]] = [
         (b"u-%d" % i if i % 3 == 0 else b"hot-%d" % (i % 5), b"first-%d" % i + b"." * 30)
