@@ -28,6 +28,8 @@ LIVE_PAGES = {
     "/groups/": ["/ws/cluster/"],
     "/groups/{group}/": ["/ws/groups/{group}/", "/ws/ui/groups/{group}/members/"],
     "/reassignments/": ["/ws/ui/reassignments/"],
+    "/jobs/": ["/ws/ui/jobs/"],
+    "/analytics/": ["/ws/ui/jobs/"],
 }
 
 

@@ -28,6 +28,8 @@ PAGES = (
     "/groups/",
     "/groups/{group}/",
     "/reassignments/",
+    "/jobs/",
+    "/analytics/",
 )
 MUTATING = re.compile(
     r"\b(create|delete|produce|reset|execute|rebalance|elect|cancel|add|save|edit|propose|"
