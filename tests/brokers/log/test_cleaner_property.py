@@ -24,6 +24,9 @@ from brokers.log.log import Log, LogConfig
 from .conftest import COMPRESSORS, START_MS, FakeClock, disk_headers
 from .test_cleaner import DAY_MS, Row, clean, read_rows, write_history
 
+# Examples fsync a lot (every clean, close and roll); on tmpfs that costs nothing, and
+# durability is the crash tests' business, not this one's.
+SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None
 KEYS = [b"k0", b"k1", b"\x00k2", b"k3\xff", b"k4"]
 
 history = st.lists(
@@ -65,7 +68,7 @@ def check(log: Log, written: list[Row], expected_below: list[Row], end: int, cod
 
 
 @settings(
-    max_examples=200,
+    max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -87,7 +90,7 @@ def test_cleaning_matches_the_model(
 ) -> None:
     config = LogConfig(segment_bytes=segment_bytes, index_interval_bytes=100)
     codec_id = COMPRESSORS[codec][0]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=SCRATCH) as tmp:
         directory = Path(tmp) / "topic-0"
         log = Log.open(directory, config=config, time_ms=FakeClock())
         try:
