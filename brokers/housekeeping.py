@@ -34,7 +34,8 @@ Commands:
     ``prepare_clean`` in a worker thread (reading and rewriting inactive segments is the
     heavy part; the event loop keeps serving Kafka meanwhile), ``commit_clean`` back on the
     loop thread (the ``Log`` is single-threaded), then the checkpoint moves to the clean's
-    ``first_dirty_offset``. The answer is the ``CleanStats``.
+    ``first_dirty_offset``. The answer is the ``CleanStats`` and how many segments fewer
+    the log has (the cleaner merges what it shrank).
 
 Each partition has a lock: a retention command waits for a clean of the same partition to
 finish (rather than making it abort), and one clean runs at a time per broker, as with
@@ -329,6 +330,7 @@ class HousekeepingServer:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.wait({work}, timeout=STOP_WAIT_S)
                 raise
+            segments_before = len(log_obj.segments)
             try:
                 stats = cleaner.commit_clean(log_obj, prepared)
             except cleaner.CleanAbortedError as exc:
@@ -345,7 +347,12 @@ class HousekeepingServer:
                 stats.records_kept,
                 stats.records_read,
             )
-            return {**base, "stats": dataclasses.asdict(stats)}
+            return {
+                **base,
+                "stats": dataclasses.asdict(stats),
+                # Cleaning merges small cleaned segments (Kafka groups them by size).
+                "segments_removed": segments_before - len(log_obj.segments),
+            }
 
     def _lock(self, topic: str, index: int) -> asyncio.Lock:
         return self._locks.setdefault((topic, index), asyncio.Lock())

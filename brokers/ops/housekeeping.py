@@ -30,9 +30,9 @@ not answer before the run's deadline is an error when the deadline passes. Every
 one line in ``HousekeepingResult.errors``; the rest of the run goes on. ``detail`` holds one
 entry per partition acted on (per replica outcomes included).
 
-Counting: ``segments_deleted`` and ``bytes_reclaimed`` add up every replica (disk space);
-``records_removed`` counts each partition once (offsets below the new log start, or records
-the leader's clean dropped).
+Counting: ``segments_deleted`` and ``bytes_reclaimed`` add up every replica (disk space;
+for compaction, segments the cleaner merged away); ``records_removed`` counts each partition
+once (offsets below the new log start, or records the leader's clean dropped).
 """
 
 from __future__ import annotations
@@ -584,11 +584,13 @@ def _compact_partition(
         replicas[str(broker_id)] = {
             "range": result.get("range"),
             "stats": stats,
+            "segments_removed": result.get("segments_removed", 0),
             **({"skipped": result["skipped"]} if result.get("skipped") else {}),
         }
         if not stats:
             continue
         cleaned = True
+        run.segments += int(result.get("segments_removed", 0))
         run.reclaimed += int(stats["bytes_before"]) - int(stats["bytes_after"])
         if broker_id == partition.leader:
             run.records += int(stats["records_read"]) - int(stats["records_kept"])
