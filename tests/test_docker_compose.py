@@ -225,6 +225,7 @@ def devcluster_commands(redis_url: str, root: Path) -> tuple[dict[str, list[str]
     return started, base_port, web_port
 
 
+@pytest.mark.integration
 def test_weir_containers_run_the_commands_make_run_starts(
     config: dict[str, Any], redis_server: str, tmp_path: Path
 ) -> None:
