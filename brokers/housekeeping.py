@@ -139,6 +139,8 @@ class HousekeepingServer:
             deadline = int(fields.get("deadline_ms") or 0)
         except ValueError:
             deadline = 0
+        # ``deadline_ms`` is the sender's wall clock: hosts are assumed NTP-synchronised,
+        # and the check only saves work nobody waits for any more.
         if deadline and self.broker.time_ms() > deadline:
             log.info("housekeeping: dropping expired %s command %s", command, fields.get("id"))
             return
