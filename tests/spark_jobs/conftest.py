@@ -130,9 +130,7 @@ def produce(
 def digest(rows: Iterable[tuple]) -> str:
     """Order-independent hash of ``(topic, partition, offset, key, value)`` tuples."""
     h = hashlib.sha256()
-    for topic, partition, offset, key, value in sorted(
-        rows, key=lambda r: (r[0], r[1], r[2])
-    ):
+    for topic, partition, offset, key, value in sorted(rows, key=lambda r: (r[0], r[1], r[2])):
         h.update(f"{topic}\0{partition}\0{offset}\0".encode())
         h.update(b"K" + bytes(key) if key is not None else b"N")
         h.update(b"V" + bytes(value) if value is not None else b"N")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from spark_jobs.offsets import OffsetRange, from_json_offsets, split_ranges, to_json_offsets
@@ -74,7 +76,11 @@ def test_starting_timestamp_wins_over_starting_offsets() -> None:
         ({**BOOT, "subscribePattern": "("}, False, "subscribePattern"),
         ({**BOOT, "subscribe": "t", "minPartitions": "0"}, False, "minPartitions"),
         ({**BOOT, "subscribe": "t", "includeHeaders": "yes"}, False, "includeHeaders"),
-        ({**BOOT, "subscribe": "t", "kafka.auto.offset.reset": "earliest"}, False, "startingOffsets"),
+        (
+            {**BOOT, "subscribe": "t", "kafka.auto.offset.reset": "earliest"},
+            False,
+            "startingOffsets",
+        ),
         ({**BOOT, "subscribe": "t", "startingTimestamp": "soon"}, False, "startingTimestamp"),
     ],
 )
@@ -90,7 +96,7 @@ def test_split_respects_max_records_and_covers_every_offset_once() -> None:
     zero = [p for p in pieces if p.partition == 0]
     assert len(zero) == 4 and all(p.size <= 300 for p in zero)
     assert zero[0].start == 10 and zero[-1].end == 1010
-    assert all(a.end == b.start for a, b in zip(zero, zero[1:], strict=False))
+    assert all(a.end == b.start for a, b in pairwise(zero))
 
 
 def test_min_partitions_cuts_ranges_in_proportion_to_size() -> None:

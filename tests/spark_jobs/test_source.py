@@ -81,7 +81,9 @@ def test_headers_column_only_with_include_headers(
     frame = read(spark, bootstrap, subscribe=topic, includeHeaders="true")
     assert frame.columns[-1] == "headers"  # type: ignore[attr-defined]
     rows = frame.select("partition", "offset", "headers").collect()  # type: ignore[attr-defined]
-    got = {(r["partition"], r["offset"]): [(h["key"], h["value"]) for h in r["headers"]] for r in rows}
+    got = {
+        (r["partition"], r["offset"]): [(h["key"], h["value"]) for h in r["headers"]] for r in rows
+    }
     want = {(s.partition, s.offset): [(k, v) for k, v in s.headers] for s in sent}
     assert got == want
 
@@ -132,7 +134,9 @@ def test_subscribe_pattern_matches_whole_topic_names(spark: object, bootstrap: s
     names = [f"{prefix}-a", f"{prefix}-b", f"x{prefix}-c"]
     for name in names:
         create_topic(bootstrap, name, 2)
-    sent = produce(bootstrap, ((n, i % 2, None, f"{n}:{i}".encode()) for n in names for i in range(30)))
+    sent = produce(
+        bootstrap, ((n, i % 2, None, f"{n}:{i}".encode()) for n in names for i in range(30))
+    )
     frame = read(spark, bootstrap, subscribePattern=f"{prefix}-.*")
     expected = [s for s in sent if s.topic != names[2]]
     assert frame_digest(frame) == (60, sent_digest(expected))
@@ -161,9 +165,7 @@ def test_starting_and_ending_timestamps_pick_offsets_by_record_time(
         endingTimestamp=str(upper),
     )
     expected = [
-        s
-        for s in sent
-        if s.timestamp_ms < upper and (s.partition == 1 or s.timestamp_ms >= cut)
+        s for s in sent if s.timestamp_ms < upper and (s.partition == 1 or s.timestamp_ms >= cut)
     ]
     assert frame_digest(frame) == (len(expected), sent_digest(expected))
 
@@ -195,7 +197,11 @@ def test_a_timestamp_after_every_record_fails_unless_strategy_latest(
             "Only one of the following options",
         ),
         (
-            {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t", "startingOffsets": "latest"},
+            {
+                "kafka.bootstrap.servers": "127.0.0.1:1",
+                "subscribe": "t",
+                "startingOffsets": "latest",
+            },
             "startingOffsets",
         ),
     ],
@@ -215,4 +221,6 @@ def test_json_offsets_must_name_every_partition(
 ) -> None:
     topic, _ = six
     with pytest.raises(PySparkException, match="must specify all TopicPartitions"):
-        read(spark, bootstrap, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 0}})).count()  # type: ignore[attr-defined]
+        read(
+            spark, bootstrap, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 0}})
+        ).count()  # type: ignore[attr-defined]

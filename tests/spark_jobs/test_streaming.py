@@ -46,9 +46,7 @@ def test_stream_from_latest_picks_up_only_records_produced_after_it_started(
         sent: list[Sent] = []
 
         def arrived() -> bool:
-            sent.extend(
-                produce(bootstrap, ((topic_name, p, None, b"during") for p in range(3)))
-            )
+            sent.extend(produce(bootstrap, ((topic_name, p, None, b"during") for p in range(3))))
             return spark.table(table).count() > 0  # type: ignore[attr-defined]
 
         wait_for(arrived, 60, "the first new record")
@@ -58,10 +56,14 @@ def test_stream_from_latest_picks_up_only_records_produced_after_it_started(
         sent.extend(last)
         ends = {p: max(s.offset for s in sent if s.partition == p) + 1 for p in range(3)}
         wait_for(
-            lambda: spark.table(table).where(  # type: ignore[attr-defined]
-                " OR ".join(f"(partition = {p} AND offset = {ends[p] - 1})" for p in range(3))
-            ).count()
-            == 3,
+            lambda: (
+                spark.table(table)
+                .where(  # type: ignore[attr-defined]
+                    " OR ".join(f"(partition = {p} AND offset = {ends[p] - 1})" for p in range(3))
+                )
+                .count()
+                == 3
+            ),
             60,
             "the last round",
         )
