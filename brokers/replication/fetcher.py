@@ -258,6 +258,12 @@ class LeaderFetcher:
         except LogError as exc:
             log.error("%s-%d: follower append failed: %s", partition.topic, partition.index, exc)
             followed.truncated = False
+            return
+        # As Kafka's followers do: adopt the leader's log start (retention, DeleteRecords), so
+        # whole segments below it go here too without waiting for the next retention run.
+        leader_start = data.log_start_offset  # type: ignore[attr-defined]
+        if partition.log_start_offset < leader_start <= partition.log_end_offset:
+            partition.delete_records_before(leader_start)
 
     def _back_off(self, followed: _Followed, error: ErrorCode) -> None:
         """Retry this partition after ``PARTITION_BACKOFF_MS``: its leader refused it."""

@@ -73,6 +73,9 @@ class Command(BaseCommand):
         logging.basicConfig(
             level=os.environ.get("WEIR_LOG_LEVEL", "INFO"),
             format=f"%(asctime)s broker-{broker_id} %(levelname)s %(name)s: %(message)s",
+            # Django's LOGGING already gave the root logger a WARNING handler; the broker's
+            # own level (WEIR_LOG_LEVEL) is the one that counts here.
+            force=True,
         )
         settings = BrokerSettings(
             broker_id=broker_id,
