@@ -26,10 +26,10 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /app
 
-# Dependencies first so that a code change does not reinstall them. psycopg is the driver
-# DATABASE_URL=postgres://... needs (the embedded default, SQLite, needs none).
+# Dependencies first so that a code change does not reinstall them (requirements.txt has
+# psycopg, the driver DATABASE_URL=postgres://... needs).
 COPY requirements.txt ./
-RUN pip install -r requirements.txt "psycopg[binary]==3.3.9"
+RUN pip install -r requirements.txt
 
 COPY . .
 

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from controlplane.errors import ApiError
@@ -57,7 +57,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
         last = None
         while True:
             try:
-                view = await sync_to_async(self.snapshot, thread_sensitive=False)()
+                view = await database_sync_to_async(self.snapshot, thread_sensitive=False)()
                 text = json.dumps(view, separators=(",", ":"), default=str)
             except ApiError as exc:
                 text = json.dumps({"type": "error", "message": exc.message})

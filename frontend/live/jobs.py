@@ -8,9 +8,9 @@ finished, beat's last run time — so the browser never polls. The analytics pag
 the same socket (``kind=analytics``) to show runs in progress and to fetch a new result once
 its job has succeeded.
 
-The reads go through the ORM from a worker thread: as channels' ``database_sync_to_async``
-does, each read closes the thread's stale connections before and after, so an open page
-holds no database connection between ticks (PostgreSQL counts them).
+The reads go through the ORM from a worker thread under channels' ``database_sync_to_async``
+(``WatchConsumer`` runs every snapshot that way), which closes the thread's stale connections
+before and after each read, so an open page holds no database connection between ticks.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs
 
-from django.db import close_old_connections
 from django.urls import URLPattern, path
 
 from controlplane.errors import BadRequest
@@ -59,11 +58,7 @@ class JobsConsumer(WatchConsumer):
 
     def snapshot(self) -> dict[str, Any]:
         query = parse_qs(self.scope.get("query_string", b"").decode())
-        close_old_connections()
-        try:
-            return jobs_view(kind=query.get("kind", [""])[0], status=query.get("status", [""])[0])
-        finally:
-            close_old_connections()
+        return jobs_view(kind=query.get("kind", [""])[0], status=query.get("status", [""])[0])
 
 
 websocket_urlpatterns: list[URLPattern] = [

@@ -33,7 +33,7 @@ PAGES = (
 )
 MUTATING = re.compile(
     r"\b(create|delete|produce|reset|execute|rebalance|elect|cancel|add|save|edit|propose|"
-    r"generate|apply|remove)\b",
+    r"generate|apply|remove|run)\b",
     re.IGNORECASE,
 )
 
