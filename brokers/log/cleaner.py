@@ -78,6 +78,7 @@ from brokers.protocol.inflate import (
     CODEC_NONE,
     CODEC_SNAPPY,
     CODEC_ZSTD,
+    read_varint,
     records_section,
 )
 from brokers.protocol.records import (
@@ -249,20 +250,6 @@ def _iter_batches(source: _Source) -> Iterator[tuple[BatchHeader, memoryview]]:
         pos += header.size
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint at ``pos``: ``(value, next position)``."""
-    result = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptBatchError(f"varint at byte {pos} is longer than 10 bytes")
-
-
 @dataclass(frozen=True, slots=True)
 class _RawRecord:
     """One record as the cleaner needs it: its bytes stay as they are if it is kept."""
@@ -280,15 +267,15 @@ def _iter_raw_records(data: bytes, header: BatchHeader) -> Iterator[_RawRecord]:
     cursor = 0
     try:
         for _ in range(header.records_count):
-            length, body = _varint(data, cursor)
+            length, body = read_varint(data, cursor)
             end = body + length
-            timestamp_delta, at = _varint(data, body + 1)  # skip the attributes byte
-            offset_delta, at = _varint(data, at)
-            key_length, at = _varint(data, at)
+            timestamp_delta, at = read_varint(data, body + 1)  # skip the attributes byte
+            offset_delta, at = read_varint(data, at)
+            key_length, at = read_varint(data, at)
             key = None
             if key_length >= 0:
                 key, at = data[at : at + key_length], at + key_length
-            value_length, at = _varint(data, at)
+            value_length, at = read_varint(data, at)
             if end > len(data) or at > end:
                 raise CorruptBatchError("a record overruns its batch")
             yield _RawRecord(offset_delta, timestamp_delta, key, value_length < 0, cursor, end)

@@ -51,6 +51,7 @@ __all__ = [
     "decompress",
     "iter_offsets_and_timestamps",
     "iter_records",
+    "read_varint",
     "records_section",
 ]
 
@@ -118,7 +119,7 @@ def records_section(batch: bytes | memoryview, header: BatchHeader, pos: int = 0
     return decompress(header.compression, body)
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Decode a zigzag varint/varlong at ``pos``; returns ``(value, next position)``."""
     result = 0
     shift = 0
@@ -134,7 +135,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _blob(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    length, pos = _varint(buf, pos)
+    length, pos = read_varint(buf, pos)
     if length < 0:
         return None, pos
     end = pos + length
@@ -157,9 +158,9 @@ def iter_offsets_and_timestamps(
     cursor = 0
     try:
         for _ in range(header.records_count):
-            length, body = _varint(data, cursor)
-            timestamp_delta, at = _varint(data, body + 1)
-            offset_delta, _ = _varint(data, at)
+            length, body = read_varint(data, cursor)
+            timestamp_delta, at = read_varint(data, body + 1)
+            offset_delta, _ = read_varint(data, at)
             cursor = body + length
             timestamp = (
                 header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
@@ -179,13 +180,13 @@ def iter_records(batch: bytes | memoryview, pos: int = 0) -> Iterator[Record]:
     cursor = 0
     try:
         for _ in range(header.records_count):
-            length, body = _varint(data, cursor)
+            length, body = read_varint(data, cursor)
             end = body + length
-            timestamp_delta, at = _varint(data, body + 1)
-            offset_delta, at = _varint(data, at)
+            timestamp_delta, at = read_varint(data, body + 1)
+            offset_delta, at = read_varint(data, at)
             key, at = _blob(data, at)
             value, at = _blob(data, at)
-            count, at = _varint(data, at)
+            count, at = read_varint(data, at)
             headers: list[tuple[str, bytes | None]] = []
             for _ in range(count):
                 name, at = _blob(data, at)
