@@ -25,6 +25,8 @@ Timestamps become microseconds in UTC; ``timestampType`` uses the Java client's 
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import time
 import uuid
 from collections.abc import Iterator
@@ -42,9 +44,10 @@ from confluent_kafka import (
 from spark_jobs.offsets import OffsetRange, client_config
 from spark_jobs.options import SourceOptions
 
-BATCH_RECORDS = 10_000  # records per Arrow batch (and per consume() call)
+BATCH_RECORDS = 10_000  # records per consume() call, and so at most per Arrow batch
 _POLL_S = 1.0
 _TIMESTAMP_TYPE = {TIMESTAMP_CREATE_TIME: 0, TIMESTAMP_LOG_APPEND_TIME: 1}
+_MS = pa.timestamp("ms", tz="UTC")
 
 
 class DataLossError(RuntimeError):
@@ -85,7 +88,6 @@ def read_range(
 def _drain(
     consumer: Consumer, options: SourceOptions, span: OffsetRange, arrow_schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
-    builder = _BatchBuilder(span, arrow_schema, options.include_headers)
     next_offset = span.start
     stalled_since = time.monotonic()
     timeout_s = options.poll_timeout_ms / 1000.0
@@ -93,98 +95,87 @@ def _drain(
         messages = consumer.consume(
             num_messages=max(1, min(BATCH_RECORDS, span.end - next_offset)), timeout=_POLL_S
         )
-        progressed = False
+        # Whole-list passes (comprehensions) instead of per-record Python calls: this loop is
+        # the source's hot path.
+        records = [m for m in messages if m.error() is None]
         done = False
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    if message.offset() >= span.end:
-                        done = True  # the log ends at or after the range: holes were compacted
-                        break
-                    continue  # HW below the range end (e.g. a leader change): wait for it
-                if error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                    raise DataLossError(
-                        f"offsets {span.start}..{span.end} of {span.topic}-{span.partition} "
-                        f"are no longer available ({error.str()}); some data may have been "
-                        "lost. Set failOnDataLoss=false to read what is left."
-                    )
-                if error.retriable() or not error.fatal():
-                    continue  # transient (a broker restarting): the client retries
-                raise KafkaException(error)
-            offset = message.offset()
-            if offset >= span.end:
-                done = True
-                break
-            builder.add(message)
-            next_offset = offset + 1
-            progressed = True
-            if builder.full:
-                yield builder.flush()
-        if done:
-            break
-        if progressed:
+        if len(records) != len(messages):
+            done = _check_events(messages, span)
+        offsets = [m.offset() for m in records]
+        if offsets and offsets[-1] >= span.end:
+            cut = bisect.bisect_left(offsets, span.end)
+            records, offsets, done = records[:cut], offsets[:cut], True
+        if records:
+            yield _to_batch(records, offsets, span, arrow_schema, options.include_headers)
+            next_offset = offsets[-1] + 1
             stalled_since = time.monotonic()
-        elif time.monotonic() - stalled_since > timeout_s:
+        elif not done and time.monotonic() - stalled_since > timeout_s:
             raise TimeoutError(
                 f"no records from {span.topic}-{span.partition} at offset {next_offset} "
                 f"(range {span.start}..{span.end}) for {timeout_s:.0f}s "
                 "(option kafkaConsumer.pollTimeoutMs)"
             )
-    if builder.count:
-        yield builder.flush()
+        if done:
+            break
 
 
-class _BatchBuilder:
-    """Column lists for one Arrow batch; ``flush`` turns them into a ``RecordBatch``."""
+def _check_events(messages: list, span: OffsetRange) -> bool:
+    """Handle the error events of a consume() call; True when the range is complete."""
+    for message in messages:
+        error = message.error()
+        if error is None:
+            continue
+        if error.code() == KafkaError._PARTITION_EOF:
+            if message.offset() >= span.end:
+                return True  # the log ends at or after the range: any holes were compacted
+            continue  # HW below the range end (e.g. a leader change): wait for it
+        if error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+            raise DataLossError(
+                f"offsets {span.start}..{span.end} of {span.topic}-{span.partition} "
+                f"are no longer available ({error.str()}); some data may have been "
+                "lost. Set failOnDataLoss=false to read what is left."
+            )
+        if error.retriable() or not error.fatal():
+            continue  # transient (a broker restarting): the client retries
+        raise KafkaException(error)
+    return False
 
-    def __init__(self, span: OffsetRange, arrow_schema: pa.Schema, headers: bool) -> None:
-        self.span = span
-        self.schema = arrow_schema
-        self.with_headers = headers
-        self._reset()
 
-    def _reset(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.offsets: list[int] = []
-        self.stamps: list[int | None] = []
-        self.stamp_types: list[int] = []
-        self.headers: list[list[dict[str, object]]] = []
-
-    @property
-    def count(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def full(self) -> bool:
-        return len(self.offsets) >= BATCH_RECORDS
-
-    def add(self, message: object) -> None:
-        self.keys.append(message.key())  # type: ignore[attr-defined]
-        self.values.append(message.value())  # type: ignore[attr-defined]
-        self.offsets.append(message.offset())  # type: ignore[attr-defined]
-        kind, stamp = message.timestamp()  # type: ignore[attr-defined]
-        self.stamps.append(stamp * 1000 if kind in _TIMESTAMP_TYPE else None)
-        self.stamp_types.append(_TIMESTAMP_TYPE.get(kind, -1))
-        if self.with_headers:
-            pairs = message.headers() or []  # type: ignore[attr-defined]
-            self.headers.append([{"key": k, "value": v} for k, v in pairs])
-
-    def flush(self) -> pa.RecordBatch:
-        n = len(self.offsets)
-        types = self.schema.types
-        columns = [
-            pa.array(self.keys, types[0]),
-            pa.array(self.values, types[1]),
-            pa.array([self.span.topic] * n, types[2]),
-            pa.array([self.span.partition] * n, types[3]),
-            pa.array(self.offsets, types[4]),
-            pa.array(self.stamps, pa.int64()).cast(types[5]),
-            pa.array(self.stamp_types, types[6]),
-        ]
-        if self.with_headers:
-            columns.append(pa.array(self.headers, types[7]))
-        batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
-        self._reset()
-        return batch
+def _to_batch(
+    records: list,
+    offsets: list[int],
+    span: OffsetRange,
+    schema: pa.Schema,
+    with_headers: bool,
+) -> pa.RecordBatch:
+    n = len(records)
+    types = schema.types
+    stamps = [m.timestamp() for m in records]
+    kinds = {kind for kind, _ in stamps}
+    if kinds <= _TIMESTAMP_TYPE.keys() and len(kinds) == 1:
+        # the usual case: one timestamp type for the whole batch
+        (kind,) = kinds
+        times = pa.array([t for _, t in stamps], _MS).cast(types[5])
+        kind_column = pa.array(itertools.repeat(_TIMESTAMP_TYPE[kind], n), types[6], size=n)
+    else:
+        times = pa.array([t if k in _TIMESTAMP_TYPE else None for k, t in stamps], _MS).cast(
+            types[5]
+        )
+        kind_column = pa.array([_TIMESTAMP_TYPE.get(k, -1) for k, _ in stamps], types[6])
+    columns = [
+        pa.array([m.key() for m in records], types[0]),
+        pa.array([m.value() for m in records], types[1]),
+        pa.array(itertools.repeat(span.topic, n), types[2], size=n),
+        pa.array(itertools.repeat(span.partition, n), types[3], size=n),
+        pa.array(offsets, types[4]),
+        times,
+        kind_column,
+    ]
+    if with_headers:
+        columns.append(
+            pa.array(
+                [[{"key": k, "value": v} for k, v in (m.headers() or ())] for m in records],
+                types[7],
+            )
+        )
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
