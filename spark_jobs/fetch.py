@@ -64,6 +64,11 @@ def consumer_config(options: SourceOptions) -> dict[str, object]:
             "enable.partition.eof": True,
             # "error" surfaces OFFSET_OUT_OF_RANGE to us instead of silently skipping data.
             "auto.offset.reset": "error" if options.fail_on_data_loss else "earliest",
+            # One partition per consumer: let each fetch bring back a lot of it (librdkafka's
+            # default is 1 MB per partition per fetch, a round trip per MB).
+            "max.partition.fetch.bytes": 16 * 1024 * 1024,
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "receive.message.max.bytes": 65 * 1024 * 1024,
         }
     )
     for name, value in options.kafka.items():  # the user's kafka.* settings win
