@@ -224,3 +224,8 @@ def test_json_offsets_must_name_every_partition(
         read(
             spark, bootstrap, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 0}})
         ).count()  # type: ignore[attr-defined]
+
+
+def test_a_subscription_matching_nothing_reads_nothing(spark: object, bootstrap: str) -> None:
+    frame = read(spark, bootstrap, subscribe=f"spark-missing-{time.monotonic_ns()}")
+    assert frame.count() == 0  # type: ignore[attr-defined]
