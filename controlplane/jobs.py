@@ -49,6 +49,7 @@ __all__ = [
     "job_execute",
     "job_names",
     "job_submit",
+    "jobs_orphaned",
     "schedule_list",
     "schedule_update",
 ]
@@ -139,9 +140,9 @@ def _finish(job: Job, *, status: str, error: str = "", **fields: Any) -> None:
     job.save()
 
 
-def job_execute(job_id: int) -> Job:
+def job_execute(job_id: int, *, worker: str = "") -> Job:
     """Run a queued job to its end, keeping its record current; never raises for a job's own
-    failure (that is recorded on the job)."""
+    failure (that is recorded on the job). ``worker`` names the Celery worker running it."""
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
@@ -152,7 +153,8 @@ def job_execute(job_id: int) -> Job:
         job.status = Job.Status.RUNNING
         job.started_at = timezone.now()
         job.message = "starting"
-        job.save(update_fields=["status", "started_at", "message"])
+        job.worker = worker
+        job.save(update_fields=["status", "started_at", "message", "worker"])
     reporter = ProgressReporter(job)
     try:
         outcome = _RUNNERS[job.kind](job, reporter)
@@ -172,6 +174,18 @@ def job_execute(job_id: int) -> Job:
         detail=outcome.detail,
     )
     return job
+
+
+def jobs_orphaned(*, worker: str) -> int:
+    """Fail the jobs a (re)starting worker was running when it stopped; returns how many.
+
+    A task is acknowledged when a worker takes it, so a worker that dies mid-run takes the
+    run with it; without this its record would say ``running`` for ever."""
+    return Job.objects.filter(status=Job.Status.RUNNING, worker=worker).update(
+        status=Job.Status.FAILED,
+        finished_at=timezone.now(),
+        error=f"worker {worker} stopped before the job finished",
+    )
 
 
 # runners --------------------------------------------------------------------------------------
@@ -261,9 +275,8 @@ def lag_samples(*, since_ms: int, limit: int = 500_000) -> list[dict[str, Any]]:
 
 
 def _analytics(job: Job, progress: ProgressReporter) -> _Outcome:
-    from spark_jobs.jobs import run_job
-
     from controlplane.cluster import gateway
+    from spark_jobs.jobs import run_job
 
     name = job.name.removeprefix("analytics:")
     hours = float(job.params.get("since_hours") or settings.WEIR_ANALYTICS_WINDOW_H)

@@ -31,6 +31,7 @@ class JobSerializer(serializers.ModelSerializer):
             "name",
             "status",
             "scheduled_by",
+            "worker",
             "params",
             "created_at",
             "started_at",

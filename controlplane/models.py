@@ -61,6 +61,7 @@ class Job(models.Model):
     )
     params = models.JSONField(default=dict, blank=True)
     task_id = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -58,6 +58,12 @@ class Migration(migrations.Migration):
                 ),
                 ("params", models.JSONField(blank=True, default=dict)),
                 ("task_id", models.CharField(blank=True, max_length=64)),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True, help_text="the Celery worker running it", max_length=200
+                    ),
+                ),
                 ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
                 ("started_at", models.DateTimeField(blank=True, null=True)),
                 ("finished_at", models.DateTimeField(blank=True, null=True)),

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +20,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from controlplane.jobs import ANALYTICS_JOBS, DEFAULT_SCHEDULES
-from tests.controlplane_fixtures import PASSWORD, Dashboard
+from tests.controlplane_fixtures import PASSWORD, ROOT, Dashboard
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -182,3 +185,41 @@ def test_the_analytics_job_names_are_the_spark_jobs() -> None:
     from spark_jobs.jobs import JOBS
 
     assert set(ANALYTICS_JOBS) == set(JOBS)
+
+
+def test_a_restarting_worker_fails_the_runs_it_left_behind(dashboard: Dashboard) -> None:
+    """A worker killed mid-run leaves its job 'running'; when it starts again it marks it
+    failed (jobs of other workers are left alone)."""
+    name = f"orphans-{time.monotonic_ns() % 10**6}"
+    hostname = f"{name}@{socket.gethostname()}"
+    created = dashboard.manage(
+        "shell",
+        "-c",
+        "from controlplane.models import Job; "
+        f"a = Job.objects.create(kind='retention', name='retention', scheduled_by='cli', "
+        f"status='running', worker='{hostname}'); "
+        "b = Job.objects.create(kind='retention', name='retention', scheduled_by='cli', "
+        "status='running', worker='someone-else@host'); "
+        "print(a.pk, b.pk)",
+    )
+    mine, theirs = (int(x) for x in created.split()[-2:])  # after the shell's banner
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "controlplane", "worker", "-n", hostname],
+        cwd=ROOT,
+        env=dashboard.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        done = _wait_job(dashboard, mine, timeout=60)
+        assert done["status"] == "failed" and "stopped before the job finished" in done["error"]
+        _, other = _call(dashboard, "GET", f"/api/jobs/{theirs}/")
+        assert other["status"] == "running"
+    finally:
+        worker.terminate()
+        worker.wait(20)
+        dashboard.manage(
+            "shell",
+            "-c",
+            f"from controlplane.models import Job; Job.objects.filter(pk={theirs}).delete()",
+        )
