@@ -92,6 +92,15 @@ DATABASES = {
         conn_max_age=0,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default shares one file between the web app, the monitor and Celery's
+    # worker and beat: WAL lets readers go on while one writes, IMMEDIATE transactions take
+    # the write lock up front (no upgrade deadlock), and a writer waits up to 20 s for it.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

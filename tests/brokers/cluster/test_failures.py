@@ -358,8 +358,10 @@ def test_redis_restart(make_cluster: ClusterFactory, durable_redis: DurableRedis
     # The views can still list three brokers from the image cached while Redis was away;
     # a new topic is placed on the brokers whose leases Redis holds again, so wait for those.
     wait_until(
-        lambda: all(cluster.lease_alive(b) for b in (1, 2, 3))
-        and all(len(v.brokers) == 3 for v in cluster.views().values()),
+        lambda: (
+            all(cluster.lease_alive(b) for b in (1, 2, 3))
+            and all(len(v.brokers) == 3 for v in cluster.views().values())
+        ),
         20,
         lambda: f"brokers registered again\n{cluster.describe()}",
     )
