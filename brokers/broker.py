@@ -59,6 +59,8 @@ from brokers.partition import Partition
 from brokers.replica_manager import Assignment, ReplicaManager
 from brokers.replication.fetcher import ReplicaFetcherManager
 from brokers.replication.quota import ReplicationQuota, is_throttled
+from brokers.security.acl import AclOperation, Authorizer, ResourceType
+from brokers.security.acl_store import AclCache, build_authorizer
 from brokers.server import KafkaServer
 from brokers.topic_names import INTERNAL_TOPICS
 
@@ -180,6 +182,9 @@ class Broker:
         self.controller: Controller | None = None
         self._replication_quota = ReplicationQuota()
         self.fenced = asyncio.Event()
+        # ACLs: every broker keeps them current; checks happen only with an authorizer.
+        self.acls = AclCache(cluster_id=settings.cluster_id)
+        self.authorizer: Authorizer | None = build_authorizer(self.config, self.acls)
 
     # lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -215,6 +220,7 @@ class Broker:
             time_s=time.monotonic,
         )
         self.metadata = MetadataCache(self.redis, cluster_id=settings.cluster_id)
+        await self.acls.start(self.redis)
         self.metadata.add_listener(self._on_metadata)
         await self.metadata.start()
         self._on_metadata(self.metadata.image)
@@ -258,6 +264,7 @@ class Broker:
             await _bounded(self.controller.stop(), "stopping the controller")
         await _bounded(self.groups.stop(), "stopping the group coordinator")
         await _bounded(self.fetchers.stop(), "stopping the replica fetchers")
+        await _bounded(self.acls.stop(), "stopping the ACL cache")
         for task in self._tasks:
             task.cancel()
         if self._tasks:
@@ -277,6 +284,13 @@ class Broker:
         if self.redis is not None:
             await _bounded(self.redis.aclose(), "closing the Redis client")
         log.info("broker %d stopped", self.broker_id)
+
+    def authorize(self, ctx: object, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+        """May the connection's principal do ``op`` on the resource? Always, when no
+        authorizer is configured (``authorizer.class.name`` empty)."""
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize_connection(ctx, op, rtype, name)
 
     def _on_fenced(self, exc: Exception) -> None:
         """Another process registered this broker id: this one is a zombie and must stop."""

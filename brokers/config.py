@@ -1261,6 +1261,31 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         AtLeast(1),
         dynamic=True,
     ),
+    # -- authorizer (brokers.security.acl) ----------------------------------------------------
+    _broker(
+        "authorizer.class.name",
+        S,
+        "",
+        "The fully qualified name of a class that implements "
+        "org.apache.kafka.server.authorizer.Authorizer interface, which is used by the broker "
+        "for authorization. Weir enables its ACL authorizer for "
+        "<code>org.apache.kafka.metadata.authorizer.StandardAuthorizer</code> (or "
+        "<code>kafka.security.authorizer.AclAuthorizer</code>); empty disables authorization.",
+    ),
+    _broker(
+        "super.users",
+        S,
+        None,
+        "A semicolon-separated list of principals (<code>User:admin;User:ops</code>) that "
+        "are allowed every operation on every resource.",
+    ),
+    _broker(
+        "allow.everyone.if.no.acl.found",
+        B,
+        False,
+        "When true, a resource with no ACLs at all may be accessed by everyone; when false, "
+        "only super users may access it.",
+    ),
 )
 
 

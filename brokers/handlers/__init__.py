@@ -10,6 +10,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from brokers.handlers import (
+    acls,
     api_versions,
     cluster_control,
     configs,
@@ -94,6 +95,9 @@ def registry(broker: Broker) -> tuple[dict[int, Handler], dict[int, tuple[int, i
             metadata.DESCRIBE_CLUSTER_VERSIONS,
             metadata.handle_describe_cluster,
         ),
+        (acls.DESCRIBE_KEY, acls.DESCRIBE_VERSIONS, acls.handle_describe),
+        (acls.CREATE_KEY, acls.CREATE_VERSIONS, acls.handle_create),
+        (acls.DELETE_KEY, acls.DELETE_VERSIONS, acls.handle_delete),
     ]
     handlers: dict[int, Handler] = {key: partial(fn, broker) for key, _, fn in table}
     versions = {key: rng for key, rng, _ in table}

@@ -22,6 +22,8 @@ key (after the prefix)          type     holds
 ``incarnation``                 string   random id of this metadata store (detects a reset)
 ``housekeeping:<id>``           stream   retention/compaction commands for broker ``<id>``
 ``housekeeping_reply:<cmd>``    list     the broker's JSON answer to command ``<cmd>`` (TTL)
+``acls``                        set      ACL bindings, canonical JSON each (brokers.security)
+``acls_version``                counter  INCR on every ACL change; brokers poll it to reload
 ==============================  =======  =====================================================
 """
 
@@ -125,3 +127,13 @@ class KeyLayout:
     def housekeeping_reply(self, command_id: str) -> str:
         """List the broker pushes its answer to ``command_id`` onto (expires)."""
         return self.key(f"housekeeping_reply:{command_id}")
+
+    @property
+    def acls(self) -> str:
+        """Set of ACL bindings (canonical JSON), see ``brokers.security.acl_store``."""
+        return self.key("acls")
+
+    @property
+    def acls_version(self) -> str:
+        """Counter bumped with every ACL change."""
+        return self.key("acls_version")

@@ -1,0 +1,1 @@
+"""Security: SASL authentication, TLS listeners and Kafka ACLs (issue 8)."""
