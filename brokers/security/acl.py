@@ -48,6 +48,7 @@ __all__ = [
     "InvalidAclError",
     "PatternType",
     "ResourceType",
+    "client_host",
     "operation",
     "parse_super_users",
     "pattern_type",
@@ -308,6 +309,18 @@ class AclIndex:
         return sorted(b for b in self.bindings if flt.matches(b))
 
 
+def client_host(peer_host: object) -> str:
+    """The address ACL hosts are compared with: an IPv4-mapped IPv6 peer (``::ffff:a.b.c.d``,
+    from a dual-stack listener) counts as its IPv4 address, as Java's InetAddress does."""
+    text = str(peer_host)
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return text
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(mapped) if mapped is not None else str(address)
+
+
 def parse_super_users(value: str | None) -> frozenset[str]:
     """``super.users``: semicolon-separated principals (``User:admin;User:ops``)."""
     if not value:
@@ -342,7 +355,9 @@ class Authorizer:
         """``authorize`` for a connection context: its ``principal`` (ANONYMOUS when the
         listener does not authenticate) and its ``peer_host``."""
         principal = str(getattr(ctx, "principal", None) or ANONYMOUS)
-        return self.authorize(principal, str(getattr(ctx, "peer_host", "")), op, rtype, name)
+        return self.authorize(
+            principal, client_host(getattr(ctx, "peer_host", "")), op, rtype, name
+        )
 
     def authorize(
         self,

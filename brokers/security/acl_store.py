@@ -53,6 +53,16 @@ def _member(binding: AclBinding) -> str:
     return json.dumps(binding.to_json(), sort_keys=True, separators=(",", ":"))
 
 
+def _parse(members: Iterable[bytes | str]) -> list[AclBinding]:
+    bindings = []
+    for member in members:
+        try:
+            bindings.append(AclBinding.from_json(json.loads(member)))
+        except (ValueError, KeyError, TypeError):
+            log.warning("ignoring a malformed ACL in Redis: %r", member)
+    return bindings
+
+
 class AclStore:
     """Reads and atomic edits of the ``acls`` set."""
 
@@ -70,13 +80,7 @@ class AclStore:
             pipe.get(self.keys.acls_version)
             pipe.smembers(self.keys.acls)
             raw_version, members = await pipe.execute()
-        bindings = []
-        for member in members:
-            try:
-                bindings.append(AclBinding.from_json(json.loads(member)))
-            except (ValueError, KeyError, TypeError):
-                log.warning("ignoring a malformed ACL in Redis: %r", member)
-        return (int(raw_version) if raw_version is not None else 0), bindings
+        return (int(raw_version) if raw_version is not None else 0), _parse(members)
 
     async def add(self, bindings: Iterable[AclBinding]) -> None:
         members = [_member(b) for b in bindings]
@@ -106,7 +110,7 @@ class AclStore:
                 try:
                     await pipe.watch(self.keys.acls)
                     members = await pipe.smembers(self.keys.acls)
-                    current = AclIndex(AclBinding.from_json(json.loads(m)) for m in members)
+                    current = AclIndex(_parse(members))
                     matched = [current.select(f) for f in filters]
                     doomed = {_member(b) for group in matched for b in group}
                     pipe.multi()

@@ -5,6 +5,7 @@ guarding the ACL APIs themselves."""
 from __future__ import annotations
 
 import time
+import warnings
 
 import pytest
 from confluent_kafka import KafkaException
@@ -226,3 +227,55 @@ def test_with_the_authorizer_on_the_acl_apis_need_cluster_permissions(
         for future in futures.values():
             future.result(TIMEOUT)
     assert denied.value.args[0].code() == ErrorCode.cluster_authorization_failed
+
+
+def test_kafka_python_admin_round_trip(acl_pair: list[BrokerProcess]) -> None:
+    """kafka-python speaks other versions of the ACL APIs than librdkafka."""
+    with warnings.catch_warnings():
+        # kafka-python loads its schemas through a deprecated importlib API (see
+        # tests/brokers/clients/helpers.py); the suite turns warnings into errors.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka.admin import (
+            ACL,
+            ACLFilter,
+            ACLOperation,
+            ACLPermissionType,
+            ACLResourcePatternType,
+            KafkaAdminClient,
+            ResourcePattern,
+            ResourcePatternFilter,
+        )
+        from kafka.admin import ResourceType as KpResourceType
+
+    client = KafkaAdminClient(bootstrap_servers=acl_pair[1].bootstrap)
+    try:
+        acl = ACL(
+            principal="User:kp",
+            host="*",
+            operation=ACLOperation.WRITE,
+            permission_type=ACLPermissionType.ALLOW,
+            resource_pattern=ResourcePattern(
+                KpResourceType.TOPIC, "kp-", ACLResourcePatternType.PREFIXED
+            ),
+        )
+        created = client.create_acls([acl])
+        assert created["failed"] == [] and len(created["succeeded"]) == 1
+        only_kp = ACLFilter(
+            principal="User:kp",
+            host=None,
+            operation=ACLOperation.ANY,
+            permission_type=ACLPermissionType.ANY,
+            resource_pattern=ResourcePatternFilter(
+                KpResourceType.ANY, None, ACLResourcePatternType.ANY
+            ),
+        )
+        found, error = client.describe_acls(only_kp)
+        assert error.errno == 0
+        assert [(a.principal, a.operation, a.resource_pattern.resource_name) for a in found] == [
+            ("User:kp", ACLOperation.WRITE, "kp-")
+        ]
+        deleted = client.delete_acls([only_kp])
+        assert len(deleted) == 1 and len(deleted[0][1]) == 1
+        assert client.describe_acls(only_kp)[0] == []
+    finally:
+        client.close()

@@ -19,6 +19,7 @@ from brokers.security.acl import (
     InvalidAclError,
     PatternType,
     ResourceType,
+    client_host,
     parse_super_users,
     validate_binding,
     validate_filter,
@@ -252,6 +253,16 @@ def test_authorize_connection_uses_ctx_principal_else_anonymous() -> None:
     ctx = _Ctx()
     ctx.principal = ALICE  # type: ignore[attr-defined]
     assert not authorizer.authorize_connection(ctx, Op.READ, R.TOPIC, "t")
+
+
+def test_ipv4_mapped_peers_match_acls_for_their_ipv4_address() -> None:
+    assert client_host("::ffff:192.168.0.1") == HOST
+    assert client_host("::1") == "::1" and client_host(HOST) == HOST
+    authorizer = Authorizer(AclIndex([acl("t", Op.READ, host=HOST)]))
+    ctx = _Ctx()
+    ctx.peer_host = "::ffff:192.168.0.1"
+    ctx.principal = ALICE  # type: ignore[attr-defined]
+    assert authorizer.authorize_connection(ctx, Op.READ, R.TOPIC, "t")
 
 
 # -- filters ---------------------------------------------------------------------------------
