@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
+from kio.schema.errors import ErrorCode
+
 __all__ = [
     "ANONYMOUS",
     "CLUSTER_NAME",
@@ -49,6 +51,7 @@ __all__ = [
     "PatternType",
     "ResourceType",
     "client_host",
+    "denied_error",
     "operation",
     "parse_super_users",
     "pattern_type",
@@ -307,6 +310,20 @@ class AclIndex:
 
     def select(self, flt: AclBindingFilter) -> list[AclBinding]:
         return sorted(b for b in self.bindings if flt.matches(b))
+
+
+_DENIED_ERRORS = {
+    ResourceType.TOPIC: ErrorCode.topic_authorization_failed,
+    ResourceType.GROUP: ErrorCode.group_authorization_failed,
+    ResourceType.CLUSTER: ErrorCode.cluster_authorization_failed,
+    ResourceType.TRANSACTIONAL_ID: ErrorCode.transactional_id_authorization_failed,
+    ResourceType.DELEGATION_TOKEN: ErrorCode.delegation_token_authorization_failed,
+}
+
+
+def denied_error(rtype: ResourceType) -> ErrorCode:
+    """The error Kafka answers when an operation on a resource of ``rtype`` is denied."""
+    return _DENIED_ERRORS.get(rtype, ErrorCode.cluster_authorization_failed)
 
 
 def client_host(peer_host: object) -> str:

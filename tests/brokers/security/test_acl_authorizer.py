@@ -8,6 +8,7 @@ DescribeConfigs, super users, and ``allow.everyone.if.no.acl.found``.
 from __future__ import annotations
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from brokers.security.acl import (
     AclBinding,
@@ -20,6 +21,7 @@ from brokers.security.acl import (
     PatternType,
     ResourceType,
     client_host,
+    denied_error,
     parse_super_users,
     validate_binding,
     validate_filter,
@@ -263,6 +265,13 @@ def test_ipv4_mapped_peers_match_acls_for_their_ipv4_address() -> None:
     ctx.peer_host = "::ffff:192.168.0.1"
     ctx.principal = ALICE  # type: ignore[attr-defined]
     assert authorizer.authorize_connection(ctx, Op.READ, R.TOPIC, "t")
+
+
+def test_denied_error_is_the_authorization_error_of_the_resource_type() -> None:
+    assert denied_error(R.TOPIC) == ErrorCode.topic_authorization_failed
+    assert denied_error(R.GROUP) == ErrorCode.group_authorization_failed
+    assert denied_error(R.CLUSTER) == ErrorCode.cluster_authorization_failed
+    assert denied_error(R.TRANSACTIONAL_ID) == ErrorCode.transactional_id_authorization_failed
 
 
 # -- filters ---------------------------------------------------------------------------------
