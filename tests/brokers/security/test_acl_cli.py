@@ -4,6 +4,7 @@ list (with filters), remove, --producer / --consumer expansion, and clean errors
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import (
@@ -175,3 +176,11 @@ def test_an_unknown_operation_ends_the_process_cleanly_naming_the_flag() -> None
         *("acls", "--bootstrap-server", "127.0.0.1:1", "--list", "--operation", "Jump"),
     )
     assert "--operation: unknown operation 'Jump'" in stderr
+
+
+def test_runbroker_refuses_an_unknown_authorizer_class(tmp_path: Path) -> None:
+    stderr = fails(
+        *("runbroker", "--broker-id", "1", "--listen", "127.0.0.1:0"),
+        *("--data-dir", str(tmp_path), "--config", "authorizer.class.name=com.example.Nope"),
+    )
+    assert "authorizer.class.name 'com.example.Nope' is not supported" in stderr
