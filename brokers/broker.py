@@ -61,6 +61,7 @@ from brokers.replication.fetcher import ReplicaFetcherManager
 from brokers.replication.quota import ReplicationQuota, is_throttled
 from brokers.security.acl import AclOperation, Authorizer, ResourceType
 from brokers.security.acl_store import AclCache, build_authorizer
+from brokers.security.listeners import ListenerSpec, endpoint_rewriter
 from brokers.server import KafkaServer
 from brokers.topic_names import INTERNAL_TOPICS
 
@@ -103,6 +104,8 @@ class BrokerSettings:
     overrides: dict[str, str]
     redis_url: str
     cluster_id: str
+    # Listeners besides the primary (``listen``): brokers.security.listeners.ListenerSpec.
+    extra_listeners: tuple[ListenerSpec, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,22 @@ class Broker:
             max_request_size=self.config.get("socket.request.max.bytes"),
             metrics=self.metrics,
         )
+        # Secondary listeners (e.g. SASL_PLAINTEXT): name → (server, advertised endpoint).
+        self.extra_servers: dict[str, tuple[KafkaServer, list[tuple[str, int]]]] = {}
+        for spec in settings.extra_listeners:
+            advertised = [spec.advertised or (spec.host, spec.port)]
+            self.extra_servers[spec.name] = (
+                KafkaServer(
+                    name=spec.name,
+                    handlers=self.handlers,
+                    supported_versions=self.supported_versions,
+                    max_request_size=self.config.get("socket.request.max.bytes"),
+                    metrics=self.metrics,
+                    security_protocol=spec.protocol,
+                    rewrite=endpoint_rewriter(settings.broker_id, lambda a=advertised: a[0]),
+                ),
+                advertised,
+            )
         self.redis: aioredis.Redis | None = None
         self.store: MetadataStore | None = None
         self.registration: BrokerRegistration | None = None
@@ -196,6 +215,11 @@ class Broker:
         host, port = await self.server.bind(*settings.listen)
         if settings.advertise is None:
             self.endpoint = (host, port)
+        for spec in settings.extra_listeners:
+            extra, advertised = self.extra_servers[spec.name]
+            bound = await extra.bind(spec.host, spec.port)
+            if spec.advertised is None:
+                advertised[0] = bound
         self.registration = BrokerRegistration(
             self.redis,
             cluster_id=settings.cluster_id,
@@ -243,6 +267,9 @@ class Broker:
         )
         self.controller.start()
         await self.server.start_serving()
+        for extra, advertised in self.extra_servers.values():
+            await extra.start_serving()
+            log.info("broker %d listener %s on %s:%d", self.broker_id, extra.name, *advertised[0])
         log.info(
             "broker %d serving Kafka on %s:%d (advertised %s:%d), data in %s",
             self.broker_id,
@@ -260,6 +287,8 @@ class Broker:
         """
         log.info("broker %d shutting down", self.broker_id)
         await _bounded(self.server.stop(), "closing the listener")
+        for extra, _ in self.extra_servers.values():
+            await _bounded(extra.stop(), f"closing the {extra.name} listener")
         if self.controller is not None:
             await _bounded(self.controller.stop(), "stopping the controller")
         await _bounded(self.groups.stop(), "stopping the group coordinator")

@@ -493,6 +493,20 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "<code>listeners</code> config property. Weir takes it from runbroker --advertise.",
     ),
     _broker(
+        "listener.security.protocol.map",
+        S,
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "Map between listener names and security protocols. This must be defined for the "
+        "same security protocol to be usable in more than one port or IP.",
+    ),
+    _broker(
+        "sasl.enabled.mechanisms",
+        LST,
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "The list of SASL mechanisms enabled in the Kafka server. Weir supports PLAIN, "
+        "SCRAM-SHA-256 and SCRAM-SHA-512 (Kafka's default, GSSAPI, is not supported).",
+    ),
+    _broker(
         "message.max.bytes",
         I,
         1048588,

@@ -12,6 +12,16 @@ Bad input never takes the process down: a framing error or an unparseable reques
 only that connection; a handler that raises is logged and the connection closed, because a
 Kafka client cannot match a missing response. Responses are bytes plus file regions, and
 file regions go out with ``loop.sendfile`` (``os.sendfile`` under the hood: zero copy).
+
+Security: each ``KafkaServer`` is one listener with a security protocol. On a SASL listener a
+connection is unauthenticated until SaslAuthenticate succeeds (``brokers.handlers.sasl``); until
+then only ApiVersions, SaslHandshake and SaslAuthenticate are served (the API key is peeked
+before decoding) and anything else closes the connection. After a v0 SaslHandshake the client
+sends bare length-prefixed tokens, answered the same way. ``ctx.principal`` is ``User:<name>``
+once authenticated and ``User:ANONYMOUS`` on a PLAINTEXT listener. A handler sets
+``ctx.close_after_response`` to have its response sent and the connection then closed (failed
+authentication). A listener may carry a response filter (``rewrite``) that puts its own
+advertised endpoint into Metadata-like responses (``brokers.security.listeners``).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -36,6 +47,7 @@ from brokers.protocol.codec import (
     encode_unsupported_api_versions,
 )
 from brokers.protocol.framing import FrameDecoder, FramingError
+from brokers.security.sasl import ANONYMOUS, PRE_AUTH_APIS, SaslFailure
 
 __all__ = ["ConnectionContext", "Handler", "KafkaServer"]
 
@@ -55,6 +67,11 @@ class ConnectionContext:
     peer_port: int
     listener: str
     closed: bool = False
+    security_protocol: str = "PLAINTEXT"
+    principal: str = ANONYMOUS
+    authenticated: bool = False
+    sasl: Any = None  # brokers.security.sasl.SaslSession during/after a SASL exchange
+    close_after_response: bool = False
 
 
 Handler = Callable[[ConnectionContext, Request], Awaitable[Any]]
@@ -74,7 +91,13 @@ class KafkaConnection(asyncio.Protocol):
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._task: asyncio.Task[None] | None = None
-        self.context = ConnectionContext(peer_host="?", peer_port=0, listener=server.name)
+        self.context = ConnectionContext(
+            peer_host="?",
+            peer_port=0,
+            listener=server.name,
+            security_protocol=server.security_protocol,
+            authenticated=not server.sasl,
+        )
 
     # asyncio.Protocol callbacks -------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -160,6 +183,13 @@ class KafkaConnection(asyncio.Protocol):
         """Handle one request; False means the connection must close."""
         server = self._server
         started_ns = time.perf_counter_ns()
+        if not self.context.authenticated:
+            if self.context.sasl is not None and self.context.sasl.raw:
+                return await self._raw_sasl_token(frame)
+            api_key = struct.unpack_from(">h", frame)[0] if len(frame) >= 2 else -1
+            if api_key not in PRE_AUTH_APIS:
+                log.warning("closing %s: API %d before SASL authentication", self._peer(), api_key)
+                return False
         try:
             request = decode_request(frame, server.supported_versions)
         except UnsupportedVersionError as exc:
@@ -185,6 +215,8 @@ class KafkaConnection(asyncio.Protocol):
                 self._peer(),
             )
             return False
+        if server.rewrite is not None:
+            body = server.rewrite(request.api_key, body)
         sent = 0
         if body is not None:  # None: e.g. Produce with acks=0, Kafka sends no response
             chunks = encode_response(
@@ -200,6 +232,20 @@ class KafkaConnection(asyncio.Protocol):
                 sent,
                 request.body,
             )
+        return not self.context.close_after_response
+
+    async def _raw_sasl_token(self, frame: bytes) -> bool:
+        """A bare SASL token after a v0 SaslHandshake: answer with a bare token."""
+        ctx = self.context
+        try:
+            answer = await ctx.sasl.step(bytes(frame))
+        except SaslFailure as exc:
+            log.warning("closing %s: SASL authentication failed: %s", self._peer(), exc)
+            return False
+        await self._send([struct.pack(">i", len(answer)) + answer])
+        if ctx.sasl.complete:
+            ctx.principal = ctx.sasl.principal
+            ctx.authenticated = True
         return True
 
     async def _send(self, chunks: list[Any]) -> int:
@@ -255,8 +301,15 @@ class KafkaServer:
         supported_versions: dict[int, tuple[int, int]],
         max_request_size: int,
         metrics: BrokerMetrics | None = None,
+        security_protocol: str = "PLAINTEXT",
+        sasl_mechanisms: tuple[str, ...] = (),
+        rewrite: Callable[[int, Any], Any] | None = None,
     ) -> None:
         self.name = name
+        self.security_protocol = security_protocol
+        self.sasl = security_protocol.startswith("SASL_")
+        self.sasl_mechanisms = sasl_mechanisms
+        self.rewrite = rewrite
         self.metrics = metrics
         self.handlers = handlers
         self.supported_versions = supported_versions

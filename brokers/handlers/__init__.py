@@ -24,6 +24,8 @@ from brokers.handlers import (
     offsets,
     produce,
     reassignments,
+    sasl,
+    scram_credentials,
     topics,
 )
 
@@ -94,6 +96,18 @@ def registry(broker: Broker) -> tuple[dict[int, Handler], dict[int, tuple[int, i
             metadata.DESCRIBE_CLUSTER_KEY,
             metadata.DESCRIBE_CLUSTER_VERSIONS,
             metadata.handle_describe_cluster,
+        ),
+        (sasl.HANDSHAKE_KEY, sasl.HANDSHAKE_VERSIONS, sasl.handle_handshake),
+        (sasl.AUTHENTICATE_KEY, sasl.AUTHENTICATE_VERSIONS, sasl.handle_authenticate),
+        (
+            scram_credentials.DESCRIBE_KEY,
+            scram_credentials.DESCRIBE_VERSIONS,
+            scram_credentials.handle_describe,
+        ),
+        (
+            scram_credentials.ALTER_KEY,
+            scram_credentials.ALTER_VERSIONS,
+            scram_credentials.handle_alter,
         ),
         (acls.DESCRIBE_KEY, acls.DESCRIBE_VERSIONS, acls.handle_describe),
         (acls.CREATE_KEY, acls.CREATE_VERSIONS, acls.handle_create),

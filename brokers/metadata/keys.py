@@ -22,6 +22,8 @@ key (after the prefix)          type     holds
 ``incarnation``                 string   random id of this metadata store (detects a reset)
 ``housekeeping:<id>``           stream   retention/compaction commands for broker ``<id>``
 ``housekeeping_reply:<cmd>``    list     the broker's JSON answer to command ``<cmd>`` (TTL)
+``scram:<mechanism>``           hash     user → JSON SCRAM credential (salt, iterations,
+                                         StoredKey, ServerKey; brokers.security.credentials)
 ``acls``                        set      ACL bindings, canonical JSON each (brokers.security)
 ``acls_version``                counter  INCR on every ACL change; brokers poll it to reload
 ==============================  =======  =====================================================
@@ -137,3 +139,7 @@ class KeyLayout:
     def acls_version(self) -> str:
         """Counter bumped with every ACL change."""
         return self.key("acls_version")
+
+    def scram_credentials(self, mechanism: str) -> str:
+        """Hash of SCRAM credentials for ``SCRAM-SHA-256`` / ``SCRAM-SHA-512``."""
+        return self.key(f"scram:{mechanism}")

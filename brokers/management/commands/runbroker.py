@@ -3,6 +3,9 @@
 Flags are the contract of DESIGN.md: ``--broker-id N --listen HOST:PORT --data-dir DIR
 [--advertise HOST:PORT] [--rack R] [--config key=value ...]``; the coordination store comes
 from ``WEIR_REDIS_URL`` and ``WEIR_CLUSTER_ID``. Bad flags get a message naming the flag.
+``--listen`` may repeat as ``NAME://HOST:PORT`` (no prefix: PLAINTEXT); Kafka's ``listeners``,
+``advertised.listeners`` and ``listener.security.protocol.map`` configs add listeners too
+(``brokers.security.listeners``). The first listener is the primary, PLAINTEXT one.
 SIGTERM and SIGINT shut the broker down cleanly (flush, checkpoint, deregister).
 """
 
@@ -18,6 +21,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brokers.config import InvalidConfigError, parse_broker_overrides
+from brokers.security.listeners import ListenerError, resolve_listeners
 
 
 def parse_endpoint(flag: str, value: str) -> tuple[str, int]:
@@ -39,7 +43,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--broker-id", type=int, required=True, help="unique broker id (>= 0)")
-        parser.add_argument("--listen", required=True, help="HOST:PORT to accept clients on")
+        parser.add_argument(
+            "--listen",
+            required=True,
+            action="append",
+            help="[NAME://]HOST:PORT to accept clients on (repeatable; no NAME: PLAINTEXT)",
+        )
         parser.add_argument("--data-dir", required=True, help="directory for partition logs")
         parser.add_argument("--advertise", help="HOST:PORT clients should use (default: --listen)")
         parser.add_argument("--rack", help="rack id for rack-aware replica placement")
@@ -57,7 +66,6 @@ class Command(BaseCommand):
         broker_id = options["broker_id"]
         if broker_id < 0:
             raise CommandError(f"--broker-id must be >= 0, got {broker_id}")
-        listen = parse_endpoint("--listen", options["listen"])
         advertise = (
             parse_endpoint("--advertise", options["advertise"]) if options["advertise"] else None
         )
@@ -65,6 +73,15 @@ class Command(BaseCommand):
             overrides = parse_broker_overrides(options["config"])
         except InvalidConfigError as exc:
             raise CommandError(str(exc)) from None
+        listen_values = options["listen"]
+        for value in listen_values:
+            if "://" not in value:
+                parse_endpoint("--listen", value)  # the usual messages for a bad HOST:PORT
+        try:
+            listeners = resolve_listeners(listen_values, advertise=advertise, configs=overrides)
+        except ListenerError as exc:
+            raise CommandError(str(exc)) from None
+        listen = (listeners[0].host, listeners[0].port)
         data_dir = Path(options["data_dir"])
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
@@ -87,6 +104,7 @@ class Command(BaseCommand):
             overrides=overrides,
             redis_url=os.environ.get("WEIR_REDIS_URL", "redis://127.0.0.1:6379/0"),
             cluster_id=os.environ.get("WEIR_CLUSTER_ID", "weir"),
+            extra_listeners=tuple(listeners[1:]),
         )
         try:
             asyncio.run(_run(Broker(settings)))
