@@ -17,11 +17,13 @@ Security: each ``KafkaServer`` is one listener with a security protocol. On a SA
 connection is unauthenticated until SaslAuthenticate succeeds (``brokers.handlers.sasl``); until
 then only ApiVersions, SaslHandshake and SaslAuthenticate are served (the API key is peeked
 before decoding) and anything else closes the connection. After a v0 SaslHandshake the client
-sends bare length-prefixed tokens, answered the same way. ``ctx.principal`` is ``User:<name>``
-once authenticated and ``User:ANONYMOUS`` on a PLAINTEXT listener. A handler sets
-``ctx.close_after_response`` to have its response sent and the connection then closed (failed
-authentication). A listener may carry a response filter (``rewrite``) that puts its own
-advertised endpoint into Metadata-like responses (``brokers.security.listeners``).
+sends bare length-prefixed tokens, answered the same way. Until authenticated, frames are capped
+at 512 KB (Kafka's ``sasl.server.max.receive.size``), then at ``socket.request.max.bytes``.
+``ctx.principal`` is ``User:<name>`` once authenticated and ``User:ANONYMOUS`` on a PLAINTEXT
+listener. A handler sets ``ctx.close_after_response`` to have its response sent and the
+connection then closed (failed authentication). A listener may carry a response filter
+(``rewrite``) that puts its own advertised endpoint into Metadata-like responses
+(``brokers.security.listeners``).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ log = logging.getLogger("weir.server")
 # Stop reading from a client that has this many request bytes queued but unhandled.
 _MAX_QUEUED_BYTES = 8 * 1024 * 1024
 # File regions up to this size are copied (pread) rather than sent with sendfile.
+# Kafka's sasl.server.max.receive.size: the largest frame an unauthenticated client may send.
+_PRE_AUTH_MAX_FRAME = 512 * 1024
 _SENDFILE_MIN_BYTES = 64 * 1024
 
 
@@ -82,7 +86,11 @@ class KafkaConnection(asyncio.Protocol):
 
     def __init__(self, server: KafkaServer) -> None:
         self._server = server
-        self._decoder = FrameDecoder(server.max_request_size)
+        self._decoder = FrameDecoder(
+            min(server.max_request_size, _PRE_AUTH_MAX_FRAME)
+            if server.sasl
+            else server.max_request_size
+        )
         self._frames: deque[bytes] = deque()
         self._queued_bytes = 0
         self._wakeup = asyncio.Event()
@@ -183,7 +191,8 @@ class KafkaConnection(asyncio.Protocol):
         """Handle one request; False means the connection must close."""
         server = self._server
         started_ns = time.perf_counter_ns()
-        if not self.context.authenticated:
+        was_authenticated = self.context.authenticated
+        if not was_authenticated:
             if self.context.sasl is not None and self.context.sasl.raw:
                 return await self._raw_sasl_token(frame)
             api_key = struct.unpack_from(">h", frame)[0] if len(frame) >= 2 else -1
@@ -232,6 +241,8 @@ class KafkaConnection(asyncio.Protocol):
                 sent,
                 request.body,
             )
+        if self._server.sasl and self.context.authenticated and not was_authenticated:
+            self._lift_frame_cap()
         return not self.context.close_after_response
 
     async def _raw_sasl_token(self, frame: bytes) -> bool:
@@ -246,7 +257,16 @@ class KafkaConnection(asyncio.Protocol):
         if ctx.sasl.complete:
             ctx.principal = ctx.sasl.principal
             ctx.authenticated = True
+            self._lift_frame_cap()
         return True
+
+    def _lift_frame_cap(self) -> None:
+        """Authenticated: frames up to socket.request.max.bytes from now on. Clients send
+        nothing while authentication is in flight, so the pre-auth decoder holds no bytes."""
+        if self._decoder.buffered == 0:
+            self._decoder = FrameDecoder(self._server.max_request_size)
+        else:
+            log.warning("%s sent data during SASL authentication; keeping the cap", self._peer())
 
     async def _send(self, chunks: list[Any]) -> int:
         """Write a response; the bytes written."""

@@ -167,3 +167,33 @@ def test_plain_handshake_v0_raw_tokens_authenticate(sasl_broker: SaslBroker) -> 
         assert _recv_exactly(sock, 4) == b"\0\0\0\0"  # empty server token: authenticated
         sock.sendall(_frame(3, 1, struct.pack(">i", -1), correlation=9))
         assert _read_response(sock) is not None  # Metadata is served now
+
+
+def test_unauthenticated_frame_above_512_kb_closes_before_it_is_read(
+    sasl_broker: SaslBroker,
+) -> None:
+    with socket.create_connection(("127.0.0.1", sasl_broker.sasl_port), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", 600 * 1024) + b"\0" * 1024)
+        assert _closed(sock)
+    _still_serves(sasl_broker)
+
+
+def test_authenticated_client_may_send_large_requests(sasl_broker: SaslBroker) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": sasl_broker.sasl,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+            "compression.type": "none",
+        }
+    )
+    delivered: list[object] = []
+    producer.produce(
+        "sasl-large", value=b"x" * 900_000, on_delivery=lambda e, m: delivered.append(e)
+    )
+    assert producer.flush(15) == 0
+    assert delivered == [None]
