@@ -11,6 +11,7 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,11 +65,11 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
-@pytest.fixture(scope="module")
-def sasl_broker(
-    redis_server: str, tmp_path_factory: pytest.TempPathFactory
+@contextmanager
+def running_sasl_broker(
+    redis_server: str, directory: Path, extra_configs: tuple[str, ...] = ()
 ) -> Iterator[SaslBroker]:
-    directory: Path = tmp_path_factory.mktemp("sasl-broker")
+    """One broker with a PLAINTEXT and a SASL_PLAINTEXT listener and ``USERS`` in Redis."""
     cluster_id = f"test-{uuid.uuid4().hex[:12]}"
     for user, (password, mechanisms) in USERS.items():
         add_user(redis_server, cluster_id, user, password, mechanisms)
@@ -78,7 +79,7 @@ def sasl_broker(
         data_dir=directory / "broker-1",
         redis_url=redis_server,
         cluster_id=cluster_id,
-        configs=[f"listeners=SASL_PLAINTEXT://127.0.0.1:{sasl_port}"],
+        configs=[f"listeners=SASL_PLAINTEXT://127.0.0.1:{sasl_port}", *extra_configs],
         log_path=directory / "broker-1.log",
     )
     process.start()
@@ -87,3 +88,11 @@ def sasl_broker(
         yield SaslBroker(process, sasl_port, redis_server, cluster_id)
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(
+    redis_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SaslBroker]:
+    with running_sasl_broker(redis_server, tmp_path_factory.mktemp("sasl-broker")) as broker:
+        yield broker

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import (
@@ -19,8 +18,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.brokers.clients.conftest import BrokerProcess, free_port
-from tests.brokers.security.conftest import USERS, SaslBroker, add_user, wait_port
+from tests.brokers.security.conftest import USERS, SaslBroker, running_sasl_broker
 
 _ANY = AclBindingFilter(
     ResourceType.ANY,
@@ -35,29 +33,15 @@ _ANY = AclBindingFilter(
 
 @pytest.fixture(scope="module")
 def acl_broker(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
-    directory: Path = tmp_path_factory.mktemp("sasl-acl-broker")
-    cluster_id = f"test-{uuid.uuid4().hex[:12]}"
-    for user, (password, mechanisms) in USERS.items():
-        add_user(redis_server, cluster_id, user, password, mechanisms)
-    sasl_port = free_port()
-    process = BrokerProcess(
-        broker_id=1,
-        data_dir=directory / "broker-1",
-        redis_url=redis_server,
-        cluster_id=cluster_id,
-        configs=[
-            f"listeners=SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+    with running_sasl_broker(
+        redis_server,
+        tmp_path_factory.mktemp("sasl-acl-broker"),
+        (
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users=User:alice",
-        ],
-        log_path=directory / "broker-1.log",
-    )
-    process.start()
-    try:
-        wait_port(sasl_port)
-        yield SaslBroker(process, sasl_port, redis_server, cluster_id)
-    finally:
-        process.stop()
+        ),
+    ) as broker:
+        yield broker
 
 
 def _admin(broker: SaslBroker, user: str | None) -> AdminClient:
