@@ -7,7 +7,7 @@
 from django.urls import URLPattern, URLResolver, path
 
 from brokers.ops import api as ops_api
-from brokers.rest import v2, v3
+from brokers.rest import acls, v2, v3
 
 _C = "clusters/<str:cluster_id>"
 
@@ -47,6 +47,8 @@ kafka_v3: list[URLPattern | URLResolver] = [
         v3.ClusterConfigDetailView.as_view(),
         name="v3-cluster-config",
     ),
+    path(f"{_C}/acls", acls.AclListView.as_view(), name="v3-acls"),
+    path(f"{_C}/acls:batch", acls.AclBatchCreateView.as_view(), name="v3-acls-batch"),
 ]
 kafka_v2: list[URLPattern | URLResolver] = [
     path("brokers", v2.BrokerIdsView.as_view(), name="v2-brokers"),
