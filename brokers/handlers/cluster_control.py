@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from brokers.controller import IsrChangeRequest
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -32,6 +33,13 @@ async def handle_alter_partition(broker: Broker, ctx: ConnectionContext, request
     body = request.body
     version = request.api_version
     types = response_types(ALTER_PARTITION_KEY, version)
+    if not broker.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            response_class(ALTER_PARTITION_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            topics=(),
+        )
     epoch = broker.controller_epoch
     if epoch is None:
         return make(
@@ -86,6 +94,13 @@ async def handle_elect_leaders(broker: Broker, ctx: ConnectionContext, request: 
     types = response_types(ELECT_LEADERS_KEY, version)
     cls = response_class(ELECT_LEADERS_KEY, version)
     election_type = getattr(body, "election_type", PREFERRED)
+    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            replica_election_results=(),
+        )
     epoch = broker.controller_epoch
     if epoch is None:
         return make(

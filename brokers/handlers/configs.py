@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.errors import ErrorCode
+
 from brokers import admin
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -25,6 +28,32 @@ INCREMENTAL_KEY = 44
 INCREMENTAL_VERSIONS = (0, 1)
 
 
+_TOPIC_CONFIG = 2
+
+
+def _may(broker: Broker, ctx: ConnectionContext, op: AclOperation, resource: Any) -> bool:
+    """Kafka: ``op`` on the topic for topic configs, on the cluster for broker configs."""
+    if resource.resource_type == _TOPIC_CONFIG:
+        return broker.authorize(ctx, op, ResourceType.TOPIC, resource.resource_name)
+    return broker.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def _denied(resource: Any) -> ErrorCode:
+    if resource.resource_type == _TOPIC_CONFIG:
+        return ErrorCode.topic_authorization_failed
+    return ErrorCode.cluster_authorization_failed
+
+
+def _alter_denied(types: Any, resource: Any) -> Any:
+    return make(
+        types.AlterConfigsResourceResponse,
+        error_code=_denied(resource),
+        error_message="not authorized",
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+    )
+
+
 async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
     body = request.body
     version = request.api_version
@@ -33,14 +62,17 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
     include_docs = getattr(body, "include_documentation", False)
     results = []
     for resource in body.resources:
-        outcome = admin.describe_configs(
-            broker,
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-            keys=list(resource.configuration_keys)
-            if resource.configuration_keys is not None
-            else None,
-        )
+        if not _may(broker, ctx, AclOperation.DESCRIBE_CONFIGS, resource):
+            outcome = admin.ConfigsOutcome(_denied(resource), "not authorized")
+        else:
+            outcome = admin.describe_configs(
+                broker,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                keys=list(resource.configuration_keys)
+                if resource.configuration_keys is not None
+                else None,
+            )
         results.append(
             make(
                 types.DescribeConfigsResult,
@@ -86,6 +118,9 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
     types = response_types(ALTER_KEY, version)
     responses = []
     for resource in body.resources:
+        if not _may(broker, ctx, AclOperation.ALTER_CONFIGS, resource):
+            responses.append(_alter_denied(types, resource))
+            continue
         outcome = await admin.alter_configs(
             broker,
             resource_type=resource.resource_type,
@@ -115,6 +150,9 @@ async def handle_incremental(broker: Broker, ctx: ConnectionContext, request: Re
     types = response_types(INCREMENTAL_KEY, version)
     responses = []
     for resource in body.resources:
+        if not _may(broker, ctx, AclOperation.ALTER_CONFIGS, resource):
+            responses.append(_alter_denied(types, resource))
+            continue
         outcome = await admin.alter_configs(
             broker,
             resource_type=resource.resource_type,

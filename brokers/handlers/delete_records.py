@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -28,8 +29,12 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     topics = []
     for topic in request.body.topics:
         partitions = []
+        allowed = broker.authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
-            error, low = _delete(broker, topic.name, p.partition_index, p.offset)
+            if allowed:
+                error, low = _delete(broker, topic.name, p.partition_index, p.offset)
+            else:
+                error, low = ErrorCode.topic_authorization_failed, -1
             partitions.append(
                 make(
                     types.DeleteRecordsPartitionResult,

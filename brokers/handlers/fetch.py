@@ -29,6 +29,7 @@ from kio.schema.errors import ErrorCode
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.log.errors import OffsetOutOfRangeError
 from brokers.protocol.codec import RecordsRegion, Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     body = request.body
     replica_id = getattr(body, "replica_id", -1)
     wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
+    wanted, denied = _authorized(broker, ctx, wanted, replica_id)
     if replica_id >= 0:
         _record_follower_positions(broker, replica_id, wanted)
     reads = _read_all(broker, wanted, body.max_bytes, replica_id)
@@ -80,7 +82,30 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     throttled = sum(r.size for r in reads if r.throttled)
     if throttled:
         broker.record_replication_bytes(throttled)
-    return _response(request.api_version, reads)
+    return _response(request.api_version, reads + denied)
+
+
+def _authorized(
+    broker: Broker, ctx: ConnectionContext, wanted: list[tuple[str, Any]], replica_id: int
+) -> tuple[list[tuple[str, Any]], list[_PartitionRead]]:
+    """Kafka's checks: a follower needs ClusterAction on the cluster, a consumer Read on
+    each topic; denied partitions answer TOPIC_AUTHORIZATION_FAILED and are not read."""
+    if broker.authorizer is None:
+        return wanted, []
+    if replica_id >= 0:
+        ok = broker.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+        allowed = {topic: ok for topic, _ in wanted}
+    else:
+        allowed = {
+            topic: broker.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic)
+            for topic, _ in wanted
+        }
+    denied = [
+        _PartitionRead(topic, p.partition, ErrorCode.topic_authorization_failed, -1, -1, _EMPTY, 0)
+        for topic, p in wanted
+        if not allowed[topic]
+    ]
+    return [(topic, p) for topic, p in wanted if allowed[topic]], denied
 
 
 def _should_park(

@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from brokers.coordinator import MemberIdentity, Pending
 from brokers.group_coordinator import CoordinatorError
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from brokers.broker import Broker
@@ -46,6 +47,11 @@ def _ms(value: timedelta | int | None) -> int:
     return int(value)
 
 
+def _may(broker: Broker, ctx: ConnectionContext, op: AclOperation, group_id: str) -> bool:
+    """``op`` on the group (Kafka: Read for membership and offsets, Describe to look it up)."""
+    return broker.authorize(ctx, op, ResourceType.GROUP, group_id)
+
+
 def _client_host(ctx: ConnectionContext) -> str:
     return f"/{ctx.peer_host}"  # Kafka shows the client address with a leading slash
 
@@ -56,7 +62,7 @@ async def handle_find_coordinator(broker: Broker, ctx: ConnectionContext, reques
     version = request.api_version
     key_type = getattr(body, "key_type", _GROUP_KEY_TYPE)
     keys = list(body.coordinator_keys) if version >= 4 else [body.key]
-    answers = [await _find(broker, key_type, key) for key in keys]
+    answers = [await _find(broker, ctx, key_type, key) for key in keys]
     cls = response_class(FIND_COORDINATOR_KEY, version)
     if version >= 4:
         types = response_types(FIND_COORDINATOR_KEY, version)
@@ -89,8 +95,10 @@ async def handle_find_coordinator(broker: Broker, ctx: ConnectionContext, reques
 
 
 async def _find(
-    broker: Broker, key_type: int, key: str
+    broker: Broker, ctx: ConnectionContext, key_type: int, key: str
 ) -> tuple[ErrorCode, str | None, int, str, int]:
+    if key_type == _GROUP_KEY_TYPE and not _may(broker, ctx, AclOperation.DESCRIBE, key):
+        return ErrorCode.group_authorization_failed, None, -1, "", -1
     if key_type != _GROUP_KEY_TYPE:
         return (
             ErrorCode.coordinator_not_available,
@@ -132,6 +140,8 @@ async def handle_join_group(broker: Broker, ctx: ConnectionContext, request: Req
             members=fields.get("members", ()),
         )
 
+    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+        return reply(ErrorCode.group_authorization_failed)
     try:
         shard = coordinator.shard_for(body.group_id)
     except CoordinatorError as exc:
@@ -224,6 +234,8 @@ async def handle_sync_group(broker: Broker, ctx: ConnectionContext, request: Req
             assignment=assignment,
         )
 
+    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+        return reply(ErrorCode.group_authorization_failed)
     try:
         shard = coordinator.shard_for(body.group_id)
     except CoordinatorError as exc:
@@ -255,6 +267,8 @@ async def handle_sync_group(broker: Broker, ctx: ConnectionContext, request: Req
 async def handle_heartbeat(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
     body = request.body
     cls = response_class(HEARTBEAT_KEY, request.api_version)
+    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+        return make(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.group_authorization_failed)
     try:
         shard = broker.groups.shard_for(body.group_id)
     except CoordinatorError as exc:
@@ -302,6 +316,8 @@ async def handle_leave_group(broker: Broker, ctx: ConnectionContext, request: Re
             ),
         )
 
+    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+        return reply(ErrorCode.group_authorization_failed)
     try:
         shard = broker.groups.shard_for(body.group_id)
     except CoordinatorError as exc:
@@ -327,6 +343,10 @@ async def handle_describe_groups(broker: Broker, ctx: ConnectionContext, request
     types = response_types(DESCRIBE_GROUPS_KEY, version)
     described = []
     for group_id in body.groups:
+        if not _may(broker, ctx, AclOperation.DESCRIBE, group_id):
+            denied = ErrorCode.group_authorization_failed
+            described.append(_described(types, group_id, denied, "", "", "", ()))
+            continue
         try:
             shard = broker.groups.shard_for(group_id)
         except CoordinatorError as exc:
@@ -395,9 +415,12 @@ async def handle_list_groups(broker: Broker, ctx: ConnectionContext, request: Re
     wanted = {s.lower() for s in getattr(request.body, "states_filter", ()) or ()}
     loading = any(not shard.loaded for shard in broker.groups.shards.values())
     listed = []
+    everything = broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
     for _, group in broker.groups.all_groups():
         state = group.state.value
         if state == "Dead" or (wanted and state.lower() not in wanted):
+            continue
+        if not everything and not _may(broker, ctx, AclOperation.DESCRIBE, group.group_id):
             continue
         listed.append(
             make(
@@ -421,6 +444,10 @@ async def handle_delete_groups(broker: Broker, ctx: ConnectionContext, request: 
     types = response_types(DELETE_GROUPS_KEY, version)
     results = []
     for group_id in request.body.groups_names:
+        if not _may(broker, ctx, AclOperation.DELETE, group_id):
+            denied = ErrorCode.group_authorization_failed
+            results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=denied))
+            continue
         try:
             shard = broker.groups.shard_for(group_id)
             error = await broker.groups.delete_group(shard, group_id)

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from brokers.handlers._build import NO_THROTTLE, make, response_class
 from brokers.protocol.codec import Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -25,6 +26,17 @@ VERSIONS = (0, 4)
 _MAX_EPOCH = 32767
 
 
+def _may_write_idempotently(broker: Broker, ctx: ConnectionContext) -> bool:
+    """Kafka 3.x: IdempotentWrite on the cluster, or Write on any topic (checked against the
+    topics that exist, where Kafka asks whether any Write ACL could match)."""
+    if broker.authorize(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return True
+    return any(
+        broker.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, name)
+        for name in broker.topic_views()
+    )
+
+
 async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
     body = request.body
     cls = response_class(API_KEY, request.api_version)
@@ -33,6 +45,14 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
             cls,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.transactional_id_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    if not _may_write_idempotently(broker, ctx):
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
             producer_id=-1,
             producer_epoch=-1,
         )

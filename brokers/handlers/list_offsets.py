@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -34,8 +35,12 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     topics = []
     for topic in request.body.topics:
         partitions = []
+        allowed = broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
-            error, offset, timestamp, epoch = _lookup(broker, topic.name, p)
+            if allowed:
+                error, offset, timestamp, epoch = _lookup(broker, topic.name, p)
+            else:
+                error, offset, timestamp, epoch = ErrorCode.topic_authorization_failed, -1, -1, -1
             partitions.append(
                 make(
                     types.ListOffsetsPartitionResponse,

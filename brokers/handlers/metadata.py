@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
     topics: list[Any] = []
     if requested is None:
         for view in sorted(broker.topic_views().values(), key=lambda v: v.name):
-            topics.append(_topic(types, view))
+            if broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name):
+                topics.append(_topic(types, view))
     else:
         allow_auto = getattr(body, "allow_auto_topic_creation", True)
         for wanted in requested:
@@ -56,9 +58,22 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
                     continue
             else:
                 view = broker.topic_views().get(name)
+            if view is not None and not broker.authorize(
+                ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name
+            ):
+                denied = ErrorCode.topic_authorization_failed
+                topics.append(_missing(types, name, _NULL_UUID, denied))
+                continue
             if view is None and name is not None:
                 error = ErrorCode.unknown_topic_or_partition
-                if allow_auto and broker.auto_create_topics:
+                if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                    error = ErrorCode.topic_authorization_failed
+                elif allow_auto and broker.auto_create_topics:
+                    if not _may_create(broker, ctx, name):
+                        topics.append(
+                            _missing(types, name, _NULL_UUID, ErrorCode.topic_authorization_failed)
+                        )
+                        continue
                     error, view = await broker.auto_create_topic(name)
                 if view is None:
                     topics.append(_missing(types, name, _NULL_UUID, error))
@@ -119,6 +134,13 @@ def _topic(types: Any, view: TopicView) -> Any:
         ),
         topic_authorized_operations=_OPS_OMITTED,
     )
+
+
+def _may_create(broker: Broker, ctx: ConnectionContext, name: str) -> bool:
+    """Creating a topic needs Create on the cluster or on the topic (Kafka's rule)."""
+    return broker.authorize(
+        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+    ) or broker.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
 
 
 async def handle_describe_cluster(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:

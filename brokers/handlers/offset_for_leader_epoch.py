@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -26,12 +27,23 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     version = request.api_version
     types = response_types(API_KEY, version)
     topics = []
+    replica = getattr(request.body, "replica_id", -1) >= 0
+    cluster_ok = replica and broker.authorize(
+        ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+    )
     for topic in request.body.topics:
         partitions = []
+        allowed = cluster_ok or (
+            not replica
+            and broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.topic)
+        )
         for p in topic.partitions:
-            error, epoch, end_offset = _lookup(
-                broker, topic.topic, p.partition, p.current_leader_epoch, p.leader_epoch
-            )
+            if allowed:
+                error, epoch, end_offset = _lookup(
+                    broker, topic.topic, p.partition, p.current_leader_epoch, p.leader_epoch
+                )
+            else:
+                error, epoch, end_offset = ErrorCode.topic_authorization_failed, -1, -1
             partitions.append(
                 make(
                     types.EpochEndOffset,

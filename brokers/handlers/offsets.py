@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from brokers.coordinator import PartitionCommit
 from brokers.group_coordinator import CoordinatorError
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
+from brokers.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from brokers.broker import Broker
@@ -35,8 +36,15 @@ async def handle_offset_commit(broker: Broker, ctx: ConnectionContext, request: 
     errors: dict[tuple[str, int], ErrorCode] = {}
     commits: list[PartitionCommit] = []
     views = broker.topic_views()
+    group_ok = broker.authorize(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id)
     for topic, p in requested:
         view = views.get(topic)
+        if not group_ok:
+            errors[(topic, p.partition_index)] = ErrorCode.group_authorization_failed
+            continue
+        if not broker.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic):
+            errors[(topic, p.partition_index)] = ErrorCode.topic_authorization_failed
+            continue
         if view is None or p.partition_index >= len(view.partitions):
             errors[(topic, p.partition_index)] = ErrorCode.unknown_topic_or_partition
             continue
@@ -50,7 +58,8 @@ async def handle_offset_commit(broker: Broker, ctx: ConnectionContext, request: 
             )
         )
     try:
-        await _commit(broker, body, version, commits, errors)
+        if group_ok:
+            await _commit(broker, body, version, commits, errors)
     except CoordinatorError as exc:
         for c in commits:
             errors[(c.topic, c.partition)] = exc.error
@@ -126,6 +135,7 @@ async def handle_offset_fetch(broker: Broker, ctx: ConnectionContext, request: R
                 group_id=g.group_id,
                 **_fetch_group(
                     broker,
+                    ctx,
                     g.group_id,
                     g.topics,
                     types,
@@ -138,6 +148,7 @@ async def handle_offset_fetch(broker: Broker, ctx: ConnectionContext, request: R
         return make(cls, throttle_time=NO_THROTTLE, groups=tuple(groups))
     fetched = _fetch_group(
         broker,
+        ctx,
         body.group_id,
         body.topics,
         types,
@@ -150,6 +161,7 @@ async def handle_offset_fetch(broker: Broker, ctx: ConnectionContext, request: R
 
 def _fetch_group(
     broker: Broker,
+    ctx: ConnectionContext,
     group_id: str,
     topics: Any,
     types: Any,
@@ -164,6 +176,12 @@ def _fetch_group(
         if topics is None
         else [(t.name, index) for t in topics for index in t.partition_indexes]
     )
+    if not broker.authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+        denied = ErrorCode.group_authorization_failed
+        if not per_partition_errors or wanted is None:
+            return {"topics": (), "error_code": denied}
+        rows = [(t, p, -1, -1, "", denied) for t, p in wanted]
+        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": denied}
     try:
         shard = broker.groups.shard_for(group_id)
     except CoordinatorError as exc:
@@ -173,10 +191,26 @@ def _fetch_group(
         return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": exc.error}
     fetched = shard.offsets.fetch(group_id, wanted)
     rows = [(f.topic, f.partition, f.offset, f.leader_epoch, f.metadata, f.error) for f in fetched]
+    if broker.authorizer is not None:
+        rows = _describable(broker, ctx, rows, listing_all=wanted is None)
     return {
         "topics": _topics(types, topic_type, partition_type, rows),
         "error_code": ErrorCode.none,
     }
+
+
+def _describable(
+    broker: Broker, ctx: ConnectionContext, rows: list[tuple[Any, ...]], *, listing_all: bool
+) -> list[tuple[Any, ...]]:
+    """Kafka's OffsetFetch: topics without Describe are left out of a fetch of all offsets
+    and answer TOPIC_AUTHORIZATION_FAILED when named."""
+    kept = []
+    for row in rows:
+        if broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, row[0]):
+            kept.append(row)
+        elif not listing_all:
+            kept.append((row[0], row[1], -1, -1, "", ErrorCode.topic_authorization_failed))
+    return kept
 
 
 def _topics(types: Any, topic_type: str, partition_type: str, rows: list[tuple[Any, ...]]) -> Any:

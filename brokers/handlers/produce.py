@@ -23,6 +23,7 @@ from brokers.log.errors import LogError
 from brokers.protocol.codec import Request
 from brokers.protocol.records import CorruptBatchError, validate_batches
 from brokers.purgatory import await_commit
+from brokers.security.acl import AclOperation, ResourceType
 from brokers.server import ConnectionContext
 from brokers.topic_names import INTERNAL_TOPICS
 
@@ -45,7 +46,12 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     waits: list[tuple[list[Any], Partition, int, int]] = []
     for topic_data in body.topic_data:
         rows = []
+        allowed = broker.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic_data.name)
         for partition_data in topic_data.partition_data:
+            if not allowed:
+                denied = ErrorCode.topic_authorization_failed
+                rows.append([partition_data.index, denied, -1, -1, -1, None])
+                continue
             error, base_offset, append_time, log_start, message = _append_one(
                 broker,
                 topic_data.name,

@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -28,6 +29,14 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
     version = request.api_version
     types = response_types(ALTER_KEY, version)
     cls = response_class(ALTER_KEY, version)
+    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            responses=(),
+        )
     epoch = broker.controller_epoch
     if epoch is None or broker.controller is None:
         return make(
@@ -71,6 +80,14 @@ async def handle_list(broker: Broker, ctx: ConnectionContext, request: Request) 
     body = request.body
     version = request.api_version
     types = response_types(LIST_KEY, version)
+    if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            response_class(LIST_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            topics=(),
+        )
     assert broker.metadata is not None
     image = broker.metadata.image
     wanted = (

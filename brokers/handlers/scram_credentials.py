@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.security.credentials import describe_users, encode_credential, scram_key
 from brokers.security.scram import (
     MAX_ITERATIONS,
@@ -42,6 +43,14 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
     version = request.api_version
     types = response_types(DESCRIBE_KEY, version)
     assert broker.redis is not None
+    if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            response_class(DESCRIBE_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            results=(),
+        )
     stored = await describe_users(broker.redis, broker.cluster_id)
     wanted = request.body.users
     names = sorted(stored) if wanted is None else [u.name for u in wanted]
@@ -97,6 +106,9 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
     def fail(user: str, code: ErrorCode, message: str) -> None:
         errors.setdefault(user, (code, message))
 
+    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        for user in counts:
+            fail(user, ErrorCode.cluster_authorization_failed, "not authorized")
     for user, count in counts.items():
         if count > 1:
             fail(

@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from brokers import admin
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
+from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -26,10 +27,32 @@ CREATE_PARTITIONS_KEY = 37
 CREATE_PARTITIONS_VERSIONS = (0, 3)
 
 FORWARDED_CLIENT_PREFIX = "weir-broker-"
+_DENIED = "not authorized"
 _NOT_CONTROLLER = "this broker is not the controller; send the request to the controller"
 
 
-async def _forward(broker: Broker, request: Request) -> Any | None:
+def _may_create(broker: Broker, ctx: ConnectionContext, name: str) -> bool:
+    """CreateTopics needs Create on the cluster or on the topic (Kafka's rule)."""
+    return broker.authorize(
+        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+    ) or broker.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
+
+
+def _may(
+    broker: Broker, ctx: ConnectionContext, op: AclOperation, name: str | None, topic_id: Any
+) -> bool:
+    """``op`` on the topic named ``name`` (or with id ``topic_id``, resolved here)."""
+    if broker.authorizer is None:
+        return True
+    if name is None and topic_id is not None:
+        view = broker.topic_view_by_id(topic_id)
+        name = view.name if view is not None else None
+    if name is None:
+        return broker.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+    return broker.authorize(ctx, op, ResourceType.TOPIC, name)
+
+
+async def _forward(broker: Broker, request: Request, all_allowed: bool = True) -> Any | None:
     """KIP-590: a broker that is not the controller forwards topic admin to the controller.
 
     Clients may send these to any broker (Kafka's own brokers forward since 2.8). A request
@@ -38,12 +61,17 @@ async def _forward(broker: Broker, request: Request) -> Any | None:
     """
     if broker.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
         return None
+    if not all_allowed:
+        # The principal is known here, not at the controller (forwarding runs as the
+        # broker): a request with a denied topic is answered here, the rest NOT_CONTROLLER.
+        return None
     timeout_s = request.body.timeout.total_seconds() + 10
     return await broker.forward_to_controller(request.body, timeout_s)
 
 
 async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
-    forwarded = await _forward(broker, request)
+    allowed = {t.name: _may_create(broker, ctx, t.name) for t in request.body.topics}
+    forwarded = await _forward(broker, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     body = request.body
@@ -59,6 +87,8 @@ async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: 
             outcome = admin.TopicOutcome(
                 ErrorCode.invalid_request, f"topic {topic.name} appears more than once"
             )
+        elif not allowed[topic.name]:
+            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
         elif not broker.is_controller:
             outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
         else:
@@ -102,20 +132,26 @@ async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: 
 
 
 async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
-    forwarded = await _forward(broker, request)
-    if forwarded is not None:
-        return forwarded
     body = request.body
     version = request.api_version
-    types = response_types(DELETE_TOPICS_KEY, version)
-    timeout_ms = int(body.timeout.total_seconds() * 1000)
     if version >= 6:
         targets = [(t.name, t.topic_id) for t in body.topics]
     else:
         targets = [(name, None) for name in body.topic_names]
+    allowed = {
+        (name, topic_id): _may(broker, ctx, AclOperation.DELETE, name, topic_id)
+        for name, topic_id in targets
+    }
+    forwarded = await _forward(broker, request, all(allowed.values()))
+    if forwarded is not None:
+        return forwarded
+    types = response_types(DELETE_TOPICS_KEY, version)
+    timeout_ms = int(body.timeout.total_seconds() * 1000)
     results = []
     for name, topic_id in targets:
-        if not broker.is_controller:
+        if not allowed[(name, topic_id)]:
+            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not broker.is_controller:
             outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
         else:
             outcome = await admin.delete_topic(
@@ -138,7 +174,11 @@ async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: 
 
 
 async def handle_create_partitions(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
-    forwarded = await _forward(broker, request)
+    allowed = {
+        t.name: broker.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name)
+        for t in request.body.topics
+    }
+    forwarded = await _forward(broker, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     body = request.body
@@ -147,7 +187,9 @@ async def handle_create_partitions(broker: Broker, ctx: ConnectionContext, reque
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     results = []
     for topic in body.topics:
-        if not broker.is_controller:
+        if not allowed[topic.name]:
+            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not broker.is_controller:
             outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
         else:
             outcome = await admin.create_partitions(
