@@ -75,7 +75,7 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
         _record_follower_positions(broker, replica_id, wanted)
     reads = _read_all(broker, wanted, body.max_bytes, replica_id)
     max_wait_s = body.max_wait.total_seconds()
-    if _should_park(reads, body.min_bytes, max_wait_s, ctx):
+    if not denied and _should_park(reads, body.min_bytes, max_wait_s, ctx):
         await _park(broker, wanted, body, replica_id, max_wait_s, ctx)
         reads = _read_all(broker, wanted, body.max_bytes, replica_id)
     # Charge the replication throttle for what is sent, not for parked re-reads.
