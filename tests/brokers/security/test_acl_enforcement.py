@@ -230,3 +230,22 @@ def test_kafka_python_producer_is_denied_without_write(acl_broker: SaslBroker) -
             producer.send(topic, b"v").get(timeout=10)
     finally:
         producer.close(timeout=5)
+
+
+def test_delete_groups_needs_delete_on_group(acl_broker: SaslBroker) -> None:
+    group = _name("delgrp")
+    admin = AdminClient(_conf(acl_broker, "bob"))
+    with pytest.raises(KafkaException) as info:
+        admin.delete_consumer_groups([group])[group].result(timeout=10)
+    assert info.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def test_anonymous_plaintext_client_is_not_a_super_user(acl_broker: SaslBroker) -> None:
+    topic = _name("anon")
+    _create_topic(acl_broker, topic)
+    errors: list[KafkaError | None] = []
+    producer = Producer({"bootstrap.servers": acl_broker.plaintext, "message.timeout.ms": 5000})
+    producer.produce(topic, b"v", on_delivery=lambda err, _msg: errors.append(err))
+    producer.flush(10)
+    assert errors and errors[0] is not None
+    assert errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
