@@ -162,7 +162,6 @@ def job_execute(job_id: int, *, worker: str = "") -> Job:
         log.exception("job %s (%s) failed", job.pk, job.name)
         _finish(job, status=Job.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
         return job
-    job.refresh_from_db(fields=["progress", "message"])
     _finish(
         job,
         status=Job.Status.FAILED if outcome.errors else Job.Status.SUCCEEDED,

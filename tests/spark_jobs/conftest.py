@@ -10,15 +10,14 @@ test compares what Spark read with what was really written.
 from __future__ import annotations
 
 import hashlib
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
 
+from benchmarks import common as benchmark_common
 from tests.brokers.cluster.conftest import Cluster
 
 
@@ -57,26 +56,8 @@ def topic_name() -> str:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    """Create ``name`` and wait until every partition has a leader."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=3)])[
-        name
-    ].result(30)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            meta = admin.list_topics(name, timeout=5).topics.get(name)
-        except KafkaException:
-            meta = None
-        if (
-            meta is not None
-            and meta.error is None
-            and len(meta.partitions) == partitions
-            and all(p.leader >= 0 for p in meta.partitions.values())
-        ):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"topic {name} has no leaders after 30s")
+    """Create ``name`` (RF 3) and wait until every partition has a leader."""
+    benchmark_common.create_topic(bootstrap, name, partitions, replication_factor=3)
 
 
 def produce(
