@@ -25,6 +25,7 @@ from typing import Any
 
 from brokers.metadata.records import (
     ConfigRecord,
+    ListenerEndpoint,
     PartitionChangeRecord,
     PartitionRecord,
     Record,
@@ -33,6 +34,7 @@ from brokers.metadata.records import (
     ResourceType,
     TopicRecord,
     UnregisterBrokerRecord,
+    parse_endpoints,
 )
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "ClusterImage",
     "ControllerLease",
     "ImageDiff",
+    "ListenerEndpoint",
     "PartitionImage",
     "TopicImage",
 ]
@@ -59,13 +62,31 @@ def _frozen(mapping: dict[Any, Any]) -> Mapping[Any, Any]:
 
 @dataclass(frozen=True, slots=True)
 class BrokerImage:
-    """A broker's registration: id, epoch and the endpoint clients should use."""
+    """A broker's registration: id, epoch, its primary endpoint and every listener's.
+
+    ``host``/``port`` are the primary (first) listener's advertised endpoint; ``endpoints``
+    lists every listener, primary included. A registration written before brokers
+    registered all their listeners has only the primary, which was always PLAINTEXT.
+    """
 
     broker_id: int
     epoch: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[ListenerEndpoint, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.endpoints:
+            primary = ListenerEndpoint("PLAINTEXT", self.host, self.port, "PLAINTEXT")
+            object.__setattr__(self, "endpoints", (primary,))
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        """The advertised ``(host, port)`` of ``listener`` (a name), None if it has none."""
+        for endpoint in self.endpoints:
+            if endpoint.name == listener:
+                return endpoint.host, endpoint.port
+        return None
 
     @classmethod
     def from_json(cls, text: str | bytes) -> BrokerImage:
@@ -76,6 +97,7 @@ class BrokerImage:
             host=str(raw["host"]),
             port=int(raw["port"]),
             rack=raw.get("rack") or None,
+            endpoints=parse_endpoints(raw.get("endpoints")),
         )
 
 
@@ -326,6 +348,7 @@ class _Builder:
                     host=record.host,
                     port=record.port,
                     rack=record.rack,
+                    endpoints=record.endpoints,
                 )
             case UnregisterBrokerRecord():
                 current = self.registrations.get(record.broker_id)

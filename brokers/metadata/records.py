@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Self
 __all__ = [
     "RECORD_TYPES",
     "ConfigRecord",
+    "ListenerEndpoint",
     "PartitionChangeRecord",
     "PartitionRecord",
     "Record",
@@ -38,6 +39,7 @@ __all__ = [
     "TopicRecord",
     "UnknownRecordError",
     "UnregisterBrokerRecord",
+    "parse_endpoints",
     "record_from_fields",
 ]
 
@@ -84,9 +86,40 @@ class _Record:
         return record
 
 
+@dataclass(frozen=True, slots=True)
+class ListenerEndpoint:
+    """One advertised listener of a broker (Kafka's ``BrokerEndpoint``)."""
+
+    name: str
+    host: str
+    port: int
+    protocol: str
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ListenerEndpoint:
+        return cls(
+            name=str(raw["name"]),
+            host=str(raw["host"]),
+            port=int(raw["port"]),
+            protocol=str(raw.get("protocol") or raw["name"]),
+        )
+
+
+def parse_endpoints(value: Any) -> tuple[ListenerEndpoint, ...]:
+    """A JSON ``endpoints`` list (absent in registrations of older brokers: ``()``).
+
+    Redis' cjson writes an empty list as ``{}``: anything but a list means none.
+    """
+    if not isinstance(value, list):
+        return ()
+    return tuple(ListenerEndpoint.from_dict(e) for e in value)
+
+
 def _coerce(key: str, value: Any) -> Any:
     if key == "topic_id" and value is not None:
         return uuid.UUID(str(value))
+    if key == "endpoints":
+        return parse_endpoints(value)
     if isinstance(value, list):
         return tuple(value)
     return value
@@ -102,6 +135,8 @@ class RegisterBrokerRecord(_Record):
     host: str
     port: int
     rack: str | None = None
+    # Every advertised listener, primary first; () in records of brokers before issue 8.
+    endpoints: tuple[ListenerEndpoint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

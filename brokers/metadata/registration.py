@@ -3,11 +3,15 @@
 Theory of operation
 -------------------
 A broker registers by running one Lua script that takes a new broker epoch (``INCR
-broker_epoch``), writes its lease ``broker:<id>`` (JSON with endpoint, epoch and a random
-*instance id* naming this process) with a PX TTL (Kafka's ``broker.session.timeout.ms``,
-9 s), records the registration in the ``brokers`` hash and appends a ``RegisterBroker``
-record to the metadata log. While the lease of another instance is alive the id is taken:
-``DuplicateBrokerError`` (two processes started with the same ``--broker-id``).
+broker_epoch``), writes its lease ``broker:<id>`` (JSON with the primary endpoint as
+``host``/``port``, every advertised listener as ``endpoints`` -- ``[{"name", "host", "port",
+"protocol"}, ...]``, primary first --, epoch and a random *instance id* naming this process)
+with a PX TTL (Kafka's ``broker.session.timeout.ms``, 9 s), records the registration in the
+``brokers`` hash and appends a ``RegisterBroker`` record (with the same endpoints) to the
+metadata log. Readers accept registrations without ``endpoints`` (written before brokers
+registered every listener): their only listener is the primary, named PLAINTEXT. While the
+lease of another instance is alive the id is taken: ``DuplicateBrokerError`` (two processes
+started with the same ``--broker-id``).
 
 A background task renews the lease every ``broker.heartbeat.interval.ms`` (2 s). A renewal
 only succeeds for the current registration (same instance and epoch). If our lease expired
@@ -25,11 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -41,7 +46,7 @@ from brokers.metadata.errors import (
     MetadataUnavailableError,
     RegistrationLostError,
 )
-from brokers.metadata.image import BrokerImage
+from brokers.metadata.image import BrokerImage, ListenerEndpoint
 from brokers.metadata.keys import KeyLayout
 
 __all__ = ["DEFAULT_HEARTBEAT_MS", "DEFAULT_LEASE_MS", "BrokerRegistration", "live_brokers"]
@@ -54,7 +59,7 @@ DEFAULT_HEARTBEAT_MS = 2000  # broker.heartbeat.interval.ms
 FencedCallback = Callable[[BrokerFencedError], Awaitable[None] | None]
 
 # KEYS: broker:<id>, broker_epoch, brokers, metadata_log
-# ARGV: broker id, instance, host, port, rack or '', lease ms
+# ARGV: broker id, instance, host, port, rack or '', lease ms, endpoints (JSON list)
 _REGISTER = """
 local lease = redis.call('GET', KEYS[1])
 if lease and cjson.decode(lease)['instance'] ~= ARGV[2] then
@@ -63,12 +68,14 @@ end
 local epoch = redis.call('INCR', KEYS[2])
 local rack = cjson.null
 if ARGV[5] ~= '' then rack = ARGV[5] end
+local endpoints = cjson.decode(ARGV[7])
 local registration = cjson.encode({broker_id = tonumber(ARGV[1]), epoch = epoch, host = ARGV[3],
-                                   port = tonumber(ARGV[4]), rack = rack, instance = ARGV[2]})
+                                   port = tonumber(ARGV[4]), rack = rack, instance = ARGV[2],
+                                   endpoints = endpoints})
 redis.call('SET', KEYS[1], registration, 'PX', ARGV[6])
 redis.call('HSET', KEYS[3], ARGV[1], registration)
 local data = cjson.encode({broker_id = tonumber(ARGV[1]), epoch = epoch, host = ARGV[3],
-                           port = tonumber(ARGV[4]), rack = rack})
+                           port = tonumber(ARGV[4]), rack = rack, endpoints = endpoints})
 redis.call('XADD', KEYS[4], '*', 'type', 'RegisterBroker', 'data', data, 'end', '1')
 return {'ok', tostring(epoch)}
 """
@@ -132,6 +139,7 @@ class BrokerRegistration:
         host: str,
         port: int,
         rack: str | None = None,
+        endpoints: Sequence[ListenerEndpoint] = (),
         lease_ms: int = DEFAULT_LEASE_MS,
         heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
         on_fenced: FencedCallback | None = None,
@@ -144,6 +152,10 @@ class BrokerRegistration:
         self.host = host
         self.port = port
         self.rack = rack
+        # Every advertised listener, primary first (no listeners given: the primary alone).
+        self.endpoints = tuple(endpoints) or (
+            ListenerEndpoint("PLAINTEXT", host, port, "PLAINTEXT"),
+        )
         self.lease_ms = lease_ms
         self.heartbeat_ms = heartbeat_ms
         self.on_fenced = on_fenced
@@ -206,6 +218,7 @@ class BrokerRegistration:
                 self.port,
                 self.rack or "",
                 self.lease_ms,
+                json.dumps([dataclasses.asdict(e) for e in self.endpoints]),
             ],
         )
         status = _text(result[0])

@@ -9,8 +9,10 @@ import redis.asyncio as aioredis
 from kio.schema.errors import ErrorCode
 
 from brokers.metadata.errors import BrokerFencedError, DuplicateBrokerError
+from brokers.metadata.image import ClusterImage
 from brokers.metadata.keys import KeyLayout
 from brokers.metadata.records import (
+    ListenerEndpoint,
     RegisterBrokerRecord,
     UnregisterBrokerRecord,
     record_from_fields,
@@ -42,9 +44,53 @@ async def test_register_logs_the_broker_and_makes_it_live(
     ]
     entries = await redis_client.xrange(keys.metadata_log)
     assert record_from_fields(entries[-1][1]) == RegisterBrokerRecord(
-        broker_id=1, epoch=epoch, host="127.0.0.1", port=9093, rack="r1"
+        broker_id=1,
+        epoch=epoch,
+        host="127.0.0.1",
+        port=9093,
+        rack="r1",
+        endpoints=(ListenerEndpoint("PLAINTEXT", "127.0.0.1", 9093, "PLAINTEXT"),),
     )
     await broker.deregister()
+
+
+async def test_every_listener_is_registered_and_logged(
+    redis_client: aioredis.Redis, cluster_id: str, keys: KeyLayout
+) -> None:
+    endpoints = (
+        ListenerEndpoint("PLAINTEXT", "127.0.0.1", 9093, "PLAINTEXT"),
+        ListenerEndpoint("INTERNAL", "10.0.0.1", 9193, "SASL_SSL"),
+    )
+    broker = registration(redis_client, cluster_id, endpoints=endpoints)
+    epoch = await broker.register(heartbeat=False)
+    (live,) = await live_brokers(redis_client, cluster_id=cluster_id)
+    assert live.endpoints == endpoints
+    assert live.endpoint("INTERNAL") == ("10.0.0.1", 9193)
+    assert live.endpoint("SASL_PLAINTEXT") is None
+    entries = await redis_client.xrange(keys.metadata_log)
+    record = record_from_fields(entries[-1][1])
+    assert isinstance(record, RegisterBrokerRecord)
+    assert (record.epoch, record.endpoints) == (epoch, endpoints)
+    # The image built from the materialized registration and the one built from the log agree.
+    from_log = ClusterImage().apply([record])
+    assert from_log.registrations[1] == live
+    await broker.deregister()
+
+
+async def test_a_registration_without_endpoints_has_only_its_primary_plaintext_listener(
+    redis_client: aioredis.Redis, cluster_id: str, keys: KeyLayout
+) -> None:
+    # What a broker from before every listener was registered wrote.
+    old = '{"broker_id":4,"epoch":7,"host":"h","port":9092,"rack":null,"instance":"x"}'
+    await redis_client.hset(keys.brokers, "4", old)
+    await redis_client.set(keys.broker_lease(4), old, px=5000)
+    (live,) = await live_brokers(redis_client, cluster_id=cluster_id)
+    assert live.endpoints == (ListenerEndpoint("PLAINTEXT", "h", 9092, "PLAINTEXT"),)
+    assert live.endpoint("PLAINTEXT") == ("h", 9092)
+    assert live.endpoint("SASL_SSL") is None
+    record = RegisterBrokerRecord.from_json('{"broker_id":4,"epoch":7,"host":"h","port":9092}')
+    assert record.endpoints == ()
+    assert ClusterImage().apply([record]).registrations[4] == live
 
 
 async def test_epochs_increase_with_every_registration(
