@@ -507,6 +507,33 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "SCRAM-SHA-256 and SCRAM-SHA-512 (Kafka's default, GSSAPI, is not supported).",
     ),
     _broker(
+        "inter.broker.listener.name",
+        S,
+        None,
+        "Name of listener used for communication between brokers (replica fetches, "
+        "requests to the controller). If this is unset, the first listener is used. It must "
+        "be one of the broker's listeners.",
+    ),
+    _broker(
+        "sasl.mechanism.inter.broker.protocol",
+        S,
+        None,
+        "SASL mechanism used for inter-broker communication when the inter-broker listener "
+        "is SASL_PLAINTEXT or SASL_SSL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Weir has no "
+        "default (Kafka's is GSSAPI) and requires it for a SASL inter-broker listener.",
+    ),
+    _broker(
+        "sasl.jaas.config",
+        P,
+        None,
+        "JAAS login context parameters for SASL connections in the format used by JAAS "
+        "configuration files, e.g. <code>org.apache.kafka.common.security.scram."
+        'ScramLoginModule required username="broker" password="...";</code>. The broker '
+        "logs in with it to the inter-broker listener; "
+        "<code>listener.name.{listenerName}.{saslMechanism}.sasl.jaas.config</code> wins "
+        "over it.",
+    ),
+    _broker(
         "message.max.bytes",
         I,
         1048588,
