@@ -16,8 +16,14 @@ from kio.schema.errors import ErrorCode
 
 from brokers.coordinator import MemberIdentity, Pending
 from brokers.group_coordinator import CoordinatorError
+from brokers.handlers._authz import operations_field
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
-from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from brokers.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+)
 
 if TYPE_CHECKING:
     from brokers.broker import Broker
@@ -36,7 +42,6 @@ LIST_GROUPS_KEY, LIST_GROUPS_VERSIONS = 16, (0, 4)
 DELETE_GROUPS_KEY, DELETE_GROUPS_VERSIONS = 42, (0, 2)
 
 _GROUP_KEY_TYPE = 0
-_OPS_OMITTED = -(2**31)
 
 
 def _ms(value: timedelta | int | None) -> int:
@@ -341,6 +346,7 @@ async def handle_describe_groups(broker: Broker, ctx: ConnectionContext, request
     body = request.body
     version = request.api_version
     types = response_types(DESCRIBE_GROUPS_KEY, version)
+    want_ops = bool(getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
         if not _may(broker, ctx, AclOperation.DESCRIBE, group_id):
@@ -354,7 +360,8 @@ async def handle_describe_groups(broker: Broker, ctx: ConnectionContext, request
             continue
         group = shard.groups.get(group_id)
         if group is None:
-            described.append(_described(types, group_id, ErrorCode.none, "Dead", "", "", ()))
+            ops = operations_field(broker, ctx, want_ops, ResourceType.GROUP, group_id)
+            described.append(_described(types, group_id, ErrorCode.none, "Dead", "", "", (), ops))
             continue
         info = group.describe()
         members = tuple(
@@ -378,6 +385,7 @@ async def handle_describe_groups(broker: Broker, ctx: ConnectionContext, request
                 info.protocol_type,
                 info.protocol_name,
                 members,
+                operations_field(broker, ctx, want_ops, ResourceType.GROUP, group_id),
             )
         )
     return make(
@@ -395,6 +403,7 @@ def _described(
     protocol_type: str,
     protocol: str,
     members: tuple[Any, ...],
+    ops: int = AUTHORIZED_OPERATIONS_OMITTED,
 ) -> Any:
     return make(
         types.DescribedGroup,
@@ -404,7 +413,7 @@ def _described(
         protocol_type=protocol_type,
         protocol_data=protocol,
         members=members,
-        authorized_operations=_OPS_OMITTED,
+        authorized_operations=ops,
     )
 
 

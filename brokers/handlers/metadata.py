@@ -14,9 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from brokers.handlers._authz import operations_field
 from brokers.handlers._build import NO_THROTTLE, make, response_class, response_types
 from brokers.protocol.codec import Request
-from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from brokers.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+)
 from brokers.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -27,8 +33,6 @@ METADATA_VERSIONS = (0, 12)
 DESCRIBE_CLUSTER_KEY = 60
 DESCRIBE_CLUSTER_VERSIONS = (0, 1)
 
-# Kafka's "authorized operations not requested" marker.
-_OPS_OMITTED = -(2**31)
 _NULL_UUID = uuid.UUID(int=0)
 
 
@@ -40,10 +44,16 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
     if requested is not None and version == 0 and not requested:
         requested = None  # v0: an empty list means all topics
     topics: list[Any] = []
+    want_topic_ops = bool(getattr(body, "include_topic_authorized_operations", False))
+
+    def topic_entry(view: TopicView) -> Any:
+        ops = operations_field(broker, ctx, want_topic_ops, ResourceType.TOPIC, view.name)
+        return _topic(types, view, ops)
+
     if requested is None:
         for view in sorted(broker.topic_views().values(), key=lambda v: v.name):
             if broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name):
-                topics.append(_topic(types, view))
+                topics.append(topic_entry(view))
     else:
         allow_auto = getattr(body, "allow_auto_topic_creation", True)
         for wanted in requested:
@@ -79,7 +89,7 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
                     topics.append(_missing(types, name, _NULL_UUID, error))
                     continue
             assert view is not None
-            topics.append(_topic(types, view))
+            topics.append(topic_entry(view))
     return make(
         response_class(METADATA_KEY, version),
         throttle_time=NO_THROTTLE,
@@ -96,7 +106,13 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
         cluster_id=broker.cluster_id,
         controller_id=broker.controller_id(),
         topics=tuple(topics),
-        cluster_authorized_operations=_OPS_OMITTED,
+        cluster_authorized_operations=operations_field(
+            broker,
+            ctx,
+            bool(getattr(body, "include_cluster_authorized_operations", False)),
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
+        ),
     )
 
 
@@ -108,11 +124,11 @@ def _missing(types: Any, name: str | None, topic_id: uuid.UUID, error: ErrorCode
         topic_id=topic_id,
         is_internal=False,
         partitions=(),
-        topic_authorized_operations=_OPS_OMITTED,
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
-def _topic(types: Any, view: TopicView) -> Any:
+def _topic(types: Any, view: TopicView, ops: int) -> Any:
     return make(
         types.MetadataResponseTopic,
         error_code=ErrorCode.none,
@@ -132,7 +148,7 @@ def _topic(types: Any, view: TopicView) -> Any:
             )
             for p in view.partitions
         ),
-        topic_authorized_operations=_OPS_OMITTED,
+        topic_authorized_operations=ops,
     )
 
 
@@ -164,5 +180,11 @@ async def handle_describe_cluster(broker: Broker, ctx: ConnectionContext, reques
             )
             for b in broker.live_brokers()
         ),
-        cluster_authorized_operations=_OPS_OMITTED,
+        cluster_authorized_operations=operations_field(
+            broker,
+            ctx,
+            request.body.include_cluster_authorized_operations,
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
+        ),
     )

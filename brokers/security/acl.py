@@ -38,7 +38,9 @@ from kio.schema.errors import ErrorCode
 
 __all__ = [
     "ANONYMOUS",
+    "AUTHORIZED_OPERATIONS_OMITTED",
     "CLUSTER_NAME",
+    "SUPPORTED_OPERATIONS",
     "WILDCARD",
     "WILDCARD_PRINCIPAL",
     "AclBinding",
@@ -50,6 +52,7 @@ __all__ = [
     "InvalidAclError",
     "PatternType",
     "ResourceType",
+    "authorized_operations",
     "client_host",
     "denied_error",
     "operation",
@@ -324,6 +327,46 @@ _DENIED_ERRORS = {
 def denied_error(rtype: ResourceType) -> ErrorCode:
     """The error Kafka answers when an operation on a resource of ``rtype`` is denied."""
     return _DENIED_ERRORS.get(rtype, ErrorCode.cluster_authorization_failed)
+
+
+# Kafka's ``AclEntry.supportedOperations``: the operations an ``authorized_operations``
+# bit field (Metadata, DescribeGroups, DescribeCluster) reports on, per resource type.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
+    ResourceType.CLUSTER: (
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
+}
+
+# The bit field's value when the client did not ask for it (Integer.MIN_VALUE in Kafka).
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def authorized_operations(allowed: Callable[[AclOperation], bool], rtype: ResourceType) -> int:
+    """Kafka's ``authorized_operations`` bit field: bit ``op.code`` set for each supported
+    operation on a resource of ``rtype`` that ``allowed`` grants."""
+    bits = 0
+    for op in SUPPORTED_OPERATIONS.get(rtype, ()):
+        if allowed(op):
+            bits |= 1 << int(op)
+    return bits
 
 
 def client_host(peer_host: object) -> str:

@@ -20,6 +20,7 @@ from brokers.security.acl import (
     InvalidAclError,
     PatternType,
     ResourceType,
+    authorized_operations,
     client_host,
     denied_error,
     parse_super_users,
@@ -357,3 +358,14 @@ def test_valid_binding_passes_validation_and_round_trips_json() -> None:
 def test_filters_with_unknown_fields_are_invalid(flt: AclBindingFilter) -> None:
     with pytest.raises(InvalidAclError):
         validate_filter(flt)
+
+
+def test_authorized_operations_sets_one_bit_per_granted_supported_operation() -> None:
+    everything = authorized_operations(lambda op: True, ResourceType.TOPIC)
+    # Read(3) Write(4) Create(5) Delete(6) Alter(7) Describe(8) DescribeConfigs(10)
+    # AlterConfigs(11): Kafka's supported topic operations, never All/Any/ClusterAction.
+    assert everything == sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
+    only_read = authorized_operations(lambda op: op == AclOperation.READ, ResourceType.GROUP)
+    assert only_read == 1 << 3
+    assert authorized_operations(lambda op: True, ResourceType.CLUSTER) & (1 << 9)  # ClusterAction
+    assert authorized_operations(lambda op: False, ResourceType.CLUSTER) == 0

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -249,3 +249,46 @@ def test_anonymous_plaintext_client_is_not_a_super_user(acl_broker: SaslBroker) 
     producer.flush(10)
     assert errors and errors[0] is not None
     assert errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_authorized_operations_report_what_the_principal_may_do(acl_broker: SaslBroker) -> None:
+    topic = _name("ops")
+    group = _name("ops-group")
+    _create_topic(acl_broker, topic)
+    _grant(acl_broker, ResourceType.TOPIC, topic, AclOperation.WRITE)
+    _grant(acl_broker, ResourceType.GROUP, group, AclOperation.READ)
+    # confluent-kafka names the cluster resource type (4) BROKER.
+    _grant(acl_broker, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE)
+    bob = AdminClient(_conf(acl_broker, "bob"))
+    alice = AdminClient(_conf(acl_broker, "alice"))
+
+    def topic_ops(admin: AdminClient) -> set[AclOperation]:
+        futures = admin.describe_topics(
+            TopicCollection([topic]), include_authorized_operations=True
+        )
+        return set(futures[topic].result(timeout=10).authorized_operations)
+
+    # Write implies Describe; nothing else was granted.
+    assert topic_ops(bob) == {AclOperation.WRITE, AclOperation.DESCRIBE}
+    assert topic_ops(alice) == {
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    }
+    cluster = bob.describe_cluster(include_authorized_operations=True).result(timeout=10)
+    assert set(cluster.authorized_operations) == {AclOperation.DESCRIBE}
+    (described,) = bob.describe_consumer_groups(
+        [group], include_authorized_operations=True
+    ).values()
+    assert set(described.result(timeout=10).authorized_operations) == {
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+    }
+    # Not asked for: the field stays "omitted" (the client reports None).
+    plain = bob.describe_cluster().result(timeout=10)
+    assert plain.authorized_operations is None
