@@ -2,8 +2,14 @@
 
 Brokers talk to each other over the Kafka protocol, as Kafka's do: a broker that must
 auto-create a topic sends CreateTopics to the controller (Kafka's AutoTopicCreationManager),
-and followers will fetch from leaders the same way. One request at a time per connection;
+and followers fetch from leaders the same way. One request at a time per connection;
 requests are encoded with the same kio schemas the server decodes.
+
+Security (``brokers.security.client.ClientSecurity``): on SSL/SASL_SSL the connection is
+opened with TLS; on SASL_* the client authenticates (SaslHandshake v1, then SaslAuthenticate
+v2 with PLAIN or SCRAM tokens) right after connecting, before the request that made it
+connect. A refused login raises ``BrokerClientError`` carrying the broker's error message,
+and the connection is closed: the next request starts over.
 """
 
 from __future__ import annotations
@@ -15,7 +21,13 @@ import struct
 from typing import Any
 
 from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.serial import entity_reader, entity_writer
+
+from brokers.security.client import ClientSecurity, ScramClient, plain_token
+from brokers.security.scram import ScramError
 
 __all__ = ["BrokerClient", "BrokerClientError"]
 
@@ -128,10 +140,18 @@ class _FrameProtocol(asyncio.BufferedProtocol):
 class BrokerClient:
     """A connection to one broker, opened on first use and reopened after failures."""
 
-    def __init__(self, host: str, port: int, *, client_id: str) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
+        self.security = security or ClientSecurity()
         self._protocol: _FrameProtocol | None = None
         self._correlation = 0
         self._lock = asyncio.Lock()
@@ -153,9 +173,66 @@ class BrokerClient:
 
     async def _roundtrip(self, body: Any) -> Any:
         if self._protocol is None or self._protocol.closed:
-            loop = asyncio.get_running_loop()
-            _, self._protocol = await loop.create_connection(_FrameProtocol, self.host, self.port)
-        protocol = self._protocol
+            self._protocol = await self._connect()
+        return await self._exchange(self._protocol, body)
+
+    async def _connect(self) -> _FrameProtocol:
+        """A new connection: TLS and SASL authentication as ``security`` says."""
+        security = self.security
+        loop = asyncio.get_running_loop()
+        if security.tls:
+            _, protocol = await loop.create_connection(
+                _FrameProtocol,
+                self.host,
+                self.port,
+                ssl=security.ssl_context,
+                server_hostname=security.server_hostname or self.host,
+            )
+        else:
+            _, protocol = await loop.create_connection(_FrameProtocol, self.host, self.port)
+        if security.sasl:
+            try:
+                await self._authenticate(protocol)
+            except BaseException:
+                if protocol.transport is not None:
+                    protocol.transport.close()
+                raise
+        return protocol
+
+    async def _authenticate(self, protocol: _FrameProtocol) -> None:
+        security = self.security
+        mechanism = security.sasl_mechanism
+        assert mechanism is not None and security.username is not None
+        password = security.password or ""
+        where = f"broker {self.host}:{self.port}"
+        handshake = await self._exchange(protocol, SaslHandshakeRequest(mechanism=mechanism))
+        if handshake.error_code != ErrorCode.none:
+            raise BrokerClientError(
+                f"SASL handshake with {where} failed: {ErrorCode(handshake.error_code).name} "
+                f"(it enables {', '.join(handshake.mechanisms) or 'no mechanism'}, "
+                f"not {mechanism})"
+            )
+        if mechanism == "PLAIN":
+            await self._sasl_step(protocol, plain_token(security.username, password), where)
+            return
+        scram = ScramClient(mechanism, security.username, password)
+        try:
+            server_first = await self._sasl_step(protocol, scram.first(), where)
+            server_final = await self._sasl_step(protocol, scram.final(server_first), where)
+            scram.verify(server_final)
+        except ScramError as exc:
+            raise BrokerClientError(f"SASL {mechanism} with {where} failed: {exc}") from None
+
+    async def _sasl_step(self, protocol: _FrameProtocol, token: bytes, where: str) -> bytes:
+        response = await self._exchange(protocol, SaslAuthenticateRequest(auth_bytes=token))
+        if response.error_code != ErrorCode.none:
+            raise BrokerClientError(
+                f"SASL authentication with {where} failed: "
+                f"{response.error_message or ErrorCode(response.error_code).name}"
+            )
+        return bytes(response.auth_bytes)
+
+    async def _exchange(self, protocol: _FrameProtocol, body: Any) -> Any:
         assert protocol.transport is not None
         self._correlation += 1
         api_key = body.__api_key__
