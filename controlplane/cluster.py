@@ -20,6 +20,12 @@ What it offers:
 * ``admin()`` and ``producer()`` — shared confluent-kafka clients (thread-safe) bootstrapped
   from ``WEIR_BOOTSTRAP_SERVERS`` or, when unset, from the brokers registered in Redis.
 
+Every client authenticates as the gateway's :class:`~controlplane.kafka_security.KafkaSecurity`
+says (``WEIR_KAFKA_*``): librdkafka gets its ``security.protocol``/``sasl.*``/``ssl.*``
+properties, kio clients a ``ClientSecurity``, and registered endpoints are those of the
+listener ``WEIR_KAFKA_LISTENER`` names (the primary when empty). The security object is passed
+in rather than read from settings here, so tests can run gateways with other credentials.
+
 ``gateway()`` returns the process-wide gateway for the current settings.
 """
 
@@ -39,11 +45,12 @@ from django.conf import settings
 
 from brokers.client import BrokerClient, BrokerClientError
 from brokers.metadata.errors import MetadataError
-from brokers.metadata.image import ClusterImage
+from brokers.metadata.image import BrokerImage, ClusterImage
 from brokers.metadata.keys import KeyLayout
 from brokers.metadata.partition_state import PartitionStatus, ReplicaStatus, read_partition_states
 from brokers.metadata.store import MetadataStore
 from controlplane.errors import KafkaUnavailable
+from controlplane.kafka_security import KafkaSecurity
 
 __all__ = ["ClusterGateway", "gateway", "reset_gateways"]
 
@@ -58,8 +65,16 @@ ENDPOINTS_TTL_S = 5.0
 class ClusterGateway:
     """Shared access to one Weir cluster (see the module docstring)."""
 
-    def __init__(self, *, redis_url: str, cluster_id: str, bootstrap_servers: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        redis_url: str,
+        cluster_id: str,
+        bootstrap_servers: str = "",
+        security: KafkaSecurity | None = None,
+    ) -> None:
         self.redis_url = redis_url
+        self.security = security or KafkaSecurity()
         self.cluster_id = cluster_id
         self.keys = KeyLayout(cluster_id)
         self._configured_bootstrap = bootstrap_servers
@@ -137,7 +152,7 @@ class ClusterGateway:
     def _client(self, host: str, port: int) -> BrokerClient:
         client = self._clients.get((host, port))
         if client is None:
-            client = BrokerClient(host, port, client_id="weir-controlplane")
+            client = self.security.broker_client(host, port, client_id="weir-controlplane")
             self._clients[(host, port)] = client
         return client
 
@@ -146,7 +161,7 @@ class ClusterGateway:
         broker = self.image().brokers.get(broker_id)
         if broker is None:
             raise KafkaUnavailable(f"broker {broker_id} is not alive")
-        return self._request(broker.host, broker.port, body, timeout)
+        return self._request(*self.address(broker), body, timeout)
 
     def request_controller(self, body: Any, *, timeout: float = 30.0) -> Any:
         """Send ``body`` to the active controller."""
@@ -155,7 +170,7 @@ class ClusterGateway:
         broker = image.brokers.get(controller) if controller is not None else None
         if broker is None:
             raise KafkaUnavailable("the cluster has no controller right now; retry shortly")
-        return self._request(broker.host, broker.port, body, timeout)
+        return self._request(*self.address(broker), body, timeout)
 
     def request_any(self, body: Any, *, timeout: float = 30.0) -> Any:
         """Send ``body`` to the first live broker that answers."""
@@ -190,6 +205,20 @@ class ClusterGateway:
 
         return self.call(send, timeout=timeout + 5)
 
+    def address(self, broker: BrokerImage) -> tuple[str, int]:
+        """Where this gateway connects to ``broker``: its ``WEIR_KAFKA_LISTENER`` endpoint."""
+        listener = self.security.listener
+        if not listener:
+            return broker.host, broker.port
+        found = broker.endpoint(listener)
+        if found is None:
+            names = ", ".join(e.name for e in broker.endpoints)
+            raise KafkaUnavailable(
+                f"broker {broker.broker_id} has no listener {listener!r} "
+                f"(WEIR_KAFKA_LISTENER); it registered {names}"
+            )
+        return found
+
     def _endpoints(self) -> list[tuple[str, int]]:
         if self._configured_bootstrap:
             endpoints = []
@@ -204,7 +233,12 @@ class ClusterGateway:
         if cached is not None and now - cached[0] < ENDPOINTS_TTL_S:
             return cached[1]
         brokers = self.image().brokers
-        endpoints = [(b.host, b.port) for _, b in sorted(brokers.items())]
+        endpoints = []
+        for _, broker in sorted(brokers.items()):
+            try:
+                endpoints.append(self.address(broker))
+            except KafkaUnavailable:
+                continue  # a broker without the listener is no bootstrap; others may be
         if endpoints:
             self._registered = (now, endpoints)
         return endpoints
@@ -214,7 +248,9 @@ class ClusterGateway:
         """``host:port,...`` for Kafka clients."""
         endpoints = self._endpoints()
         if not endpoints:
-            raise KafkaUnavailable("no broker is registered in the cluster")
+            listener = self.security.listener
+            where = f" with a listener named {listener!r} (WEIR_KAFKA_LISTENER)" if listener else ""
+            raise KafkaUnavailable(f"no broker is registered in the cluster{where}")
         return ",".join(f"{host}:{port}" for host, port in endpoints)
 
     def client_config(self, **extra: Any) -> dict[str, Any]:
@@ -222,6 +258,7 @@ class ClusterGateway:
         return {
             "bootstrap.servers": self.bootstrap_servers(),
             "client.id": "weir-controlplane",
+            **self.security.librdkafka_config(),
             **extra,
         }
 
@@ -296,17 +333,25 @@ async def _as_coroutine(make: Callable[[], Awaitable[T]]) -> T:
     return await make()
 
 
-_gateways: dict[tuple[str, str, str], ClusterGateway] = {}
+_gateways: dict[tuple[str, str, str, KafkaSecurity], ClusterGateway] = {}
 _gateways_lock = threading.Lock()
 
 
 def gateway() -> ClusterGateway:
     """The process-wide gateway for the current ``WEIR_*`` settings."""
-    key = (settings.WEIR_REDIS_URL, settings.WEIR_CLUSTER_ID, settings.WEIR_BOOTSTRAP_SERVERS)
+    security = KafkaSecurity.from_settings(settings)
+    key = (
+        settings.WEIR_REDIS_URL,
+        settings.WEIR_CLUSTER_ID,
+        settings.WEIR_BOOTSTRAP_SERVERS,
+        security,
+    )
     with _gateways_lock:
         found = _gateways.get(key)
         if found is None:
-            found = ClusterGateway(redis_url=key[0], cluster_id=key[1], bootstrap_servers=key[2])
+            found = ClusterGateway(
+                redis_url=key[0], cluster_id=key[1], bootstrap_servers=key[2], security=security
+            )
             _gateways[key] = found
         return found
 

@@ -287,6 +287,8 @@ def _analytics(job: Job, progress: ProgressReporter) -> _Outcome:
         name,
         session,
         bootstrap_servers=gateway().bootstrap_servers(),
+        # The control plane's credentials reach the executors' consumers as kafka.* options.
+        kafka_options=gateway().security.spark_options(),
         topics=_topics(job),
         since_ms=since_ms,
         lag_samples=samples,

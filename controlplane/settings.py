@@ -9,6 +9,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from controlplane.kafka_security import KafkaSecurity
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "weir-development-only-secret-key-change-me")
@@ -20,6 +22,20 @@ WEIR_REDIS_URL = os.environ.get("WEIR_REDIS_URL", "redis://127.0.0.1:6379/0")
 WEIR_CLUSTER_ID = os.environ.get("WEIR_CLUSTER_ID", "weir")
 # Where the control plane's Kafka clients bootstrap. Empty: the live brokers registered in Redis.
 WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "")
+# How the control plane's Kafka clients authenticate (controlplane/kafka_security.py): the
+# registered listener whose endpoints they use (empty: each broker's primary), the security
+# protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), SASL credentials and TLS files.
+WEIR_KAFKA_LISTENER = os.environ.get("WEIR_KAFKA_LISTENER", "")
+WEIR_KAFKA_SECURITY_PROTOCOL = os.environ.get("WEIR_KAFKA_SECURITY_PROTOCOL", "PLAINTEXT")
+WEIR_KAFKA_SASL_MECHANISM = os.environ.get("WEIR_KAFKA_SASL_MECHANISM", "")
+WEIR_KAFKA_SASL_USERNAME = os.environ.get("WEIR_KAFKA_SASL_USERNAME", "")
+WEIR_KAFKA_SASL_PASSWORD = os.environ.get("WEIR_KAFKA_SASL_PASSWORD", "")
+WEIR_KAFKA_SSL_CA_LOCATION = os.environ.get("WEIR_KAFKA_SSL_CA_LOCATION", "")
+WEIR_KAFKA_SSL_CERTIFICATE_LOCATION = os.environ.get("WEIR_KAFKA_SSL_CERTIFICATE_LOCATION", "")
+WEIR_KAFKA_SSL_KEY_LOCATION = os.environ.get("WEIR_KAFKA_SSL_KEY_LOCATION", "")
+WEIR_KAFKA_SSL_KEY_PASSWORD = os.environ.get("WEIR_KAFKA_SSL_KEY_PASSWORD", "")
+# Checked now, so a misconfiguration stops every process at startup naming the variable.
+KafkaSecurity.from_settings(globals())
 # REST proxy v2 consumer instances are dropped after this long without a request (Confluent's
 # consumer.instance.timeout.ms).
 WEIR_CONSUMER_INSTANCE_TIMEOUT_MS = int(

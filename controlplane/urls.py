@@ -13,7 +13,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from brokers import urls as broker_urls
-from controlplane import api, jobs_api
+from controlplane import api, jobs_api, scram_users_api
 from controlplane.metrics import MetricsView
 from groups import urls as group_urls
 from topics import urls as topic_urls
@@ -26,6 +26,12 @@ api_urlpatterns = [
     path("users/<str:username>/", api.UserDetailView.as_view(), name="users-detail"),
     path("token/", api.TokenView.as_view(), name="token-rotate"),
     path("audit/", api.AuditListView.as_view(), name="audit-list"),
+    path("scram-users/", scram_users_api.ScramUserListView.as_view(), name="scram-users-list"),
+    path(
+        "scram-users/<str:name>/",
+        scram_users_api.ScramUserDetailView.as_view(),
+        name="scram-users-detail",
+    ),
     path("jobs/", jobs_api.JobListView.as_view(), name="jobs-list"),
     path("jobs/<int:job_id>/", jobs_api.JobDetailView.as_view(), name="jobs-detail"),
     path("schedules/", jobs_api.ScheduleListView.as_view(), name="schedules-list"),

@@ -58,6 +58,7 @@ from brokers.metadata.partition_state import ReplicaStatus
 from brokers.protocol.inflate import iter_offsets_and_timestamps
 from brokers.protocol.records import CorruptBatchError, iter_batches
 from controlplane.cluster import ClusterGateway
+from controlplane.errors import KafkaUnavailable
 from controlplane.traffic import TrafficMeter, broker_facts
 from groups.burrow import (
     DEFAULT_WINDOW,
@@ -189,7 +190,7 @@ class LagCollector:
     # reading -------------------------------------------------------------------------------
     def read_groups(self, image: ClusterImage, only: str | None = None) -> list[GroupReading]:
         """Every group (or just ``only``) as its coordinator describes it."""
-        endpoints = {bid: (b.host, b.port) for bid, b in sorted(image.brokers.items())}
+        endpoints = self._addresses(image, sorted(image.brokers))
         return self.gw.call(lambda: self._read_groups(endpoints, only), timeout=30)
 
     async def _read_groups(
@@ -263,10 +264,21 @@ class LagCollector:
             )
         return readings
 
+    def _addresses(self, image: ClusterImage, ids: list[int]) -> dict[int, tuple[str, int]]:
+        """The brokers' endpoints on the control plane's listener (those that have it)."""
+        found = {}
+        for broker_id in ids:
+            try:
+                found[broker_id] = self.gw.address(image.brokers[broker_id])
+            except KafkaUnavailable as exc:
+                log.warning("%s", exc.message)
+        return found
+
     def _client(self, host: str, port: int) -> BrokerClient:
         client = self._clients.get((host, port))
         if client is None:
-            client = BrokerClient(host, port, client_id="weir-monitor")
+            # The control plane's credentials (WEIR_KAFKA_*), as the gateway's own clients.
+            client = self.gw.security.broker_client(host, port, client_id="weir-monitor")
             self._clients[(host, port)] = client
         return client
 
@@ -293,7 +305,7 @@ class LagCollector:
             if leader in image.brokers:
                 missing.setdefault(leader, []).append(key)
         if missing:
-            endpoints = {bid: (image.brokers[bid].host, image.brokers[bid].port) for bid in missing}
+            endpoints = self._addresses(image, list(missing))
             fetched = self.gw.call(lambda: self._fetch_timestamps(missing, endpoints), timeout=30)
             self._timestamps.update(fetched)
             found.update(fetched)
@@ -311,6 +323,8 @@ class LagCollector:
         # go out in successive rounds (usually there is one).
         requests = []
         for leader, wanted in missing.items():
+            if leader not in endpoints:
+                continue  # no endpoint on the control plane's listener (logged)
             rounds: list[list[tuple[str, int, int]]] = []
             for key in sorted(wanted):
                 for round_ in rounds:

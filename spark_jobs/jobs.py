@@ -9,6 +9,8 @@ flags, advice) and JSON ``data`` with chart series and ready-made Plotly figures
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import SparkSession
 
 from spark_jobs.analytics import hot_partitions, lag_trends, record_sizes, traffic
@@ -65,8 +67,13 @@ def run_job(
     since_ms: int | None = None,
     lag_samples: list[dict] | None = None,
     progress: Progress | None = None,
+    kafka_options: Mapping[str, str] | None = None,
 ) -> AnalyticsOutput:
-    """Run job ``name``; ``progress(fraction, message)`` is called as it goes."""
+    """Run job ``name``; ``progress(fraction, message)`` is called as it goes.
+
+    ``kafka_options`` (``kafka.security.protocol``, ``kafka.sasl.*``, ...) reach the source's
+    consumers and the planner, for a cluster that needs authentication.
+    """
     job = JOBS.get(name)
     if job is None:
         raise UnknownJobError(f"unknown analytics job {name!r}; known: {', '.join(sorted(JOBS))}")
@@ -77,5 +84,6 @@ def run_job(
         since_ms=since_ms,
         lag_samples=lag_samples,
         progress=progress,
+        kafka_options=dict(kafka_options or {}),
     )
     return job.run(context)

@@ -53,7 +53,8 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
         )
     stored = await describe_users(broker.redis, broker.cluster_id)
     wanted = request.body.users
-    names = sorted(stored) if wanted is None else [u.name for u in wanted]
+    # Kafka describes every user for a null *or empty* list (librdkafka sends an empty one).
+    names = sorted(stored) if not wanted else [u.name for u in wanted]
     counts = Counter(names)
     results = []
     for name in dict.fromkeys(names):

@@ -25,8 +25,14 @@ def add_bootstrap_argument(parser: CommandParser) -> None:
 
 def admin_client(bootstrap: str) -> Any:
     from confluent_kafka.admin import AdminClient
+    from django.conf import settings
 
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+    from controlplane.kafka_security import KafkaSecurity
+
+    # The same credentials as the control plane (WEIR_KAFKA_*): a secured cluster's admin
+    # tools authenticate like its web app does.
+    security = KafkaSecurity.from_settings(settings).librdkafka_config()
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000, **security})
 
 
 def parse_config_pairs(pairs: list[str], *, flag: str) -> dict[str, str]:

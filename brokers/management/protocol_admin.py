@@ -3,7 +3,8 @@
 ``reassign-partitions`` and ``leader-election`` need AlterPartitionReassignments,
 ListPartitionReassignments and ElectLeaders. These helpers find the controller with a
 Metadata request to a bootstrap broker and send the request there with Weir's own kio-based
-client, so the commands work against any cluster that speaks the protocol.
+client, so the commands work against any cluster that speaks the protocol. The client
+authenticates as the control plane does (``WEIR_KAFKA_*``, see controlplane/kafka_security.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,15 @@ class ClusterInfo:
         }
 
 
+def _client(host: str, port: int) -> BrokerClient:
+    """A kio client with the control plane's credentials (``WEIR_KAFKA_*`` settings)."""
+    from django.conf import settings
+
+    from controlplane.kafka_security import KafkaSecurity
+
+    return KafkaSecurity.from_settings(settings).broker_client(host, port, client_id="weir-admin")
+
+
 def _bootstrap(bootstrap: str) -> list[tuple[str, int]]:
     endpoints = []
     for item in bootstrap.split(","):
@@ -52,7 +62,7 @@ def _bootstrap(bootstrap: str) -> list[tuple[str, int]]:
 async def _metadata(bootstrap: str) -> ClusterInfo:
     errors = []
     for host, port in _bootstrap(bootstrap):
-        client = BrokerClient(host, port, client_id="weir-admin")
+        client = _client(host, port)
         try:
             response = await client.request(
                 MetadataRequest(
@@ -79,7 +89,7 @@ async def _send(bootstrap: str, body: Any, timeout: float) -> Any:
     endpoint = info.brokers.get(info.controller_id)
     if endpoint is None:
         raise CommandError("the cluster has no controller right now; retry in a few seconds")
-    client = BrokerClient(*endpoint, client_id="weir-admin")
+    client = _client(*endpoint)
     try:
         return await client.request(body, timeout=timeout)
     except BrokerClientError as exc:
@@ -96,7 +106,7 @@ def send_to_controller(bootstrap: str, body: Any, *, timeout: float = 30.0) -> A
 async def _send_any(bootstrap: str, body: Any, timeout: float) -> Any:
     errors = []
     for host, port in _bootstrap(bootstrap):
-        client = BrokerClient(host, port, client_id="weir-admin")
+        client = _client(host, port)
         try:
             return await client.request(body, timeout=timeout)
         except BrokerClientError as exc:
@@ -120,7 +130,7 @@ async def _send_coordinator(bootstrap: str, group: str, body: Any, timeout: floa
     (coordinator,) = found.coordinators
     if coordinator.error_code != 0:
         raise CommandError(f"no coordinator for group {group}: error {coordinator.error_code}")
-    client = BrokerClient(coordinator.host, coordinator.port, client_id="weir-admin")
+    client = _client(coordinator.host, coordinator.port)
     try:
         return await client.request(body, timeout=timeout)
     except BrokerClientError as exc:

@@ -16,7 +16,7 @@ that received nothing still count towards fair shares.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,9 @@ class JobContext:
     since_ms: int | None = None
     lag_samples: list[dict] | None = None
     progress: Progress | None = None
+    # ``kafka.*`` source options for a secured cluster (``kafka.security.protocol``,
+    # ``kafka.sasl.*``, ``kafka.ssl.*``): passed to the source and to the planner's AdminClient.
+    kafka_options: Mapping[str, str] = field(default_factory=dict)
 
     def report(self, fraction: float, message: str) -> None:
         if self.progress is not None:
@@ -62,9 +65,14 @@ class AnalyticsJob:
     run: Callable[[JobContext], AnalyticsOutput]
 
 
-def topic_partitions(bootstrap_servers: str, topics: list[str] | None) -> dict[str, int]:
+def topic_partitions(
+    bootstrap_servers: str,
+    topics: list[str] | None,
+    kafka_options: Mapping[str, str] | None = None,
+) -> dict[str, int]:
     """Partition count per topic: the given ones that exist, else every non-internal topic."""
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    config = {k.removeprefix("kafka."): v for k, v in (kafka_options or {}).items()}
+    admin = AdminClient({**config, "bootstrap.servers": bootstrap_servers})
     metadata = admin.list_topics(timeout=30)
     names = topics if topics is not None else [t for t in metadata.topics if not t.startswith("__")]
     counts = {}
@@ -81,6 +89,7 @@ def load_records(ctx: JobContext, topics: list[str]) -> DataFrame:
         ctx.spark.read.format("weir")
         .option("kafka.bootstrap.servers", ctx.bootstrap_servers)
         .option("subscribe", ",".join(topics))
+        .options(**ctx.kafka_options)
     )
     if ctx.since_ms is not None:
         reader = reader.option("startingTimestamp", str(ctx.since_ms)).option(

@@ -53,7 +53,7 @@ def threshold(n: int) -> float:
 
 def run(ctx: JobContext) -> AnalyticsOutput:
     ctx.report(0.05, "listing topics")
-    partitions = topic_partitions(ctx.bootstrap_servers, ctx.topics)
+    partitions = topic_partitions(ctx.bootstrap_servers, ctx.topics, ctx.kafka_options)
     if not partitions:
         return AnalyticsOutput(0, _summary([], [], []), {"charts": []})
     ctx.report(0.15, f"reading {len(partitions)} topics")

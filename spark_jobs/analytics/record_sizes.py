@@ -47,7 +47,7 @@ def _size(n: int) -> str:
 
 def run(ctx: JobContext) -> AnalyticsOutput:
     ctx.report(0.05, "listing topics")
-    partitions = topic_partitions(ctx.bootstrap_servers, ctx.topics)
+    partitions = topic_partitions(ctx.bootstrap_servers, ctx.topics, ctx.kafka_options)
     if not partitions:
         return AnalyticsOutput(0, {"topics": [], "advice": []}, {"charts": []})
     ctx.report(0.15, f"reading {len(partitions)} topics")

@@ -31,7 +31,7 @@ MAX_FILLED_MINUTES = 20_000  # beyond this span, series keep only minutes that h
 
 def run(ctx: JobContext) -> AnalyticsOutput:
     ctx.report(0.05, "listing topics")
-    partitions = topic_partitions(ctx.bootstrap_servers, ctx.topics)
+    partitions = topic_partitions(ctx.bootstrap_servers, ctx.topics, ctx.kafka_options)
     if not partitions:
         return AnalyticsOutput(0, {"topics": 0, "records": 0, "bytes": 0, "per_topic": []}, {})
     ctx.report(0.15, f"reading {len(partitions)} topics")

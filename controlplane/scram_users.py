@@ -1,0 +1,151 @@
+"""SCRAM users of the cluster: list, upsert and delete credentials through the brokers.
+
+Theory of operation
+-------------------
+Credentials are changed with Kafka's DescribeUserScramCredentials / AlterUserScramCredentials
+(KIP-554) sent by the control plane's shared AdminClient, not by writing Redis directly: on a
+secured cluster the brokers authorize those APIs (Describe / Alter on the cluster) against the
+control plane's own principal, so the web app can do no more than its Kafka credentials
+allow, and the path is the one ``kafka-configs --entity-type users`` takes. The AdminClient
+salts and hashes the password itself (PBKDF2 with the given iterations); only the salted
+password reaches a broker, and nothing secret is ever read back.
+
+A user is listed once with each mechanism it has a credential for and that credential's
+iteration count. Kafka errors become API errors here: a bad mechanism, iteration count or
+user is 400 (the broker's message), an unknown user or credential 404, an authorization
+failure 403, a cluster that does not answer 503.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rest_framework import status
+
+from brokers.security.scram import MAX_ITERATIONS, MIN_ITERATIONS
+from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
+
+__all__ = [
+    "DEFAULT_ITERATIONS",
+    "MAX_ITERATIONS",
+    "MECHANISMS",
+    "MIN_ITERATIONS",
+    "ScramUser",
+    "scram_user_delete",
+    "scram_user_list",
+    "scram_user_upsert",
+]
+
+MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+# kafka-configs' default when ``iterations=`` is not given.
+DEFAULT_ITERATIONS = MIN_ITERATIONS
+TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScramUser:
+    """One user and its credentials: mechanism → iterations (never the secret)."""
+
+    name: str
+    credentials: dict[str, int]
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "mechanisms": [
+                {"mechanism": m, "iterations": i} for m, i in sorted(self.credentials.items())
+            ],
+        }
+
+
+def _admin() -> Any:
+    from controlplane.cluster import gateway
+
+    return gateway().admin()
+
+
+def _mechanism(name: str) -> Any:
+    from confluent_kafka.admin import ScramMechanism
+
+    return ScramMechanism[name.replace("-", "_")]
+
+
+def _mechanism_name(mechanism: Any) -> str:
+    return mechanism.name.replace("_", "-")
+
+
+def _result(future: Any, *, user: str | None = None) -> Any:
+    """The future's result, or the API error its Kafka error stands for."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    try:
+        return future.result(TIMEOUT)
+    except KafkaException as exc:
+        error = exc.args[0]
+        code = error.code()
+        text = f"{error.name()}: {error.str()}"
+        if code == KafkaError.RESOURCE_NOT_FOUND:
+            raise NotFound(f"SCRAM user {user!r}: {text}" if user else text) from None
+        if code in (
+            KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+            KafkaError.SASL_AUTHENTICATION_FAILED,
+        ):
+            raise ApiError(
+                f"the control plane's Kafka principal may not do this: {text}",
+                status_code=status.HTTP_403_FORBIDDEN,
+            ) from None
+        if error.retriable() or code in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
+            raise KafkaUnavailable(f"SCRAM credentials: {text}") from None
+        raise BadRequest(f"SCRAM credentials: {text}") from None
+    except TimeoutError:
+        raise KafkaUnavailable(f"SCRAM credentials: no answer in {TIMEOUT:g} s") from None
+
+
+def scram_user_list() -> list[ScramUser]:
+    """Every user with a SCRAM credential, by name."""
+    found = _result(_admin().describe_user_scram_credentials(request_timeout=TIMEOUT)) or {}
+    users = []
+    for name, description in sorted(found.items()):
+        credentials = {
+            _mechanism_name(info.mechanism): info.iterations
+            for info in description.scram_credential_infos
+        }
+        users.append(ScramUser(name=name, credentials=credentials))
+    return users
+
+
+def scram_user_get(*, name: str) -> ScramUser:
+    """One user's credentials; 404 when it has none."""
+    futures = _admin().describe_user_scram_credentials([name], request_timeout=TIMEOUT)
+    description = _result(futures[name], user=name)
+    credentials = {
+        _mechanism_name(info.mechanism): info.iterations
+        for info in description.scram_credential_infos
+    }
+    if not credentials:
+        raise NotFound(f"SCRAM user {name!r} has no credentials")
+    return ScramUser(name=name, credentials=credentials)
+
+
+def scram_user_upsert(*, name: str, mechanism: str, password: str, iterations: int) -> ScramUser:
+    """Create or replace ``name``'s credential for ``mechanism``; the user as it now is."""
+    from confluent_kafka.admin import ScramCredentialInfo, UserScramCredentialUpsertion
+
+    upsert = UserScramCredentialUpsertion(
+        name, ScramCredentialInfo(_mechanism(mechanism), iterations), password.encode()
+    )
+    futures = _admin().alter_user_scram_credentials([upsert], request_timeout=TIMEOUT)
+    _result(futures[name], user=name)
+    return scram_user_get(name=name)
+
+
+def scram_user_delete(*, name: str, mechanism: str | None) -> list[str]:
+    """Delete one credential of ``name`` (or all of them); the mechanisms deleted."""
+    from confluent_kafka.admin import UserScramCredentialDeletion
+
+    mechanisms = [mechanism] if mechanism else sorted(scram_user_get(name=name).credentials)
+    deletions = [UserScramCredentialDeletion(name, _mechanism(m)) for m in mechanisms]
+    futures = _admin().alter_user_scram_credentials(deletions, request_timeout=TIMEOUT)
+    _result(futures[name], user=name)
+    return mechanisms
