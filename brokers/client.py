@@ -58,6 +58,7 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         self._frames: collections.deque[bytearray] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
+        self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
     def closed(self) -> bool:
@@ -123,7 +124,21 @@ class _FrameProtocol(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._lost is None:
             self._lost = exc or asyncio.IncompleteReadError(b"", None)
+        if not self._closed.done():
+            self._closed.set_result(None)
         self._wake()
+
+    async def shutdown(self, timeout: float = 1.0) -> None:
+        """Close and wait until the socket is closed: a TLS connection first exchanges
+        close_notify, which a caller about to end its event loop must not cut short."""
+        if self.transport is None:
+            return
+        self.transport.close()
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._closed)
+        except TimeoutError:
+            self.transport.abort()
 
     async def read_frame(self) -> bytearray:
         while not self._frames:
@@ -195,7 +210,7 @@ class BrokerClient:
                 await self._authenticate(protocol)
             except BaseException:
                 if protocol.transport is not None:
-                    protocol.transport.close()
+                    protocol.transport.abort()
                 raise
         return protocol
 
@@ -267,5 +282,5 @@ class BrokerClient:
 
     async def close(self) -> None:
         protocol, self._protocol = self._protocol, None
-        if protocol is not None and protocol.transport is not None:
-            protocol.transport.close()
+        if protocol is not None:
+            await protocol.shutdown()

@@ -23,6 +23,10 @@ and retried, as Kafka's fetcher does, because the new leader may simply not have
 its election yet; metadata replaces it when the leader moves elsewhere. OFFSET_OUT_OF_RANGE
 below the leader's log start restarts the follower log there. A broken connection is retried
 with a short backoff; nothing here can stop the broker.
+
+Connections go to the leader's endpoint on the inter-broker listener
+(``inter.broker.listener.name``) and are secured as that listener requires (``security``:
+TLS and/or SASL login as the broker's own user, ``brokers.security.client``).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
 from brokers.client import BrokerClient, BrokerClientError
 from brokers.log.errors import LogError
 from brokers.partition import Partition
+from brokers.security.client import ClientSecurity
 
 __all__ = ["ReplicaFetcherManager"]
 
@@ -79,11 +84,13 @@ class LeaderFetcher:
         broker_id: int,
         endpoint: Callable[[int], tuple[str, int] | None],
         time_ms: Callable[[], int],
+        security: ClientSecurity | None = None,
     ) -> None:
         self.leader_id = leader_id
         self.broker_id = broker_id
         self._endpoint = endpoint
         self._time_ms = time_ms
+        self._security = security
         self._client: BrokerClient | None = None
         self.partitions: dict[tuple[str, int], _Followed] = {}
         self._changed = asyncio.Event()
@@ -115,7 +122,10 @@ class LeaderFetcher:
             return None
         if self._client is None or (self._client.host, self._client.port) != endpoint:
             self._client = BrokerClient(
-                endpoint[0], endpoint[1], client_id=f"weir-replica-{self.broker_id}"
+                endpoint[0],
+                endpoint[1],
+                client_id=f"weir-replica-{self.broker_id}",
+                security=self._security,
             )
         return self._client
 
@@ -343,10 +353,12 @@ class ReplicaFetcherManager:
         broker_id: int,
         endpoint: Callable[[int], tuple[str, int] | None],
         time_ms: Callable[[], int],
+        security: ClientSecurity | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._endpoint = endpoint
         self._time_ms = time_ms
+        self._security = security
         self._fetchers: dict[int, LeaderFetcher] = {}
 
     def follow(self, partition: Partition) -> None:
@@ -359,6 +371,7 @@ class ReplicaFetcherManager:
                 broker_id=self.broker_id,
                 endpoint=self._endpoint,
                 time_ms=self._time_ms,
+                security=self._security,
             )
             self._fetchers[partition.leader_id] = fetcher
         fetcher.add(partition)

@@ -42,6 +42,7 @@ from brokers.client import BrokerClient, BrokerClientError
 from brokers.metadata.image import ControllerLease
 from brokers.metadata.keys import KeyLayout
 from brokers.protocol.records import BatchHeader, iter_batches
+from brokers.security.client import ClientSecurity
 from tests.brokers.clients.conftest import BrokerProcess
 from tests.conftest import RedisServer
 
@@ -95,11 +96,13 @@ def wait_until(
         time.sleep(interval)
 
 
-def raw_request(port: int, body: Any, timeout: float = 5.0) -> Any:
+def raw_request(
+    port: int, body: Any, timeout: float = 5.0, security: ClientSecurity | None = None
+) -> Any:
     """One request to the broker on ``port`` with Weir's kio client; the decoded response."""
 
     async def roundtrip() -> Any:
-        client = BrokerClient("127.0.0.1", port, client_id="weir-cluster-test")
+        client = BrokerClient("127.0.0.1", port, client_id="weir-cluster-test", security=security)
         try:
             return await client.request(body, timeout=timeout)
         finally:
@@ -205,6 +208,8 @@ class Cluster:
         self.keys = KeyLayout(cluster_id)
         self.paused: set[int] = set()
         self.redis_links: dict[int, TcpProxy] = {}
+        # Where and as whom ``view`` asks a broker (None: its PLAINTEXT port, anonymously).
+        self.observer: Callable[[int], tuple[int, ClientSecurity]] | None = None
 
     # membership ----------------------------------------------------------------------------
     def __getitem__(self, broker_id: int) -> BrokerProcess:
@@ -254,7 +259,10 @@ class Cluster:
             allow_auto_topic_creation=False,
             include_topic_authorized_operations=False,
         )
-        response = raw_request(self.brokers[broker_id].port, request)
+        port, security = (
+            self.observer(broker_id) if self.observer else (self.brokers[broker_id].port, None)
+        )
+        response = raw_request(port, request, security=security)
         return ClusterView(
             controller_id=response.controller_id,
             brokers=frozenset(b.node_id for b in response.brokers),
