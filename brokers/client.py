@@ -58,7 +58,7 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         self._frames: collections.deque[bytearray] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
-        self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._closed = asyncio.Event()
 
     @property
     def closed(self) -> bool:
@@ -124,8 +124,7 @@ class _FrameProtocol(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._lost is None:
             self._lost = exc or asyncio.IncompleteReadError(b"", None)
-        if not self._closed.done():
-            self._closed.set_result(None)
+        self._closed.set()
         self._wake()
 
     async def shutdown(self, timeout: float = 1.0) -> None:
@@ -136,7 +135,7 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         self.transport.close()
         try:
             async with asyncio.timeout(timeout):
-                await asyncio.shield(self._closed)
+                await self._closed.wait()
         except TimeoutError:
             self.transport.abort()
 
