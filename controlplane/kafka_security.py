@@ -225,10 +225,6 @@ class KafkaSecurity:
 
     def broker_client(self, host: str, port: int, *, client_id: str) -> BrokerClient:
         """A kio :class:`~brokers.client.BrokerClient` that authenticates as configured."""
-        if self.protocol == "PLAINTEXT":
-            from brokers.client import BrokerClient
+        from brokers.client import BrokerClient
 
-            return BrokerClient(host, port, client_id=client_id)
-        from brokers.security.client import BrokerClient as SecureBrokerClient
-
-        return SecureBrokerClient(host, port, client_id=client_id, security=self.client_security())
+        return BrokerClient(host, port, client_id=client_id, security=self.client_security())

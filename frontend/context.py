@@ -9,10 +9,10 @@ from django.http import HttpRequest
 
 from controlplane.roles import ADMIN, OPERATOR, has_role, role_of
 
-__all__ = ["NAV", "dashboard"]
+__all__ = ["ADMIN_ONLY", "NAV", "dashboard"]
 
 # (key, label, url) of the navigation bar, in order.
-NAV = (
+NAV: tuple[tuple[str, str, str], ...] = (
     ("overview", "Overview", "/"),
     ("brokers", "Brokers", "/brokers/"),
     ("topics", "Topics", "/topics/"),
@@ -20,15 +20,19 @@ NAV = (
     ("reassignments", "Reassignments", "/reassignments/"),
     ("jobs", "Jobs", "/jobs/"),
     ("analytics", "Analytics", "/analytics/"),
+    ("security", "Security", "/security/"),
 )
+# Entries only admins see (their pages answer 403 to everyone else).
+ADMIN_ONLY = frozenset({"security"})
 
 
 def dashboard(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
+    is_admin = has_role(user, ADMIN)
     return {
-        "nav_items": NAV,
+        "nav_items": tuple(item for item in NAV if is_admin or item[0] not in ADMIN_ONLY),
         "role": role_of(user),
         "can_operate": has_role(user, OPERATOR),
-        "is_admin": has_role(user, ADMIN),
+        "is_admin": is_admin,
         "cluster_id": settings.WEIR_CLUSTER_ID,
     }

@@ -13,6 +13,7 @@ from frontend.pages import (
     messages,
     overview,
     reassignments,
+    security,
     topics,
 )
 
@@ -26,4 +27,5 @@ urlpatterns: list[URLPattern] = [
     *reassignments.urlpatterns,
     *jobs.urlpatterns,
     *analytics.urlpatterns,
+    *security.urlpatterns,
 ]
