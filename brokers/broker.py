@@ -62,6 +62,7 @@ from brokers.replication.quota import ReplicationQuota, is_throttled
 from brokers.security.acl import AclOperation, Authorizer, ResourceType
 from brokers.security.acl_store import AclCache, build_authorizer
 from brokers.security.listeners import ListenerSpec, endpoint_rewriter
+from brokers.security.tls import TLS_PROTOCOLS, server_ssl_context, tls_config
 from brokers.server import KafkaServer
 from brokers.topic_names import INTERNAL_TOPICS
 
@@ -177,6 +178,15 @@ class Broker:
                     metrics=self.metrics,
                     security_protocol=spec.protocol,
                     rewrite=endpoint_rewriter(settings.broker_id, lambda a=advertised: a[0]),
+                    ssl_context=(
+                        server_ssl_context(settings.overrides, spec.name)
+                        if spec.protocol in TLS_PROTOCOLS
+                        else None
+                    ),
+                    principal_mapping_rules=tls_config(
+                        settings.overrides, spec.name, "ssl.principal.mapping.rules"
+                    )[1]
+                    or "DEFAULT",
                 ),
                 advertised,
             )

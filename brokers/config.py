@@ -1327,6 +1327,77 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "When true, a resource with no ACLs at all may be accessed by everyone; when false, "
         "only super users may access it.",
     ),
+    # -- TLS (brokers.security.tls); each may be prefixed listener.name.<listener>. ----------
+    _broker(
+        "ssl.keystore.location",
+        S,
+        None,
+        "The location of the key store file: the server certificate (and private key) of an "
+        "SSL or SASL_SSL listener, also presented as client certificate to other brokers.",
+    ),
+    _broker(
+        "ssl.keystore.type",
+        S,
+        "PEM",
+        "The file format of the key store file: PEM (private key and certificate chain in one "
+        "file) or PKCS12. Weir cannot read JKS, Kafka's default, so its default is PEM.",
+    ),
+    _broker(
+        "ssl.keystore.password",
+        P,
+        None,
+        "The store password for the key store file (PKCS12).",
+    ),
+    _broker(
+        "ssl.key.password",
+        P,
+        None,
+        "The password of the private key in the key store file (an encrypted PEM key).",
+    ),
+    _broker(
+        "ssl.truststore.location",
+        S,
+        None,
+        "The location of the trust store file: the CA certificates client certificates "
+        "(and, as a client, other brokers' certificates) are checked against.",
+    ),
+    _broker(
+        "ssl.truststore.type",
+        S,
+        "PEM",
+        "The file format of the trust store file: PEM or PKCS12 (JKS is not supported).",
+    ),
+    _broker(
+        "ssl.truststore.password",
+        P,
+        None,
+        "The password for the trust store file (PKCS12).",
+    ),
+    _broker(
+        "ssl.client.auth",
+        S,
+        "none",
+        "Configures kafka broker to request client authentication: <code>required</code> "
+        "(a client certificate is required), <code>requested</code> (optional; a client "
+        "without one is User:ANONYMOUS) or <code>none</code>.",
+        OneOf(("required", "requested", "none")),
+    ),
+    _broker(
+        "ssl.principal.mapping.rules",
+        S,
+        "DEFAULT",
+        "A list of rules for mapping from the distinguished name of a client certificate to "
+        "a short name: <code>RULE:pattern/replacement/[LU]</code> entries and "
+        "<code>DEFAULT</code> (the DN itself), tried in order, separated by commas.",
+    ),
+    _broker(
+        "ssl.endpoint.identification.algorithm",
+        S,
+        "https",
+        "The endpoint identification algorithm to validate server hostname using server "
+        "certificate when this broker connects to another broker's TLS listener: "
+        "<code>https</code>, or empty to skip the check.",
+    ),
 )
 
 
@@ -1644,6 +1715,25 @@ def _unknown_message(kind: str, name: str, known: Iterable[str]) -> str:
 
 
 # -- broker config ---------------------------------------------------------------------------
+_LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_-]+)\.(.+)")
+_JAAS_SUFFIX = re.compile(r"(plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config")
+
+
+def _listener_config(key: str) -> ConfigDef | None:
+    """Kafka's per-listener overrides, ``listener.name.<listener lower-case>.<config>``
+    (and ``...<mechanism lower-case>.sasl.jaas.config``): validated like the bare config."""
+    match = _LISTENER_PREFIX.fullmatch(key)
+    if match is None:
+        return None
+    rest = match.group(2)
+    if _JAAS_SUFFIX.fullmatch(rest):
+        rest = "sasl.jaas.config"
+    definition = BROKER_CONFIGS.get(rest)
+    if definition is None or not (rest.startswith(("ssl.", "sasl."))):
+        return None
+    return definition
+
+
 def parse_broker_overrides(pairs: Iterable[str]) -> dict[str, str]:
     """``runbroker --config key=value ...`` → validated ``{key: value}`` (last one wins).
 
@@ -1656,7 +1746,7 @@ def parse_broker_overrides(pairs: Iterable[str]) -> dict[str, str]:
         key = key.strip()
         if not sep or not key:
             raise InvalidConfigError(key, f"--config expects KEY=VALUE, got {pair!r}")
-        definition = BROKER_CONFIGS.get(key)
+        definition = BROKER_CONFIGS.get(key) or _listener_config(key)
         if definition is None:
             message = _unknown_message("broker", key, BROKER_CONFIGS)
             topic_def = TOPIC_CONFIGS.get(key)

@@ -24,6 +24,15 @@ listener. A handler sets ``ctx.close_after_response`` to have its response sent 
 connection then closed (failed authentication). A listener may carry a response filter
 (``rewrite``) that puts its own advertised endpoint into Metadata-like responses
 (``brokers.security.listeners``).
+
+TLS (SSL and SASL_SSL listeners): the server accepts plain TCP and each connection upgrades
+itself with ``loop.start_tls`` before reading a single Kafka byte, so a failed handshake (an
+untrusted certificate, a plaintext client, garbage, a client that stalls past
+``_TLS_HANDSHAKE_TIMEOUT``) is one log line and a closed connection, never a traceback, and the
+listener keeps serving. On an SSL listener the principal comes from the client certificate
+(``brokers.security.tls.principal_from_peer``); on SASL_SSL, SASL sets it as on SASL_PLAINTEXT.
+File regions cannot be sendfile'd through TLS (the kernel would send them unencrypted): they
+are read with ``os.pread`` in pieces and written as bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 import struct
 import time
 from collections import deque
@@ -50,6 +60,7 @@ from brokers.protocol.codec import (
 )
 from brokers.protocol.framing import FrameDecoder, FramingError
 from brokers.security.sasl import ANONYMOUS, PRE_AUTH_APIS, SaslFailure
+from brokers.security.tls import TlsConfigError, principal_from_peer
 
 __all__ = ["ConnectionContext", "Handler", "KafkaServer"]
 
@@ -61,6 +72,12 @@ _MAX_QUEUED_BYTES = 8 * 1024 * 1024
 # Kafka's sasl.server.max.receive.size: the largest frame an unauthenticated client may send.
 _PRE_AUTH_MAX_FRAME = 512 * 1024
 _SENDFILE_MIN_BYTES = 64 * 1024
+# A TLS client must finish its handshake within this many seconds (Kafka has no such config;
+# this bounds what a client that connects and says nothing can hold).
+_TLS_HANDSHAKE_TIMEOUT = 10.0
+# Over TLS a file region is read and written in pieces of this size, so that a large Fetch
+# response never sits in memory whole.
+_TLS_READ_CHUNK = 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -114,7 +131,14 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.context.peer_host, self.context.peer_port = peer[0], peer[1]
         self._server.connections.add(self)
-        self._task = asyncio.get_running_loop().create_task(self._serve())
+        loop = asyncio.get_running_loop()
+        if self._server.ssl_context is not None:
+            # No byte may reach the Kafka decoder before the handshake: start_tls resumes
+            # reading once it has put its TLS protocol in front of this one.
+            transport.pause_reading()
+            self._task = loop.create_task(self._start_tls(transport))
+        else:
+            self._task = loop.create_task(self._serve())
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -171,6 +195,48 @@ class KafkaConnection(asyncio.Protocol):
             if self._transport is not None and not self.context.closed:
                 self._transport.resume_reading()
         return frame
+
+    async def _start_tls(self, transport: asyncio.Transport) -> None:
+        """Upgrade the connection to TLS, set an SSL listener's principal, then serve."""
+        server = self._server
+        assert server.ssl_context is not None
+        try:
+            tls = await asyncio.get_running_loop().start_tls(
+                transport,
+                self,
+                server.ssl_context,
+                server_side=True,
+                ssl_handshake_timeout=_TLS_HANDSHAKE_TIMEOUT,
+            )
+            if tls is None:
+                raise ConnectionError("connection closed during the TLS handshake")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # ssl.SSLError, timeouts, resets: all end this client only
+            # A bad certificate, a plaintext client or a stalled handshake is worth a line; a
+            # peer that hangs up first (a port probe) only at debug level.
+            level = logging.INFO if isinstance(exc, ssl.SSLError | TimeoutError) else logging.DEBUG
+            if isinstance(exc, ConnectionAbortedError):  # asyncio's handshake timeout
+                level = logging.INFO
+            log.log(level, "closing %s: TLS handshake failed: %s", self._peer(), exc or repr(exc))
+            self._drop(transport)
+            return
+        self._transport = tls
+        if not server.sasl:
+            try:
+                self.context.principal = principal_from_peer(
+                    tls.get_extra_info("ssl_object"), server.principal_mapping_rules
+                )
+            except TlsConfigError as exc:  # no mapping rule applies: Kafka fails the client
+                log.info("closing %s: %s", self._peer(), exc)
+                self._drop(tls)
+                return
+        await self._serve()
+
+    def _drop(self, transport: asyncio.BaseTransport) -> None:
+        self.context.closed = True
+        self._server.connections.discard(self)
+        transport.close()
 
     async def _serve(self) -> None:
         try:
@@ -283,7 +349,12 @@ class KafkaConnection(asyncio.Protocol):
                 pending.append(chunk)
                 total += len(chunk)
                 continue
-            if chunk.size <= _SENDFILE_MIN_BYTES:
+            if self._server.ssl_context is not None and chunk.size > _SENDFILE_MIN_BYTES:
+                if pending:
+                    transport.write(b"".join(pending))
+                    pending.clear()
+                sent = await self._write_region_tls(chunk)
+            elif chunk.size <= _SENDFILE_MIN_BYTES:
                 # Small regions (a caught-up consumer's few batches): one pread is cheaper
                 # than sendfile, which must drain the buffer first and register the socket
                 # with the selector and unregister it again.
@@ -309,6 +380,23 @@ class KafkaConnection(asyncio.Protocol):
             await self._can_write.wait()
         return total
 
+    async def _write_region_tls(self, chunk: Any) -> int:
+        """A file region through TLS: pread + write piece by piece, waiting for the transport
+        to drain in between; the bytes read (short when the file shrank)."""
+        sent = 0
+        fd = chunk.file.fileno()
+        while sent < chunk.size:
+            if self.context.closed or self._transport is None:
+                return sent
+            data = os.pread(fd, min(_TLS_READ_CHUNK, chunk.size - sent), chunk.position + sent)
+            if not data:
+                return sent
+            self._transport.write(data)
+            sent += len(data)
+            if not self._can_write.is_set():
+                await self._can_write.wait()
+        return sent
+
 
 class KafkaServer:
     """Accepts connections on one listener and dispatches requests to handlers."""
@@ -324,8 +412,14 @@ class KafkaServer:
         security_protocol: str = "PLAINTEXT",
         sasl_mechanisms: tuple[str, ...] = (),
         rewrite: Callable[[int, Any], Any] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        principal_mapping_rules: str = "DEFAULT",
     ) -> None:
         self.name = name
+        # SSL / SASL_SSL: the server side of the TLS handshake (brokers.security.tls).
+        self.ssl_context = ssl_context
+        # ssl.principal.mapping.rules: the SSL principal from the client certificate's DN.
+        self.principal_mapping_rules = principal_mapping_rules
         self.security_protocol = security_protocol
         self.sasl = security_protocol.startswith("SASL_")
         self.sasl_mechanisms = sasl_mechanisms

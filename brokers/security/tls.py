@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from brokers.security.sasl import ANONYMOUS
 
 __all__ = [
+    "TLS_PROTOCOLS",
     "TlsConfigError",
     "broker_client_ssl_context",
     "client_ssl_context",
@@ -69,12 +70,13 @@ class TlsConfigError(ValueError):
 
 
 def tls_config(configs: Mapping[str, str], listener: str, name: str) -> tuple[str, str | None]:
-    """(the key that is in effect, its value): ``listener.name.<l>.<name>`` wins over ``name``."""
+    """(the key that is in effect, its value): ``listener.name.<l>.<name>`` wins over ``name``;
+    (``name``, None) when neither is set."""
     prefixed = f"listener.name.{listener.lower()}.{name}"
     if configs.get(prefixed) not in (None, ""):
         return prefixed, configs[prefixed]
     value = configs.get(name)
-    return (name, value) if value not in (None, "") else (prefixed, None)
+    return (name, value) if value not in (None, "") else (name, None)
 
 
 # -- key material ---------------------------------------------------------------------------
@@ -216,9 +218,10 @@ def server_ssl_context(configs: Mapping[str, str], listener: str) -> ssl.SSLCont
     context = _new_context(ssl.PROTOCOL_TLS_SERVER)
     key_chain = _load_keystore(configs, listener)
     if key_chain is None:
-        key, _ = tls_config(configs, listener, "ssl.keystore.location")
+        prefixed = f"listener.name.{listener.lower()}.ssl.keystore.location"
         raise TlsConfigError(
-            key, f"listener {listener} uses TLS: {key} (or ssl.keystore.location) is required"
+            "ssl.keystore.location",
+            f"listener {listener} uses TLS: ssl.keystore.location (or {prefixed}) is required",
         )
     _use_key_chain(context, tls_config(configs, listener, "ssl.keystore.location")[0], key_chain)
     auth_key, auth = tls_config(configs, listener, "ssl.client.auth")

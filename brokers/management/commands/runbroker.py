@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brokers.config import InvalidConfigError, parse_broker_overrides
 from brokers.security.listeners import ListenerError, resolve_listeners
+from brokers.security.tls import TlsConfigError
 
 
 def parse_endpoint(flag: str, value: str) -> tuple[str, int]:
@@ -108,7 +109,7 @@ class Command(BaseCommand):
         )
         try:
             asyncio.run(_run(Broker(settings)))
-        except InvalidConfigError as exc:
+        except (InvalidConfigError, TlsConfigError) as exc:
             raise CommandError(str(exc)) from None
 
 

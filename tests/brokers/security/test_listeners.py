@@ -41,7 +41,6 @@ def test_listeners_config_adds_named_listeners_with_mapped_protocols() -> None:
     ("listen", "configs", "message"),
     [
         (["SASL_PLAINTEXT://127.0.0.1:1"], {}, "must be PLAINTEXT"),
-        (["127.0.0.1:1", "SSL://127.0.0.1:2"], {}, "not supported"),
         (["127.0.0.1:1", "FOO://127.0.0.1:2"], {}, "no security protocol"),
         (["127.0.0.1:1", "PLAINTEXT://127.0.0.1:2"], {}, "given twice"),
         (["127.0.0.1:1"], {"listeners": "PLAINTEXT://127.0.0.1:5"}, "in --listen but"),
@@ -53,7 +52,9 @@ def test_bad_listener_settings_are_named(listen: list[str], configs: dict, messa
         resolve_listeners(listen, configs=configs)
 
 
-def test_runbroker_rejects_an_unsupported_listener(tmp_path: Path, redis_server: str) -> None:
+def test_runbroker_rejects_a_tls_listener_without_keystore(
+    tmp_path: Path, redis_server: str
+) -> None:
     env = dict(os.environ, WEIR_REDIS_URL=redis_server, WEIR_CLUSTER_ID="unused")
     result = subprocess.run(
         [
@@ -76,7 +77,7 @@ def test_runbroker_rejects_an_unsupported_listener(tmp_path: Path, redis_server:
         timeout=60,
     )
     assert result.returncode != 0
-    assert "SSL is not supported" in result.stderr
+    assert "listener SSL uses TLS: ssl.keystore.location" in result.stderr
 
 
 def test_repeated_listen_flag_opens_a_sasl_listener(tmp_path: Path, redis_server: str) -> None:
