@@ -403,3 +403,36 @@ def test_untrusted_certificate_and_plaintext_client_are_dropped_others_keep_work
     log = tls_broker.log_path.read_text()
     assert "TLS handshake failed" in log
     assert "Traceback" not in log
+
+
+def test_large_fetch_responses_cross_tls_intact(tls_broker: TlsBroker) -> None:
+    """Fetch responses past 64 KB leave as pread pieces of up to 1 MB written through TLS."""
+    topic = _create_topic(tls_broker, "tls-big")
+    conf = _cert_conf(tls_broker, tls_broker.certs.writer)
+    values = [bytes([i]) * 200_000 for i in range(12)]  # ~2.4 MB, several 1 MB pieces
+    producer = Producer({**conf, "compression.type": "none", "linger.ms": 50})
+    for value in values:
+        producer.produce(topic, value=value)
+    assert producer.flush(15) == 0
+    consumer = Consumer(
+        {
+            **conf,
+            "group.id": f"tls-g-{topic}",
+            "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 8 * 1024 * 1024,
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        }
+    )
+    consumer.subscribe([topic])
+    received: list[bytes] = []
+    try:
+        for _ in range(60):
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            received.append(message.value())
+            if len(received) == len(values):
+                break
+    finally:
+        consumer.close()
+    assert received == values
