@@ -179,7 +179,7 @@ class Broker:
                     security_protocol=spec.protocol,
                     rewrite=endpoint_rewriter(settings.broker_id, lambda a=advertised: a[0]),
                     ssl_context=(
-                        server_ssl_context(settings.overrides, spec.name)
+                        server_ssl_context(settings.overrides, spec.name, protocol=spec.protocol)
                         if spec.protocol in TLS_PROTOCOLS
                         else None
                     ),

@@ -213,8 +213,14 @@ def _new_context(purpose: int) -> ssl.SSLContext:
 
 
 # -- contexts -------------------------------------------------------------------------------
-def server_ssl_context(configs: Mapping[str, str], listener: str) -> ssl.SSLContext:
-    """The server side of an SSL / SASL_SSL listener, from the (prefixed) ``ssl.*`` configs."""
+def server_ssl_context(
+    configs: Mapping[str, str], listener: str, *, protocol: str = "SSL"
+) -> ssl.SSLContext:
+    """The server side of an SSL / SASL_SSL listener, from the (prefixed) ``ssl.*`` configs.
+
+    On SASL_SSL only ``listener.name.<l>.ssl.client.auth`` counts, not the bare config
+    (Kafka's KIP-684: SASL already authenticates; a broker-wide ``required`` meant for SSL
+    listeners must not demand certificates from SASL clients)."""
     context = _new_context(ssl.PROTOCOL_TLS_SERVER)
     key_chain = _load_keystore(configs, listener)
     if key_chain is None:
@@ -225,6 +231,8 @@ def server_ssl_context(configs: Mapping[str, str], listener: str) -> ssl.SSLCont
         )
     _use_key_chain(context, tls_config(configs, listener, "ssl.keystore.location")[0], key_chain)
     auth_key, auth = tls_config(configs, listener, "ssl.client.auth")
+    if protocol == "SASL_SSL" and auth_key == "ssl.client.auth":
+        auth = None
     mode = _CLIENT_AUTH.get((auth or "none").lower())
     if mode is None:
         raise TlsConfigError(
@@ -278,8 +286,11 @@ def broker_client_ssl_context(configs: Mapping[str, str], listener: str) -> ssl.
     """What a broker uses to reach another broker's ``listener``: it trusts that listener's
     truststore and presents that listener's keystore as its client certificate."""
     context = _new_context(ssl.PROTOCOL_TLS_CLIENT)
-    algorithm = tls_config(configs, listener, "ssl.endpoint.identification.algorithm")[1]
-    context.check_hostname = (algorithm if algorithm is not None else "https").lower() == "https"
+    # Here an empty value is meaningful (no hostname check), so presence decides, not value.
+    name = "ssl.endpoint.identification.algorithm"
+    prefixed = f"listener.name.{listener.lower()}.{name}"
+    algorithm = configs.get(prefixed, configs.get(name, "https"))
+    context.check_hostname = algorithm.strip().lower() == "https"
     if not _load_truststore(context, configs, listener):
         context.load_default_certs(ssl.Purpose.SERVER_AUTH)
     key_chain = _load_keystore(configs, listener)

@@ -4,6 +4,7 @@ pair), errors naming the config, ssl.principal.mapping.rules; and runbroker's me
 from __future__ import annotations
 
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from brokers.config import (
 )
 from brokers.security.tls import (
     TlsConfigError,
+    broker_client_ssl_context,
     client_ssl_context,
     map_principal,
     parse_principal_mapping_rules,
@@ -65,10 +67,15 @@ def test_invalid_principal_mapping_rules_name_the_config(rules: str) -> None:
 
 
 # -- contexts: handshakes over a socket pair ----------------------------------------------------
-def _connect(server_configs: dict[str, str], client: ClientCert | None, certs: TlsCerts) -> str:
+def _connect(
+    server_configs: dict[str, str],
+    client: ClientCert | None,
+    certs: TlsCerts,
+    client_context: ssl.SSLContext | None = None,
+) -> str:
     """TLS handshake through a socket pair; the principal the server side derives."""
     server_context = server_ssl_context(server_configs, "SSL")
-    client_context = client_ssl_context(
+    client_context = client_context or client_ssl_context(
         ca_location=certs.ca,
         cert_location=client.cert if client else None,
         key_location=client.key if client else None,
@@ -248,3 +255,48 @@ def test_tls_passwords_are_sensitive(name: str) -> None:
     assert entry.sensitive
     assert entry.value is None
     assert all(s.value is None for s in entry.synonyms)
+
+
+def test_sasl_ssl_ignores_the_broker_wide_client_auth(tls_certs: TlsCerts) -> None:  # noqa: F811
+    """KIP-684: on SASL_SSL only the listener-prefixed ssl.client.auth counts."""
+    base = {
+        "ssl.keystore.location": tls_certs.server_keystore,
+        "ssl.truststore.location": tls_certs.ca,
+    }
+    wide = {**base, "ssl.client.auth": "required"}
+    assert server_ssl_context(wide, "SSL").verify_mode == ssl.CERT_REQUIRED
+    assert server_ssl_context(wide, "SASL_SSL", protocol="SASL_SSL").verify_mode == ssl.CERT_NONE
+    prefixed = {**base, "listener.name.sasl_ssl.ssl.client.auth": "requested"}
+    context = server_ssl_context(prefixed, "SASL_SSL", protocol="SASL_SSL")
+    assert context.verify_mode == ssl.CERT_OPTIONAL
+
+
+def test_broker_client_context_checks_hostnames_unless_the_algorithm_is_empty(
+    tls_certs: TlsCerts,  # noqa: F811
+) -> None:
+    configs = {
+        "ssl.truststore.location": tls_certs.ca,
+        "ssl.keystore.location": tls_certs.writer.keystore,
+    }
+    assert broker_client_ssl_context(configs, "SSL").check_hostname
+    empty = {**configs, "ssl.endpoint.identification.algorithm": ""}
+    assert not broker_client_ssl_context(empty, "SSL").check_hostname
+    prefixed = {**empty, "listener.name.ssl.ssl.endpoint.identification.algorithm": "https"}
+    assert broker_client_ssl_context(prefixed, "SSL").check_hostname
+
+
+def test_broker_client_context_presents_the_listener_keystore(
+    tls_certs: TlsCerts,  # noqa: F811
+) -> None:
+    server = {
+        "ssl.keystore.location": tls_certs.server_keystore,
+        "ssl.truststore.location": tls_certs.ca,
+        "ssl.client.auth": "required",
+    }
+    # The other broker's configs: its SSL listener's keystore is its client certificate.
+    other = {
+        "listener.name.ssl.ssl.keystore.location": tls_certs.writer.keystore,
+        "listener.name.ssl.ssl.truststore.location": tls_certs.ca,
+    }
+    client_context = broker_client_ssl_context(other, "SSL")
+    assert _connect(server, None, tls_certs, client_context) == tls_certs.writer.principal
