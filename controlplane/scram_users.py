@@ -2,13 +2,14 @@
 
 Theory of operation
 -------------------
-Credentials are changed with Kafka's DescribeUserScramCredentials / AlterUserScramCredentials
-(KIP-554) sent by the control plane's shared AdminClient, not by writing Redis directly: on a
-secured cluster the brokers authorize those APIs (Describe / Alter on the cluster) against the
-control plane's own principal, so the web app can do no more than its Kafka credentials
-allow, and the path is the one ``kafka-configs --entity-type users`` takes. The AdminClient
-salts and hashes the password itself (PBKDF2 with the given iterations); only the salted
-password reaches a broker, and nothing secret is ever read back.
+Credentials are read and changed with Kafka's DescribeUserScramCredentials /
+AlterUserScramCredentials (KIP-554), not by writing Redis directly: on a secured cluster the
+brokers authorize those APIs (Describe / Alter on the cluster) against the control plane's
+own principal, so the web app can do no more than its Kafka credentials allow, and the path
+is the one ``kafka-configs --entity-type users`` takes. Alter goes through the shared
+AdminClient, which salts and hashes the password itself (PBKDF2 with the given iterations):
+only the salted password reaches a broker. Describe goes through the gateway's kio client
+(see :func:`_describe` for why), and nothing secret is ever read back.
 
 A user is listed once with each mechanism it has a credential for and that credential's
 iteration count. Kafka errors become API errors here: a bad mechanism, iteration count or
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+# Kafka's wire ids of the mechanisms (ScramMechanism in the Describe/Alter APIs).
+_BY_ID = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 # kafka-configs' default when ``iterations=`` is not given.
 DEFAULT_ITERATIONS = MIN_ITERATIONS
 TIMEOUT = 10.0
@@ -71,10 +74,6 @@ def _mechanism(name: str) -> Any:
     return ScramMechanism[name.replace("-", "_")]
 
 
-def _mechanism_name(mechanism: Any) -> str:
-    return mechanism.name.replace("_", "-")
-
-
 def _result(future: Any, *, user: str | None = None) -> Any:
     """The future's result, or the API error its Kafka error stands for."""
     from confluent_kafka import KafkaError, KafkaException
@@ -102,27 +101,64 @@ def _result(future: Any, *, user: str | None = None) -> Any:
         raise KafkaUnavailable(f"SCRAM credentials: no answer in {TIMEOUT:g} s") from None
 
 
+def _describe(users: list[str] | None) -> dict[str, dict[str, int]]:
+    """user → {mechanism: iterations} as the brokers describe ``users`` (None: everyone).
+
+    Sent with the gateway's kio client, not the AdminClient: confluent-kafka 2.x aborts the
+    process when a DescribeUserScramCredentials answer carries a top-level error (a control
+    plane principal without Describe on the cluster), and a web process must not die of it.
+    """
+    from kio.schema.describe_user_scram_credentials.v0.request import (
+        DescribeUserScramCredentialsRequest,
+        UserName,
+    )
+    from kio.schema.errors import ErrorCode
+
+    from controlplane.cluster import gateway
+
+    wanted = None if users is None else tuple(UserName(name=u) for u in users)
+    response = gateway().request_any(
+        DescribeUserScramCredentialsRequest(users=wanted), timeout=TIMEOUT
+    )
+    _raise_for(ErrorCode(response.error_code), response.error_message)
+    found: dict[str, dict[str, int]] = {}
+    for result in response.results:
+        _raise_for(ErrorCode(result.error_code), result.error_message, user=result.user)
+        found[result.user] = {
+            _BY_ID[int(info.mechanism)]: int(info.iterations)
+            for info in result.credential_infos
+            if int(info.mechanism) in _BY_ID
+        }
+    return found
+
+
+def _raise_for(code: Any, message: str | None, *, user: str | None = None) -> None:
+    """The API error a Kafka error code in a Describe answer stands for (none for 0)."""
+    from kio.schema.errors import ErrorCode
+
+    if code == ErrorCode.none:
+        return
+    text = f"{code.name.upper()}: {message or code.name.replace('_', ' ')}"
+    if code == ErrorCode.resource_not_found:
+        raise NotFound(f"SCRAM user {user!r}: {text}" if user else text)
+    if code == ErrorCode.cluster_authorization_failed:
+        raise ApiError(
+            f"the control plane's Kafka principal may not do this: {text}",
+            status_code=status.HTTP_403_FORBIDDEN,
+        )
+    if code.retriable:
+        raise KafkaUnavailable(f"SCRAM credentials: {text}")
+    raise BadRequest(f"SCRAM credentials: {text}")
+
+
 def scram_user_list() -> list[ScramUser]:
     """Every user with a SCRAM credential, by name."""
-    found = _result(_admin().describe_user_scram_credentials(request_timeout=TIMEOUT)) or {}
-    users = []
-    for name, description in sorted(found.items()):
-        credentials = {
-            _mechanism_name(info.mechanism): info.iterations
-            for info in description.scram_credential_infos
-        }
-        users.append(ScramUser(name=name, credentials=credentials))
-    return users
+    return [ScramUser(name=n, credentials=c) for n, c in sorted(_describe(None).items())]
 
 
 def scram_user_get(*, name: str) -> ScramUser:
     """One user's credentials; 404 when it has none."""
-    futures = _admin().describe_user_scram_credentials([name], request_timeout=TIMEOUT)
-    description = _result(futures[name], user=name)
-    credentials = {
-        _mechanism_name(info.mechanism): info.iterations
-        for info in description.scram_credential_infos
-    }
+    credentials = _describe([name]).get(name) or {}
     if not credentials:
         raise NotFound(f"SCRAM user {name!r} has no credentials")
     return ScramUser(name=name, credentials=credentials)
