@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-Start-up: connect to Redis, register with an expiring lease and a fresh broker epoch, load
+Start-up: connect to Redis, register (every listener's advertised endpoint) with an expiring
+lease and a fresh broker epoch, load
 the metadata image and tail the metadata log, open the local logs of every partition placed
 here (recovering them), then open the Kafka listener. A background task competes for the
 controller lease; while this broker holds it, it is the one that creates and deletes topics.
@@ -10,6 +11,15 @@ controller lease; while this broker holds it, it is the one that creates and del
 The image in the metadata cache is the broker's view of the cluster; handlers read it through
 small views (``TopicView``, ``BrokerEndpoint``) so they never touch Redis. When Redis is
 away the data plane keeps serving with the last image it has.
+
+Listeners: the first one is the primary (any security protocol); answers on each listener
+name the brokers by their endpoints on that listener (``endpoint_rewriter``). Brokers reach
+each other -- replica fetchers, requests forwarded to the controller, ISR changes -- on the
+listener named by ``inter.broker.listener.name`` (default: the primary), logging in with
+``sasl.mechanism.inter.broker.protocol`` and the JAAS credentials of ``sasl.jaas.config`` on a
+SASL listener and presenting the listener's keystore on a TLS one
+(``brokers.security.client.inter_broker_security``). With an authorizer, that principal needs
+ClusterAction on the cluster (followers' Fetch, AlterPartition) or a place in super.users.
 
 Shutdown (SIGTERM): stop accepting, close logs (flush, producer snapshots, checkpoints),
 resign the controller lease and deregister.
@@ -46,7 +56,7 @@ from brokers.housekeeping import HousekeepingServer
 from brokers.log.log import LogConfig
 from brokers.metadata.cache import MetadataCache
 from brokers.metadata.errors import MetadataUnavailableError
-from brokers.metadata.image import ClusterImage
+from brokers.metadata.image import ClusterImage, ListenerEndpoint
 from brokers.metadata.partition_state import (
     PartitionStatePublisher,
     PartitionStatus,
@@ -61,7 +71,13 @@ from brokers.replication.fetcher import ReplicaFetcherManager
 from brokers.replication.quota import ReplicationQuota, is_throttled
 from brokers.security.acl import AclOperation, Authorizer, ResourceType
 from brokers.security.acl_store import AclCache, build_authorizer
-from brokers.security.listeners import ListenerSpec, endpoint_rewriter
+from brokers.security.client import inter_broker_security
+from brokers.security.listeners import (
+    ListenerError,
+    ListenerSpec,
+    endpoint_rewriter,
+    inter_broker_listener,
+)
 from brokers.security.tls import TLS_PROTOCOLS, server_ssl_context, tls_config
 from brokers.server import KafkaServer
 from brokers.topic_names import INTERNAL_TOPICS
@@ -107,6 +123,8 @@ class BrokerSettings:
     cluster_id: str
     # Listeners besides the primary (``listen``): brokers.security.listeners.ListenerSpec.
     extra_listeners: tuple[ListenerSpec, ...] = ()
+    # The primary listener's name and protocol (None: PLAINTEXT on ``listen``).
+    primary_listener: ListenerSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +176,38 @@ class Broker:
             log_config_for=self.log_config,
         )
         self.metrics = BrokerMetrics()
+        primary = settings.primary_listener or ListenerSpec(
+            "PLAINTEXT", "PLAINTEXT", *settings.listen, settings.advertise
+        )
+        self.listeners: tuple[ListenerSpec, ...] = (primary, *settings.extra_listeners)
+        try:
+            self.inter_broker_listener = inter_broker_listener(
+                list(self.listeners), settings.overrides
+            )
+        except ListenerError as exc:
+            raise InvalidConfigError("inter.broker.listener.name", str(exc)) from None
+        # How this broker logs in to the others (checked now: a bad JAAS stops start-up).
+        self.inter_broker_security = inter_broker_security(
+            settings.overrides,
+            listener=self.inter_broker_listener.name,
+            protocol=self.inter_broker_listener.protocol,
+        )
         self.server = KafkaServer(
-            name="PLAINTEXT",
+            name=primary.name,
             handlers=self.handlers,
             supported_versions=self.supported_versions,
             max_request_size=self.config.get("socket.request.max.bytes"),
             metrics=self.metrics,
+            security_protocol=primary.protocol,
+            ssl_context=(
+                server_ssl_context(settings.overrides, primary.name, protocol=primary.protocol)
+                if primary.protocol in TLS_PROTOCOLS
+                else None
+            ),
+            principal_mapping_rules=tls_config(
+                settings.overrides, primary.name, "ssl.principal.mapping.rules"
+            )[1]
+            or "DEFAULT",
         )
         # Secondary listeners (e.g. SASL_PLAINTEXT): name → (server, advertised endpoint).
         self.extra_servers: dict[str, tuple[KafkaServer, list[tuple[str, int]]]] = {}
@@ -190,6 +234,11 @@ class Broker:
                 ),
                 advertised,
             )
+        # Every listener names the brokers by their endpoints on it (Kafka's rule).
+        for server in (self.server, *(extra for extra, _ in self.extra_servers.values())):
+            server.rewrite = endpoint_rewriter(
+                server.name, lambda name=server.name: self._listener_endpoints(name)
+            )
         self.redis: aioredis.Redis | None = None
         self.store: MetadataStore | None = None
         self.registration: BrokerRegistration | None = None
@@ -206,7 +255,10 @@ class Broker:
         self.time_ms = wall_clock_ms
         self.groups = GroupCoordinator(self)
         self.fetchers = ReplicaFetcherManager(
-            broker_id=settings.broker_id, endpoint=self.endpoint_of, time_ms=wall_clock_ms
+            broker_id=settings.broker_id,
+            endpoint=self.endpoint_of,
+            time_ms=wall_clock_ms,
+            security=self.inter_broker_security,
         )
         self.controller: Controller | None = None
         self._replication_quota = ReplicationQuota()
@@ -237,6 +289,7 @@ class Broker:
             host=self.endpoint[0],
             port=self.endpoint[1],
             rack=settings.rack,
+            endpoints=self.advertised_endpoints(),
             lease_ms=int(self.config.get("broker.session.timeout.ms")),
             heartbeat_ms=int(self.config.get("broker.heartbeat.interval.ms")),
             on_fenced=self._on_fenced,
@@ -624,10 +677,37 @@ class Broker:
     def _live_broker_ids(self, image: ClusterImage) -> list[int]:
         return sorted(image.brokers)
 
+    def advertised_endpoints(self) -> tuple[ListenerEndpoint, ...]:
+        """This broker's listeners as registered: advertised endpoints, primary first."""
+        primary = self.listeners[0]
+        endpoints = [ListenerEndpoint(primary.name, *self.endpoint, primary.protocol)]
+        for spec in self.settings.extra_listeners:
+            _, advertised = self.extra_servers[spec.name]
+            endpoints.append(ListenerEndpoint(spec.name, *advertised[0], spec.protocol))
+        return tuple(endpoints)
+
+    def _listener_endpoints(self, listener: str) -> dict[int, tuple[str, int]]:
+        """Broker id → endpoint on ``listener``, for every registered broker that has it."""
+        endpoints: dict[int, tuple[str, int]] = {}
+        if self.metadata is not None:
+            for broker_id, registration in self.metadata.image.registrations.items():
+                endpoint = registration.endpoint(listener)
+                if endpoint is not None:
+                    endpoints[broker_id] = endpoint
+        # This broker's own, even before its registration reached the image.
+        for own in self.advertised_endpoints():
+            if own.name == listener:
+                endpoints[self.broker_id] = (own.host, own.port)
+        return endpoints
+
     def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
+        """Where to reach ``broker_id``: its endpoint on the inter-broker listener."""
         assert self.metadata is not None
         registration = self.metadata.image.registrations.get(broker_id)
-        return None if registration is None else (registration.host, registration.port)
+        if registration is None:
+            return None
+        # None when it has no such listener (misconfigured): it is unreachable for us.
+        return registration.endpoint(self.inter_broker_listener.name)
 
     async def wait_for_metadata(self, predicate: object, timeout_s: float) -> bool:
         """Wait until ``predicate()`` holds for the local image (or the timeout passes)."""
@@ -791,14 +871,20 @@ class Broker:
         return ErrorCode.none, view
 
     def _controller_client(self) -> BrokerClient | None:
+        """A connection to the controller on the inter-broker listener."""
         controller = self.controller_id()
-        endpoint = next((b for b in self.live_brokers() if b.broker_id == controller), None)
+        assert self.metadata is not None
+        if controller not in self.metadata.image.brokers:
+            return None
+        endpoint = self.endpoint_of(controller)
         if endpoint is None:
             return None
         client = self._controller_clients.get(controller)
-        if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
+        if client is None or (client.host, client.port) != endpoint:
             client = BrokerClient(
-                endpoint.host, endpoint.port, client_id=f"weir-broker-{self.broker_id}"
+                *endpoint,
+                client_id=f"weir-broker-{self.broker_id}",
+                security=self.inter_broker_security,
             )
             self._controller_clients[controller] = client
         return client

@@ -6,21 +6,27 @@ A listener is a name (``PLAINTEXT``, ``SASL_PLAINTEXT``, ``CLIENT`` ...), a secu
 (from the protocol map; a name that is itself a protocol maps to itself) and a bind address.
 ``runbroker --listen`` may repeat with an optional ``NAME://`` prefix (no prefix = PLAINTEXT);
 the ``listeners`` config adds the listeners it names that ``--listen`` did not. The first
-listener is the broker's primary one: it is registered in Redis and used for replication, so it
-must be PLAINTEXT for now (``inter.broker.listener.name`` comes later).
-``advertised.listeners`` overrides what clients are told per listener name (``--advertise``
-still sets the primary's).
+listener is the broker's primary one (any protocol): its endpoint is the registration's
+``host``/``port``. Every listener's advertised endpoint is registered (``endpoints``, see
+``brokers.metadata.registration``). ``advertised.listeners`` overrides what clients are told
+per listener name (``--advertise`` still sets the primary's).
+
+Brokers reach each other on the listener named by ``inter.broker.listener.name`` (default: the
+primary; ``inter_broker_listener``): replica fetchers, requests to the controller and ISR
+changes use the other brokers' registered endpoints for that listener, secured as its
+protocol says (``brokers.security.client``).
 
 Kafka's rule for Metadata is to answer with the endpoints of the listener the request came in
-on. ``endpoint_rewriter`` does that for this broker's own entry in Metadata, FindCoordinator
-and DescribeCluster responses on a secondary listener (other brokers' secondary endpoints are
-not registered yet, so they keep their primary endpoints).
+on. ``endpoint_rewriter`` does that for every listener: in Metadata, FindCoordinator and
+DescribeCluster responses each broker is named by its registered endpoint for *that*
+listener. A broker without that listener is left out of the broker lists (as Kafka does); a
+coordinator without it is COORDINATOR_NOT_AVAILABLE, so the client retries.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +35,7 @@ __all__ = [
     "ListenerError",
     "ListenerSpec",
     "endpoint_rewriter",
+    "inter_broker_listener",
     "parse_listener",
     "resolve_listeners",
 ]
@@ -133,40 +140,85 @@ def resolve_listeners(
             raise ListenerError(f"listener {name}: security protocol {protocol} is not supported")
         adv = advertise if index == 0 and advertise else advertised.get(name)
         specs.append(ListenerSpec(name, protocol, host, port, adv))
-    if specs[0].protocol != "PLAINTEXT":
-        raise ListenerError(
-            f"the first listener ({specs[0].name}) carries replication and must be PLAINTEXT"
-        )
     return specs
 
 
-_ENDPOINT_APIS = frozenset({3, 10, 60})  # Metadata, FindCoordinator, DescribeCluster
+def inter_broker_listener(specs: list[ListenerSpec], configs: Mapping[str, str]) -> ListenerSpec:
+    """The listener named by ``inter.broker.listener.name`` (default: the primary)."""
+    name = (configs.get("inter.broker.listener.name") or "").strip().upper()
+    if not name:
+        return specs[0]
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    raise ListenerError(
+        f"inter.broker.listener.name={name} is not one of the listeners "
+        f"({', '.join(s.name for s in specs)})"
+    )
 
 
-def _rewrite_entity(entity: Any, broker_id: int, host: str, port: int) -> Any:
-    node = getattr(entity, "node_id", getattr(entity, "broker_id", None))
-    if node == broker_id and hasattr(entity, "host") and hasattr(entity, "port"):
-        return dataclasses.replace(entity, host=host, port=port)
-    return entity
+_METADATA, _FIND_COORDINATOR, _DESCRIBE_CLUSTER = 3, 10, 60
+_ENDPOINT_APIS = frozenset({_METADATA, _FIND_COORDINATOR, _DESCRIBE_CLUSTER})
+_COORDINATOR_NOT_AVAILABLE = 15
+
+Endpoints = Mapping[int, tuple[str, int]]
+
+
+def _node(entity: Any) -> int | None:
+    return getattr(entity, "node_id", getattr(entity, "broker_id", None))
+
+
+def _renamed(entity: Any, endpoints: Endpoints) -> Any | None:
+    """``entity`` with its broker's endpoint on this listener; None if it has none."""
+    endpoint = endpoints.get(_node(entity))  # type: ignore[arg-type]
+    if endpoint is None:
+        return None
+    host, port = endpoint
+    return dataclasses.replace(entity, host=host, port=port)
+
+
+def _coordinator(entity: Any, endpoints: Endpoints) -> Any:
+    """A FindCoordinator answer (v0-3 body or v4 ``Coordinator``) on this listener."""
+    if getattr(entity, "error_code", 0) != 0 or _node(entity) in (None, -1):
+        return entity
+    renamed = _renamed(entity, endpoints)
+    if renamed is not None:
+        return renamed
+    return dataclasses.replace(
+        entity,
+        node_id=-1,
+        host="",
+        port=-1,
+        error_code=_COORDINATOR_NOT_AVAILABLE,
+        error_message="The coordinator is not available on this listener.",
+    )
 
 
 def endpoint_rewriter(
-    broker_id: int, endpoint: Callable[[], tuple[str, int]]
+    listener: str, endpoints: Callable[[], Endpoints]
 ) -> Callable[[int, Any], Any]:
-    """A response filter putting this listener's endpoint in place of the primary one."""
+    """A response filter naming every broker by its endpoint on ``listener``.
+
+    ``endpoints()`` maps broker id → its advertised endpoint on ``listener`` (brokers
+    without it are absent); it is called once per response, so it reads the newest
+    metadata.
+    """
 
     def rewrite(api_key: int, body: Any) -> Any:
         if api_key not in _ENDPOINT_APIS or not dataclasses.is_dataclass(body):
             return body
-        host, port = endpoint()
+        current = endpoints()
         changes: dict[str, Any] = {}
-        for field in ("brokers", "coordinators"):
-            items = getattr(body, field, None)
-            if isinstance(items, tuple):
-                changes[field] = tuple(_rewrite_entity(e, broker_id, host, port) for e in items)
+        brokers = getattr(body, "brokers", None)
+        if isinstance(brokers, tuple):
+            renamed = (_renamed(b, current) for b in brokers)
+            changes["brokers"] = tuple(b for b in renamed if b is not None)
+        coordinators = getattr(body, "coordinators", None)
+        if isinstance(coordinators, tuple):
+            changes["coordinators"] = tuple(_coordinator(c, current) for c in coordinators)
         body = dataclasses.replace(body, **changes) if changes else body
-        if api_key == 10 and hasattr(body, "host"):
-            body = _rewrite_entity(body, broker_id, host, port)
+        if api_key == _FIND_COORDINATOR and hasattr(body, "host"):
+            body = _coordinator(body, current)
         return body
 
     return rewrite

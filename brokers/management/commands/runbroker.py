@@ -5,7 +5,8 @@ Flags are the contract of DESIGN.md: ``--broker-id N --listen HOST:PORT --data-d
 from ``WEIR_REDIS_URL`` and ``WEIR_CLUSTER_ID``. Bad flags get a message naming the flag.
 ``--listen`` may repeat as ``NAME://HOST:PORT`` (no prefix: PLAINTEXT); Kafka's ``listeners``,
 ``advertised.listeners`` and ``listener.security.protocol.map`` configs add listeners too
-(``brokers.security.listeners``). The first listener is the primary, PLAINTEXT one.
+(``brokers.security.listeners``). The first listener is the primary one (any protocol);
+``inter.broker.listener.name`` picks the one brokers use to reach each other.
 SIGTERM and SIGINT shut the broker down cleanly (flush, checkpoint, deregister).
 """
 
@@ -106,6 +107,7 @@ class Command(BaseCommand):
             redis_url=os.environ.get("WEIR_REDIS_URL", "redis://127.0.0.1:6379/0"),
             cluster_id=os.environ.get("WEIR_CLUSTER_ID", "weir"),
             extra_listeners=tuple(listeners[1:]),
+            primary_listener=listeners[0],
         )
         try:
             asyncio.run(_run(Broker(settings)))

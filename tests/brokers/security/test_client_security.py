@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from kio.schema.metadata.v12.request import MetadataRequest
@@ -19,6 +23,7 @@ from brokers.security.client import (
     parse_jaas,
 )
 from brokers.security.scram import ScramError, ScramServer, credential_from_password
+from tests.brokers.clients.conftest import ROOT
 from tests.brokers.security.conftest import SaslBroker
 
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -227,3 +232,22 @@ def test_broker_client_reports_a_mechanism_the_user_or_broker_lacks(
     )
     with pytest.raises(BrokerClientError, match="SASL handshake with broker"):
         asyncio.run(plain.request(_metadata(), timeout=10))
+
+
+# -- runbroker refuses bad inter-broker settings ------------------------------------------------
+def test_runbroker_names_a_missing_inter_broker_mechanism(
+    tmp_path: Path, redis_server: str
+) -> None:
+    configs = [
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+        "inter.broker.listener.name=sasl_plaintext",
+    ]
+    argv = [sys.executable, str(ROOT / "manage.py"), "runbroker", "--broker-id", "1"]
+    argv += ["--listen", "127.0.0.1:0", "--data-dir", str(tmp_path)]
+    for config in configs:
+        argv += ["--config", config]
+    env = dict(os.environ, WEIR_REDIS_URL=redis_server, WEIR_CLUSTER_ID="unused")
+    result = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "sasl.mechanism.inter.broker.protocol is required" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -40,7 +40,6 @@ def test_listeners_config_adds_named_listeners_with_mapped_protocols() -> None:
 @pytest.mark.parametrize(
     ("listen", "configs", "message"),
     [
-        (["SASL_PLAINTEXT://127.0.0.1:1"], {}, "must be PLAINTEXT"),
         (["127.0.0.1:1", "FOO://127.0.0.1:2"], {}, "no security protocol"),
         (["127.0.0.1:1", "PLAINTEXT://127.0.0.1:2"], {}, "given twice"),
         (["127.0.0.1:1"], {"listeners": "PLAINTEXT://127.0.0.1:5"}, "in --listen but"),
