@@ -192,53 +192,12 @@ class Broker:
             listener=self.inter_broker_listener.name,
             protocol=self.inter_broker_listener.protocol,
         )
-        self.server = KafkaServer(
-            name=primary.name,
-            handlers=self.handlers,
-            supported_versions=self.supported_versions,
-            max_request_size=self.config.get("socket.request.max.bytes"),
-            metrics=self.metrics,
-            security_protocol=primary.protocol,
-            ssl_context=(
-                server_ssl_context(settings.overrides, primary.name, protocol=primary.protocol)
-                if primary.protocol in TLS_PROTOCOLS
-                else None
-            ),
-            principal_mapping_rules=tls_config(
-                settings.overrides, primary.name, "ssl.principal.mapping.rules"
-            )[1]
-            or "DEFAULT",
-        )
-        # Secondary listeners (e.g. SASL_PLAINTEXT): name → (server, advertised endpoint).
-        self.extra_servers: dict[str, tuple[KafkaServer, list[tuple[str, int]]]] = {}
-        for spec in settings.extra_listeners:
-            advertised = [spec.advertised or (spec.host, spec.port)]
-            self.extra_servers[spec.name] = (
-                KafkaServer(
-                    name=spec.name,
-                    handlers=self.handlers,
-                    supported_versions=self.supported_versions,
-                    max_request_size=self.config.get("socket.request.max.bytes"),
-                    metrics=self.metrics,
-                    security_protocol=spec.protocol,
-                    rewrite=endpoint_rewriter(settings.broker_id, lambda a=advertised: a[0]),
-                    ssl_context=(
-                        server_ssl_context(settings.overrides, spec.name, protocol=spec.protocol)
-                        if spec.protocol in TLS_PROTOCOLS
-                        else None
-                    ),
-                    principal_mapping_rules=tls_config(
-                        settings.overrides, spec.name, "ssl.principal.mapping.rules"
-                    )[1]
-                    or "DEFAULT",
-                ),
-                advertised,
-            )
-        # Every listener names the brokers by their endpoints on it (Kafka's rule).
-        for server in (self.server, *(extra for extra, _ in self.extra_servers.values())):
-            server.rewrite = endpoint_rewriter(
-                server.name, lambda name=server.name: self._listener_endpoints(name)
-            )
+        self.server = self._listener_server(primary)
+        # Secondary listeners (e.g. SASL_SSL): name → (server, advertised endpoint).
+        self.extra_servers: dict[str, tuple[KafkaServer, list[tuple[str, int]]]] = {
+            spec.name: (self._listener_server(spec), [spec.advertised or (spec.host, spec.port)])
+            for spec in settings.extra_listeners
+        }
         self.redis: aioredis.Redis | None = None
         self.store: MetadataStore | None = None
         self.registration: BrokerRegistration | None = None
@@ -266,6 +225,28 @@ class Broker:
         # ACLs: every broker keeps them current; checks happen only with an authorizer.
         self.acls = AclCache(cluster_id=settings.cluster_id)
         self.authorizer: Authorizer | None = build_authorizer(self.config, self.acls)
+
+    def _listener_server(self, spec: ListenerSpec) -> KafkaServer:
+        """The server of one listener: its security protocol, TLS context (SSL, SASL_SSL)
+        and a response filter naming every broker by its endpoint on this listener."""
+        overrides = self.settings.overrides
+        return KafkaServer(
+            name=spec.name,
+            handlers=self.handlers,
+            supported_versions=self.supported_versions,
+            max_request_size=self.config.get("socket.request.max.bytes"),
+            metrics=self.metrics,
+            security_protocol=spec.protocol,
+            rewrite=endpoint_rewriter(spec.name, lambda: self._listener_endpoints(spec.name)),
+            ssl_context=(
+                server_ssl_context(overrides, spec.name, protocol=spec.protocol)
+                if spec.protocol in TLS_PROTOCOLS
+                else None
+            ),
+            principal_mapping_rules=(
+                tls_config(overrides, spec.name, "ssl.principal.mapping.rules")[1] or "DEFAULT"
+            ),
+        )
 
     # lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
