@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
 from tests.brokers.security.conftest import SaslBroker
+from tests.brokers.security.round_trips import (
+    aiokafka_round_trip,
+    confluent_round_trip,
+    kafka_python_round_trip,
+)
 
 
 def _sasl_conf(broker: SaslBroker, mechanism: str, user: str, password: str) -> dict:
@@ -20,28 +24,6 @@ def _sasl_conf(broker: SaslBroker, mechanism: str, user: str, password: str) -> 
         "sasl.username": user,
         "sasl.password": password,
     }
-
-
-def _produce_consume(conf: dict) -> None:
-    topic = f"sasl-{uuid.uuid4().hex[:8]}"
-    producer = Producer(conf)
-    for i in range(5):
-        producer.produce(topic, value=f"m{i}".encode())
-    assert producer.flush(15) == 0
-    consumer = Consumer({**conf, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    try:
-        for _ in range(100):
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            values.append(message.value())
-            if len(values) == 5:
-                break
-    finally:
-        consumer.close()
-    assert values == [f"m{i}".encode() for i in range(5)]
 
 
 @pytest.mark.parametrize(
@@ -56,7 +38,8 @@ def _produce_consume(conf: dict) -> None:
 def test_confluent_kafka_produces_and_consumes_over_sasl(
     sasl_broker: SaslBroker, mechanism: str, user: str, password: str
 ) -> None:
-    _produce_consume(_sasl_conf(sasl_broker, mechanism, user, password))
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    confluent_round_trip(_sasl_conf(sasl_broker, mechanism, user, password), topic, count=5)
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
@@ -101,9 +84,6 @@ def test_metadata_advertises_the_listener_the_client_connected_to(
 @pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
 @pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning")
 def test_kafka_python_scram_sha_512_round_trip(sasl_broker: SaslBroker) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    topic = f"kp-{uuid.uuid4().hex[:8]}"
     conf = {
         "bootstrap_servers": sasl_broker.sasl,
         "security_protocol": "SASL_PLAINTEXT",
@@ -111,26 +91,10 @@ def test_kafka_python_scram_sha_512_round_trip(sasl_broker: SaslBroker) -> None:
         "sasl_plain_username": "alice",
         "sasl_plain_password": "alice-secret",
     }
-    producer = KafkaProducer(**conf)
-    producer.send(topic, b"hello").get(timeout=15)
-    producer.close()
-    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", **conf)
-    values: list[bytes] = []
-    try:
-        for _ in range(40):
-            for records in consumer.poll(timeout_ms=500).values():
-                values += [r.value for r in records]
-            if values:
-                break
-    finally:
-        consumer.close()
-    assert values == [b"hello"]
+    kafka_python_round_trip(conf, f"kp-{uuid.uuid4().hex[:8]}")
 
 
 async def test_aiokafka_scram_sha_256_round_trip(sasl_broker: SaslBroker) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
-    topic = f"aio-{uuid.uuid4().hex[:8]}"
     conf = {
         "bootstrap_servers": sasl_broker.sasl,
         "security_protocol": "SASL_PLAINTEXT",
@@ -138,20 +102,9 @@ async def test_aiokafka_scram_sha_256_round_trip(sasl_broker: SaslBroker) -> Non
         "sasl_plain_username": "alice",
         "sasl_plain_password": "alice-secret",
     }
-    producer = AIOKafkaProducer(**conf)
-    await producer.start()
-    try:
-        await producer.send_and_wait(topic, b"hi")
-    finally:
-        await producer.stop()
-    consumer = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **conf)
-    await consumer.start()
-    try:
-        message = await asyncio.wait_for(consumer.getone(), 15)
-    finally:
-        await consumer.stop()
-    assert message.value == b"hi"
+    await aiokafka_round_trip(conf, f"aio-{uuid.uuid4().hex[:8]}")
 
 
 def test_plaintext_listener_is_unchanged_and_anonymous(sasl_broker: SaslBroker) -> None:
-    _produce_consume({"bootstrap.servers": sasl_broker.plaintext})
+    topic = f"plain-{uuid.uuid4().hex[:8]}"
+    confluent_round_trip({"bootstrap.servers": sasl_broker.plaintext}, topic, count=5)

@@ -8,7 +8,6 @@ groups prefixed ``tls-``) and ``User:CN=reader,OU=eng,O=Acme`` (only what a test
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import ssl
 import uuid
@@ -31,6 +30,11 @@ from confluent_kafka.admin import (
 
 from tests.brokers.clients.conftest import BrokerProcess, free_port
 from tests.brokers.security.conftest import USERS, add_user, wait_port
+from tests.brokers.security.round_trips import (
+    aiokafka_round_trip,
+    confluent_round_trip,
+    kafka_python_round_trip,
+)
 from tests.brokers.security.tls_certs import ClientCert, TlsCerts, tls_certs  # noqa: F401
 
 pytestmark = [
@@ -151,31 +155,12 @@ def _create_topic(broker: TlsBroker, prefix: str) -> str:
     return topic
 
 
-def _produce_consume(conf: dict[str, Any], topic: str) -> None:
-    producer = Producer(conf)
-    for i in range(3):
-        producer.produce(topic, value=f"m{i}".encode())
-    assert producer.flush(15) == 0
-    consumer = Consumer({**conf, "group.id": f"tls-g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    try:
-        for _ in range(60):
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            values.append(message.value())
-            if len(values) == 3:
-                break
-    finally:
-        consumer.close()
-    assert values == [b"m0", b"m1", b"m2"]
-
-
 # -- SSL with client certificates ---------------------------------------------------------------
 def test_confluent_kafka_round_trip_with_client_certificate(tls_broker: TlsBroker) -> None:
     topic = _create_topic(tls_broker, "tls-ck")
-    _produce_consume(_cert_conf(tls_broker, tls_broker.certs.writer), topic)
+    confluent_round_trip(
+        _cert_conf(tls_broker, tls_broker.certs.writer), topic, group=f"tls-g-{topic}"
+    )
 
 
 def _kafka_python_ssl(broker: TlsBroker, client: ClientCert) -> dict[str, Any]:
@@ -188,52 +173,11 @@ def _kafka_python_ssl(broker: TlsBroker, client: ClientCert) -> dict[str, Any]:
     }
 
 
-def _kafka_python_round_trip(conf: dict[str, Any], topic: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
-    producer = KafkaProducer(**conf)
-    try:
-        producer.send(topic, b"hello").get(timeout=15)
-    finally:
-        producer.close()
-    consumer = KafkaConsumer(
-        topic, group_id=f"tls-kp-{topic}", auto_offset_reset="earliest", **conf
-    )
-    values: list[bytes] = []
-    try:
-        for _ in range(40):
-            for records in consumer.poll(timeout_ms=500).values():
-                values += [r.value for r in records]
-            if values:
-                break
-    finally:
-        consumer.close()
-    assert values == [b"hello"]
-
-
 def test_kafka_python_round_trip_with_client_certificate(tls_broker: TlsBroker) -> None:
     topic = _create_topic(tls_broker, "tls-kp")
-    _kafka_python_round_trip(_kafka_python_ssl(tls_broker, tls_broker.certs.writer), topic)
-
-
-async def _aiokafka_round_trip(conf: dict[str, Any], topic: str) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
-    producer = AIOKafkaProducer(**conf)
-    await producer.start()
-    try:
-        await producer.send_and_wait(topic, b"hi")
-    finally:
-        await producer.stop()
-    consumer = AIOKafkaConsumer(
-        topic, group_id=f"tls-aio-{topic}", auto_offset_reset="earliest", **conf
+    kafka_python_round_trip(
+        _kafka_python_ssl(tls_broker, tls_broker.certs.writer), topic, group=f"tls-kp-{topic}"
     )
-    await consumer.start()
-    try:
-        message = await asyncio.wait_for(consumer.getone(), 15)
-    finally:
-        await consumer.stop()
-    assert message.value == b"hi"
 
 
 async def test_aiokafka_round_trip_with_client_certificate(tls_broker: TlsBroker) -> None:
@@ -245,7 +189,7 @@ async def test_aiokafka_round_trip_with_client_certificate(tls_broker: TlsBroker
         cafile=certs.ca, certfile=certs.writer.cert, keyfile=certs.writer.key
     )
     conf = {"bootstrap_servers": tls_broker.ssl, "security_protocol": "SSL"}
-    await _aiokafka_round_trip({**conf, "ssl_context": context}, topic)
+    await aiokafka_round_trip({**conf, "ssl_context": context}, topic, group=f"tls-aio-{topic}")
 
 
 def test_certificate_without_write_acl_gets_topic_authorization_failed(
@@ -320,7 +264,7 @@ def test_metadata_shows_a_certificate_only_the_topics_it_may_describe(
 # -- SASL_SSL -------------------------------------------------------------------------------
 def test_confluent_kafka_round_trip_over_sasl_ssl(tls_broker: TlsBroker) -> None:
     topic = _create_topic(tls_broker, "sasl-ssl-ck")
-    _produce_consume(_alice(tls_broker), topic)
+    confluent_round_trip(_alice(tls_broker), topic)
 
 
 def test_kafka_python_round_trip_over_sasl_ssl(tls_broker: TlsBroker) -> None:
@@ -333,7 +277,7 @@ def test_kafka_python_round_trip_over_sasl_ssl(tls_broker: TlsBroker) -> None:
         "sasl_plain_username": "alice",
         "sasl_plain_password": USERS["alice"][0],
     }
-    _kafka_python_round_trip(conf, topic)
+    kafka_python_round_trip(conf, topic)
 
 
 async def test_aiokafka_round_trip_over_sasl_ssl(tls_broker: TlsBroker) -> None:
@@ -348,7 +292,7 @@ async def test_aiokafka_round_trip_over_sasl_ssl(tls_broker: TlsBroker) -> None:
         "sasl_plain_username": "alice",
         "sasl_plain_password": USERS["alice"][0],
     }
-    await _aiokafka_round_trip(conf, topic)
+    await aiokafka_round_trip(conf, topic)
 
 
 def test_wrong_password_over_sasl_ssl_is_an_authentication_failure(
@@ -399,7 +343,7 @@ def test_untrusted_certificate_and_plaintext_client_are_dropped_others_keep_work
     answer = _handshake(tls_broker, certs.writer)
     assert answer[4:8] == b"\x00\x00\x00\x01"  # the ApiVersions response's correlation id
     topic = _create_topic(tls_broker, "tls-after")
-    _produce_consume(_cert_conf(tls_broker, certs.writer), topic)
+    confluent_round_trip(_cert_conf(tls_broker, certs.writer), topic, group=f"tls-g-{topic}")
     log = tls_broker.log_path.read_text()
     assert "TLS handshake failed" in log
     assert "Traceback" not in log
