@@ -380,3 +380,56 @@ def test_large_fetch_responses_cross_tls_intact(tls_broker: TlsBroker) -> None:
     finally:
         consumer.close()
     assert received == values
+
+
+# -- the control plane as a TLS client ------------------------------------------------------------
+@pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
+def test_control_plane_connects_over_tls_with_its_own_credentials(
+    tls_broker: TlsBroker, listener: str
+) -> None:
+    """The gateway's two kinds of client, librdkafka (AdminClient) and Weir's kio
+    BrokerClient, both reach the broker through the TLS listener named by
+    ``WEIR_KAFKA_LISTENER``: with the writer's certificate on SSL, as alice on SASL_SSL."""
+    from kio.schema.describe_cluster.v0.request import DescribeClusterRequest
+
+    from controlplane.cluster import ClusterGateway
+    from controlplane.kafka_security import KafkaSecurity
+
+    certs = tls_broker.certs
+    if listener == "SSL":
+        security = KafkaSecurity.checked(
+            listener="SSL",
+            protocol="SSL",
+            ca_location=certs.ca,
+            certificate_location=certs.writer.cert,
+            key_location=certs.writer.key,
+        )
+        endpoint, port = tls_broker.ssl, tls_broker.ssl_port
+    else:
+        security = KafkaSecurity.checked(
+            listener="SASL_SSL",
+            protocol="SASL_SSL",
+            sasl_mechanism="SCRAM-SHA-512",
+            username="alice",
+            password=USERS["alice"][0],
+            ca_location=certs.ca,
+        )
+        endpoint, port = tls_broker.sasl_ssl, tls_broker.sasl_ssl_port
+    topic = _create_topic(tls_broker, "tls-cp")
+    gateway = ClusterGateway(
+        redis_url=tls_broker.process.redis_url,
+        cluster_id=tls_broker.process.cluster_id,
+        security=security,
+    )
+    try:
+        assert gateway.bootstrap_servers() == endpoint
+        assert topic in gateway.admin().list_topics(timeout=10).topics
+        described = gateway.request_broker(
+            1, DescribeClusterRequest(include_cluster_authorized_operations=True)
+        )
+        # The broker answered on the TLS listener, so it names itself by that endpoint; the
+        # writer holds no cluster ACL, alice is a super user.
+        assert [(b.host, b.port) for b in described.brokers] == [("127.0.0.1", port)]
+        assert (described.cluster_authorized_operations != 0) == (listener == "SASL_SSL")
+    finally:
+        gateway.close()
