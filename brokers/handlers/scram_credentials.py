@@ -48,7 +48,7 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
             response_class(DESCRIBE_KEY, version),
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
+            error_message="Cluster authorization failed.",  # Kafka's message for the code
             results=(),
         )
     stored = await describe_users(broker.redis, broker.cluster_id)
