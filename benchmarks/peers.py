@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -353,10 +353,13 @@ def _start_redis(workdir: Path, port: int) -> tuple[subprocess.Popen[bytes], IO[
     return proc, log_file, log_path
 
 
-def weir_command(port: int, data_dir: Path, broker_id: int = 1) -> list[str]:
+def weir_command(
+    port: int, data_dir: Path, broker_id: int = 1, extra_configs: Sequence[str] = ()
+) -> list[str]:
+    """``runbroker`` argv: a PLAINTEXT listener on ``port`` plus one ``--config`` per entry."""
     venv_python = REPO_ROOT / ".venv" / "bin" / "python"
     python = str(venv_python) if venv_python.exists() else sys.executable
-    return [
+    argv = [
         python,
         "manage.py",
         "runbroker",
@@ -367,6 +370,9 @@ def weir_command(port: int, data_dir: Path, broker_id: int = 1) -> list[str]:
         "--data-dir",
         str(data_dir),
     ]
+    for config in extra_configs:
+        argv += ["--config", config]
+    return argv
 
 
 def start_weir(
@@ -375,11 +381,13 @@ def start_weir(
     *,
     ready_timeout: float = 60.0,
     brokers: int = 1,
+    extra_configs: Sequence[str] = (),
 ) -> PeerHandle:
     """Start a private Redis and Weir brokers (the first on 127.0.0.1:``port``).
 
     With ``brokers`` > 1 the others listen on free ports and write to ``data_dir/broker-N``;
-    the handle's bootstrap lists them all.
+    the handle's bootstrap lists them all. ``extra_configs`` (``key=value``) are passed to
+    every broker as ``--config`` (e.g. more listeners; the PLAINTEXT one stays first).
     """
     data_path = Path(data_dir)
     data_path.mkdir(parents=True, exist_ok=True)
@@ -403,7 +411,7 @@ def start_weir(
             broker_dir = data_path if brokers == 1 else data_path / f"broker-{broker_id}"
             log_path = workdir / f"weir-{broker_id}.log"
             proc, log_file = _spawn(
-                weir_command(broker_port, broker_dir, broker_id),
+                weir_command(broker_port, broker_dir, broker_id, extra_configs),
                 log_path=log_path,
                 env=env,
                 cwd=REPO_ROOT,

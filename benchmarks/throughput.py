@@ -26,7 +26,7 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -107,8 +107,16 @@ def _cpu_self() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def produce_records(bootstrap: str, topic: str, settings: ProduceSettings) -> PhaseResult:
-    """Send ``settings.records`` pre-built values to partition 0; time until all delivered."""
+def produce_records(
+    bootstrap: str,
+    topic: str,
+    settings: ProduceSettings,
+    client_config: Mapping[str, Any] | None = None,
+) -> PhaseResult:
+    """Send ``settings.records`` pre-built values to partition 0; time until all delivered.
+
+    ``client_config`` is laid over the producer settings (e.g. ``security.protocol``).
+    """
     failed = 0
     first_error: list[str] = []
 
@@ -126,6 +134,7 @@ def produce_records(bootstrap: str, topic: str, settings: ProduceSettings) -> Ph
         batch_size=settings.batch_size,
         compression=settings.compression,
     )
+    config.update(client_config or {})
     config["on_delivery"] = on_delivery
     producer = Producer(config)
     producer.list_topics(topic, timeout=10.0)  # connect + metadata before the clock starts
@@ -207,14 +216,19 @@ def produce_in_child(bootstrap: str, topic: str, settings: ProduceSettings) -> P
 
 
 def consume_records(
-    bootstrap: str, topic: str, expected: int, timeout: float = 300.0
+    bootstrap: str,
+    topic: str,
+    expected: int,
+    timeout: float = 300.0,
+    client_config: Mapping[str, Any] | None = None,
 ) -> PhaseResult:
     """Read ``expected`` records of partition 0 from the beginning; time the reading.
 
     The count comes from the producer, not from the high watermark: Tansu's ListOffsets
     (latest) answers the base offset of the last batch rather than last offset + 1.
+    ``client_config`` is laid over the consumer settings (e.g. ``security.protocol``).
     """
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer({**consumer_config(bootstrap), **(client_config or {})})
     try:
         consumer.list_topics(topic, timeout=10.0)  # connect before the clock starts
         count = 0

@@ -1,0 +1,58 @@
+"""Smoke test of ``python -m benchmarks.security``: a tiny run through every listener.
+
+The figures are not checked (nothing about speed is asserted); what is checked is that each
+listener (PLAINTEXT, SSL with a required client certificate, SASL_SSL with SCRAM-SHA-512)
+delivered and read back every record, and that the report names the ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RECORDS = 300
+
+
+def test_security_benchmark_runs_every_listener(tmp_path: Path) -> None:
+    out = tmp_path / "security.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.security",
+            "--records",
+            str(RECORDS),
+            "--size",
+            "256",
+            "--runs",
+            "1",
+            "--client-auth",
+            "--timeout",
+            "60",
+            "--json",
+            str(out),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "SSL/PLAINTEXT produce:" in completed.stdout
+    assert "SASL_SSL/PLAINTEXT consume:" in completed.stdout
+    payload = json.loads(out.read_text())
+    assert payload["client_auth"] is True
+    assert [entry["listener"] for entry in payload["listeners"]] == [
+        "PLAINTEXT",
+        "SSL",
+        "SASL_SSL",
+    ]
+    for entry in payload["listeners"]:
+        (run,) = entry["runs"]
+        assert run["produce"]["records"] == RECORDS, entry["listener"]
+        assert run["produce"]["failed"] == 0, entry["listener"]
+        assert run["consume"]["records"] == RECORDS, entry["listener"]
+        assert run["consume"]["bytes"] == RECORDS * 256, entry["listener"]
