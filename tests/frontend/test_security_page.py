@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AclBindingFilter
@@ -45,7 +46,7 @@ def scram_on_brokers(cluster: Cluster, user: str) -> dict[str, int]:
 
 
 def test_admin_adds_filters_and_removes_an_acl(
-    page_as: Callable[[str], Page], cp_cluster: Cluster
+    page_as: Callable[[str], Page], cp_cluster: Cluster, shot: Callable[[Page, str], Path]
 ) -> None:
     suffix = uuid.uuid4().hex[:8]
     principal, topic = f"User:app-{suffix}", f"orders-{suffix}"
@@ -78,6 +79,7 @@ def test_admin_adds_filters_and_removes_an_acl(
     page.click("#acl-filter-apply")
     expect(page.locator("#acls-table tbody tr")).to_have_count(1)
     expect(page.locator("#acl-count")).to_have_text("1 ACL")
+    shot(page, "security")
     page.fill("#acl-filter-principal", f"User:nobody-{suffix}")
     page.click("#acl-filter-apply")
     expect(page.locator("#acls-table tbody")).to_contain_text("No ACL matches the filter.")
