@@ -31,13 +31,17 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from brokers.security.listeners import SUPPORTED_PROTOCOLS
+from brokers.security.sasl import SUPPORTED_MECHANISMS
+
 if TYPE_CHECKING:
     from brokers.client import BrokerClient
 
 __all__ = ["PROTOCOLS", "SASL_MECHANISMS", "KafkaSecurity"]
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# What Weir's listeners and SASL layer support: the control plane accepts the same.
+PROTOCOLS = SUPPORTED_PROTOCOLS
+SASL_MECHANISMS = SUPPORTED_MECHANISMS
 # What Weir's brokers accept and what is safe to default to: GSSAPI (librdkafka's default)
 # is not implemented by Weir, so an unset mechanism means the strongest SCRAM.
 DEFAULT_SASL_MECHANISM = "SCRAM-SHA-512"

@@ -24,7 +24,8 @@ from typing import Any
 
 from rest_framework import status
 
-from brokers.security.scram import MAX_ITERATIONS, MIN_ITERATIONS
+from brokers.security.scram import MAX_ITERATIONS, MECHANISM_BY_ID, MIN_ITERATIONS
+from brokers.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
 
 __all__ = [
@@ -38,9 +39,7 @@ __all__ = [
     "scram_user_upsert",
 ]
 
-MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-# Kafka's wire ids of the mechanisms (ScramMechanism in the Describe/Alter APIs).
-_BY_ID = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+MECHANISMS = tuple(SCRAM_MECHANISMS)
 # kafka-configs' default when ``iterations=`` is not given.
 DEFAULT_ITERATIONS = MIN_ITERATIONS
 TIMEOUT = 10.0
@@ -125,9 +124,9 @@ def _describe(users: list[str] | None) -> dict[str, dict[str, int]]:
     for result in response.results:
         _raise_for(ErrorCode(result.error_code), result.error_message, user=result.user)
         found[result.user] = {
-            _BY_ID[int(info.mechanism)]: int(info.iterations)
+            MECHANISM_BY_ID[int(info.mechanism)]: int(info.iterations)
             for info in result.credential_infos
-            if int(info.mechanism) in _BY_ID
+            if int(info.mechanism) in MECHANISM_BY_ID
         }
     return found
 

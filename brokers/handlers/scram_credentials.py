@@ -22,6 +22,7 @@ from brokers.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brokers.security.credentials import describe_users, encode_credential, scram_key
 from brokers.security.scram import (
     MAX_ITERATIONS,
+    MECHANISM_BY_ID,
     MECHANISMS,
     MIN_ITERATIONS,
     credential_from_salted_password,
@@ -35,8 +36,6 @@ DESCRIBE_KEY = 50
 DESCRIBE_VERSIONS = (0, 0)
 ALTER_KEY = 51
 ALTER_VERSIONS = (0, 0)
-
-_BY_ID = {wire_id: name for name, (_, wire_id) in MECHANISMS.items()}
 
 
 async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
@@ -118,7 +117,7 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
                 "A user credential cannot be altered twice in the same request",
             )
     for deletion in body.deletions:
-        mechanism = _BY_ID.get(int(deletion.mechanism))
+        mechanism = MECHANISM_BY_ID.get(int(deletion.mechanism))
         if not deletion.name:
             fail(deletion.name, ErrorCode.unacceptable_credential, "Username must not be empty")
         elif mechanism is None:
@@ -132,7 +131,7 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
                 "Attempt to delete a user credential that does not exist",
             )
     for upsert in body.upsertions:
-        mechanism = _BY_ID.get(int(upsert.mechanism))
+        mechanism = MECHANISM_BY_ID.get(int(upsert.mechanism))
         if not upsert.name:
             fail(upsert.name, ErrorCode.unacceptable_credential, "Username must not be empty")
         elif mechanism is None:
@@ -147,11 +146,11 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
             fail(upsert.name, ErrorCode.unacceptable_credential, "Salt and password are required")
     for deletion in body.deletions:
         if deletion.name not in errors:
-            mechanism = _BY_ID[int(deletion.mechanism)]
+            mechanism = MECHANISM_BY_ID[int(deletion.mechanism)]
             await redis.hdel(scram_key(broker.cluster_id, mechanism), deletion.name)
     for upsert in body.upsertions:
         if upsert.name not in errors:
-            mechanism = _BY_ID[int(upsert.mechanism)]
+            mechanism = MECHANISM_BY_ID[int(upsert.mechanism)]
             credential = credential_from_salted_password(
                 mechanism, bytes(upsert.salted_password), bytes(upsert.salt), upsert.iterations
             )

@@ -34,6 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from brokers.config import InvalidConfigError
+from brokers.security.listeners import SUPPORTED_PROTOCOLS
+from brokers.security.sasl import SUPPORTED_MECHANISMS
 from brokers.security.scram import (
     MECHANISMS as SCRAM_MECHANISMS,
 )
@@ -55,8 +57,8 @@ __all__ = [
     "plain_token",
 ]
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+PROTOCOLS = SUPPORTED_PROTOCOLS
+SASL_MECHANISMS = SUPPORTED_MECHANISMS
 _JAAS_FLAGS = ("required", "requisite", "sufficient", "optional")
 
 

@@ -41,7 +41,6 @@ __all__ = [
 ]
 
 SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_KNOWN_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 class ListenerError(ValueError):
@@ -87,12 +86,12 @@ def parse_listener(text: str, what: str = "--listen") -> tuple[str, str, int]:
 
 
 def _protocol_map(text: str | None) -> dict[str, str]:
-    result = {p: p for p in _KNOWN_PROTOCOLS}
+    result = {p: p for p in SUPPORTED_PROTOCOLS}
     for item in (text or "").split(","):
         if not item.strip():
             continue
         name, sep, protocol = item.strip().partition(":")
-        if not sep or protocol.upper() not in _KNOWN_PROTOCOLS:
+        if not sep or protocol.upper() not in SUPPORTED_PROTOCOLS:
             raise ListenerError(f"listener.security.protocol.map: invalid entry {item!r}")
         result[name.upper()] = protocol.upper()
     return result
@@ -136,8 +135,6 @@ def resolve_listeners(
             raise ListenerError(
                 f"listener {name} has no security protocol in listener.security.protocol.map"
             )
-        if protocol not in SUPPORTED_PROTOCOLS:
-            raise ListenerError(f"listener {name}: security protocol {protocol} is not supported")
         adv = advertise if index == 0 and advertise else advertised.get(name)
         specs.append(ListenerSpec(name, protocol, host, port, adv))
     return specs

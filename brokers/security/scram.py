@@ -44,6 +44,8 @@ MECHANISMS: dict[str, tuple[str, int]] = {
     "SCRAM-SHA-256": ("sha256", 1),
     "SCRAM-SHA-512": ("sha512", 2),
 }
+# The same, by wire id.
+MECHANISM_BY_ID: dict[int, str] = {wire_id: name for name, (_, wire_id) in MECHANISMS.items()}
 MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384  # Kafka's upper bound for AlterUserScramCredentials
 
