@@ -8,7 +8,7 @@ One Weir broker (private Redis) is started with three listeners on 127.0.0.1:
 - SASL_SSL: the same TLS, plus SCRAM-SHA-512 for a user written to the broker's Redis.
 
 Certificates are generated into a temporary directory with
-``tests.brokers.security.tls_certs.make_tls_certs``. Each run produces then consumes
+``tests.weir.security.tls_certs.make_tls_certs``. Each run produces then consumes
 ``--records`` values of ``--size`` bytes through each listener in turn with the same client
 harness as ``benchmarks.throughput`` (confluent-kafka, acks=1, no compression, 1 partition);
 the only difference between listeners is the client's security settings. Medians of
@@ -45,9 +45,9 @@ from benchmarks.throughput import (
     consume_records,
     produce_records,
 )
-from brokers.security.credentials import encode_credential, scram_key
-from brokers.security.scram import credential_from_password
-from tests.brokers.security.tls_certs import TlsCerts, make_tls_certs
+from tests.weir.security.tls_certs import TlsCerts, make_tls_certs
+from weir.security.credentials import encode_credential, scram_key
+from weir.security.scram import credential_from_password
 
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_SSL")
 MECHANISM = "SCRAM-SHA-512"

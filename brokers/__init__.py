@@ -1,5 +1,4 @@
-"""Weir's broker runtime: the Kafka protocol, the log, and the asyncio server.
-
-Nothing under this package imports Django's ORM; the ``management`` commands are the
-only Django-facing entry points and they hand over to plain asyncio code at once.
+"""The control plane's side of the brokers: the v3 REST resources for brokers, configs and
+ACLs, the operations API (reassignments, elections, rebalance) and the Kafka-tool-parity
+management commands. The broker runtime itself is the Django-free package :mod:`weir`.
 """

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class BrokersConfig(AppConfig):
-    """The broker runtime as a Django app, so its management commands are found."""
+    """The control plane's brokers app: REST resources, operations API and management commands."""
 
     name = "brokers"
     default_auto_field = "django.db.models.BigAutoField"

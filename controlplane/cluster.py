@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Django views, management commands and Celery tasks are synchronous; Weir's metadata store and
-its kio-based :class:`~brokers.client.BrokerClient` are asyncio. A :class:`ClusterGateway`
+its kio-based :class:`~weir.client.BrokerClient` are asyncio. A :class:`ClusterGateway`
 owns one event loop in a daemon thread and runs coroutines there (``call``), so every thread
 of the web process shares the same Redis connections and broker connections instead of
 opening new ones per request. Async code (Channels consumers) uses ``acall``.
@@ -43,14 +43,14 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from django.conf import settings
 
-from brokers.client import BrokerClient, BrokerClientError
-from brokers.metadata.errors import MetadataError
-from brokers.metadata.image import BrokerImage, ClusterImage
-from brokers.metadata.keys import KeyLayout
-from brokers.metadata.partition_state import PartitionStatus, ReplicaStatus, read_partition_states
-from brokers.metadata.store import MetadataStore
 from controlplane.errors import KafkaUnavailable
 from controlplane.kafka_security import KafkaSecurity
+from weir.client import BrokerClient, BrokerClientError
+from weir.metadata.errors import MetadataError
+from weir.metadata.image import BrokerImage, ClusterImage
+from weir.metadata.keys import KeyLayout
+from weir.metadata.partition_state import PartitionStatus, ReplicaStatus, read_partition_states
+from weir.metadata.store import MetadataStore
 
 __all__ = ["ClusterGateway", "gateway", "reset_gateways"]
 

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The control plane talks to brokers through three kinds of client: confluent-kafka
 (librdkafka: the REST proxy's AdminClient and Producer, the manage.py Kafka tools), Weir's own
-kio :class:`~brokers.client.BrokerClient` (the gateway's requests, the lag monitor, the
+kio :class:`~weir.client.BrokerClient` (the gateway's requests, the lag monitor, the
 protocol-level admin commands) and the Spark source's executors (librdkafka again, configured
 through ``kafka.*`` options). All of them must present the same credentials, so
 :class:`KafkaSecurity` is parsed once from settings — and checked there, so a misspelt
@@ -13,9 +13,9 @@ the environment variable — and each client asks it for its own form:
 
 * :meth:`KafkaSecurity.librdkafka_config` — ``security.protocol``, ``sasl.*``, ``ssl.*``;
 * :meth:`KafkaSecurity.spark_options` — the same, prefixed ``kafka.``;
-* :meth:`KafkaSecurity.client_security` — a :class:`brokers.security.client.ClientSecurity`
+* :meth:`KafkaSecurity.client_security` — a :class:`weir.security.client.ClientSecurity`
   for kio clients (None for PLAINTEXT, so plain clients need nothing more);
-* :meth:`KafkaSecurity.broker_client` — a ready :class:`~brokers.client.BrokerClient`.
+* :meth:`KafkaSecurity.broker_client` — a ready :class:`~weir.client.BrokerClient`.
 
 ``listener`` names the registered listener whose endpoints the control plane connects to
 (``WEIR_KAFKA_LISTENER``); empty means each broker's primary endpoint.
@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from brokers.security.listeners import SUPPORTED_PROTOCOLS
-from brokers.security.sasl import SUPPORTED_MECHANISMS
+from weir.security.listeners import SUPPORTED_PROTOCOLS
+from weir.security.sasl import SUPPORTED_MECHANISMS
 
 if TYPE_CHECKING:
-    from brokers.client import BrokerClient
+    from weir.client import BrokerClient
 
 __all__ = ["PROTOCOLS", "SASL_MECHANISMS", "KafkaSecurity"]
 
@@ -203,11 +203,11 @@ class KafkaSecurity:
     def _client_security(self) -> Any:
         if self.protocol == "PLAINTEXT":
             return None
-        from brokers.security.client import ClientSecurity
+        from weir.security.client import ClientSecurity
 
         context = None
         if self.uses_tls:
-            from brokers.security.tls import client_ssl_context
+            from weir.security.tls import client_ssl_context
 
             context = client_ssl_context(
                 ca_location=self.ca_location or None,
@@ -228,7 +228,7 @@ class KafkaSecurity:
         return self._client_security
 
     def broker_client(self, host: str, port: int, *, client_id: str) -> BrokerClient:
-        """A kio :class:`~brokers.client.BrokerClient` that authenticates as configured."""
-        from brokers.client import BrokerClient
+        """A kio :class:`~weir.client.BrokerClient` that authenticates as configured."""
+        from weir.client import BrokerClient
 
         return BrokerClient(host, port, client_id=client_id, security=self.client_security())

@@ -10,7 +10,7 @@ Two sources, rendered in Prometheus' text format (version 0.0.4):
 * **Cluster** — collected from Redis at scrape time (nothing is kept between scrapes except
   a short lag cache): the metadata image (brokers, controller, replicas, ISR), the partition
   states leaders publish every second (LEO, HW, log start, size) and the request counters
-  every broker publishes every second (:mod:`brokers.metrics`), rendered per broker with a
+  every broker publishes every second (:mod:`weir.metrics`), rendered per broker with a
   ``broker`` label under the names of Kafka's JMX exporter
   (``kafka_server_brokertopicmetrics_bytesin_total``,
   ``kafka_network_requestmetrics_requests_total``, ...) and, for topics and groups, of
@@ -47,9 +47,9 @@ from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from brokers.metrics import broker_metrics_key, read_broker_metrics
 from controlplane.errors import ApiError, BadRequest, NotFound
 from controlplane.roles import RolePermission
+from weir.metrics import broker_metrics_key, read_broker_metrics
 
 log = logging.getLogger(__name__)
 

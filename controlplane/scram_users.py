@@ -24,9 +24,9 @@ from typing import Any
 
 from rest_framework import status
 
-from brokers.security.scram import MAX_ITERATIONS, MECHANISM_BY_ID, MIN_ITERATIONS
-from brokers.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
+from weir.security.scram import MAX_ITERATIONS, MECHANISM_BY_ID, MIN_ITERATIONS
+from weir.security.scram import MECHANISMS as SCRAM_MECHANISMS
 
 __all__ = [
     "DEFAULT_ITERATIONS",

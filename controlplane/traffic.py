@@ -1,6 +1,6 @@
 """Cluster traffic for the dashboard: bytes in/out per broker per second, and its recent past.
 
-Brokers publish cumulative counters (``brokers.metrics``) to Redis every second. The monitor
+Brokers publish cumulative counters (``weir.metrics``) to Redis every second. The monitor
 turns two successive readings into rates (:class:`TrafficMeter`) on each tick, puts them in the
 ``/ws/cluster/`` message and appends one point to a capped Redis list (``traffic:history``, the
 last ``HISTORY_POINTS`` ticks) so a page opened now can draw the last minutes at once. A
@@ -17,11 +17,11 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from brokers.metadata.image import ClusterImage
-from brokers.metadata.partition_state import ReplicaStatus
-from brokers.metrics import broker_metrics_key, read_broker_metrics
 from brokers.ops.selectors import broker_layout
 from controlplane.cluster import ClusterGateway
+from weir.metadata.image import ClusterImage
+from weir.metadata.partition_state import ReplicaStatus
+from weir.metrics import broker_metrics_key, read_broker_metrics
 
 __all__ = ["HISTORY_POINTS", "TrafficMeter", "broker_facts", "traffic_history"]
 

@@ -51,12 +51,6 @@ from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.list_groups.v4.request import ListGroupsRequest
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup
 
-from brokers.client import BrokerClient, BrokerClientError
-from brokers.coordinator.consumer_protocol import decode_assignment
-from brokers.metadata.image import ClusterImage
-from brokers.metadata.partition_state import ReplicaStatus
-from brokers.protocol.inflate import iter_offsets_and_timestamps
-from brokers.protocol.records import CorruptBatchError, iter_batches
 from controlplane.cluster import ClusterGateway
 from controlplane.errors import KafkaUnavailable
 from controlplane.traffic import TrafficMeter, broker_facts
@@ -69,6 +63,12 @@ from groups.burrow import (
     evaluate_group,
     evaluate_partition,
 )
+from weir.client import BrokerClient, BrokerClientError
+from weir.coordinator.consumer_protocol import decode_assignment
+from weir.metadata.image import ClusterImage
+from weir.metadata.partition_state import ReplicaStatus
+from weir.protocol.inflate import iter_offsets_and_timestamps
+from weir.protocol.records import CorruptBatchError, iter_batches
 
 __all__ = ["GroupLag", "GroupReading", "LagCollector", "Monitor", "PartitionLag", "cluster_view"]
 

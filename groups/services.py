@@ -5,7 +5,7 @@ Offset resets follow ``kafka-consumer-groups.sh --reset-offsets`` (and Weir's
 clamped into [log start, log end], and is written only when the group is inactive (Empty or
 Dead); a dry run (the default) answers the same table without writing. Everything goes over
 the Kafka protocol with the shared AdminClient; a forced rebalance, for which Kafka has no
-request, goes to the coordinator through Redis (:mod:`brokers.group_admin`).
+request, goes to the coordinator through Redis (:mod:`weir.group_admin`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from django.db.models.functions import TruncMinute
 from django.utils import timezone
 from kio.schema.errors import ErrorCode
 
-from brokers.coordinator.offset_reset import STRATEGIES, reset_target
 from controlplane.cluster import gateway
 from controlplane.errors import (
     BadRequest,
@@ -35,6 +34,7 @@ from controlplane.errors import (
 from controlplane.validation import iso_datetime_ms
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
 from groups.selectors import admin_result
+from weir.coordinator.offset_reset import STRATEGIES, reset_target
 
 if TYPE_CHECKING:
     from groups.monitor import GroupLag
@@ -342,7 +342,7 @@ def group_force_rebalance(*, group: str) -> str:
     """Make a live group rebalance now; its state before. 404 unknown, 409 empty."""
     import redis.asyncio as aioredis
 
-    from brokers.group_admin import force_group_rebalance
+    from weir.group_admin import force_group_rebalance
 
     gw = gateway()
     admin = gw.admin()

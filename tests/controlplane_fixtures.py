@@ -25,8 +25,8 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from controlplane.cluster import reset_gateways
-from tests.brokers.clients.conftest import ROOT, BrokerProcess, free_port
-from tests.brokers.cluster.conftest import (
+from tests.weir.clients.conftest import ROOT, BrokerProcess, free_port
+from tests.weir.cluster.conftest import (
     BROKER_IDS,
     FAST_CONFIGS,
     Cluster,

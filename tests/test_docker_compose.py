@@ -27,7 +27,7 @@ import dj_database_url
 import pytest
 import yaml
 
-from tests.brokers.clients.conftest import ROOT, free_port
+from tests.weir.clients.conftest import ROOT, free_port
 
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 BROKERS = {"broker-1": 1, "broker-2": 2, "broker-3": 3}

@@ -33,11 +33,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from brokers.metadata.image import TopicImage
 from brokers.rest.common import kafka_error_status
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound, Unprocessable
 from topics.selectors import partition_get
+from weir.metadata.image import TopicImage
 
 __all__ = [
     "Delivery",

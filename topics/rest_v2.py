@@ -21,7 +21,6 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from brokers.metadata.image import PartitionImage
 from brokers.rest.configs import config_describe
 from brokers.rest.v3 import parse_int
 from controlplane.content import (
@@ -32,6 +31,7 @@ from controlplane.content import (
 from controlplane.errors import ApiError, KafkaUnavailable, NotFound
 from controlplane.proxy import KafkaV2View
 from topics import produce, selectors
+from weir.metadata.image import PartitionImage
 
 PARTITION = OpenApiParameter("partition", OpenApiTypes.INT, OpenApiParameter.PATH)
 TAGS = ["REST proxy v2: topics"]

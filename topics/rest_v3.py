@@ -28,7 +28,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.metadata.image import PartitionImage, TopicImage
 from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
 from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get
 from brokers.rest.selectors import broker_get
@@ -44,6 +43,7 @@ from controlplane.errors import ApiError, BadRequest, NotFound
 from controlplane.roles import ADMIN
 from controlplane.validation import validated
 from topics import produce, selectors, services
+from weir.metadata.image import PartitionImage, TopicImage
 
 # Upper bound on partitions a REST call may create at once (a typo should not create millions).
 MAX_PARTITIONS = 1000

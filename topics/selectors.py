@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brokers.metadata.image import ClusterImage, PartitionImage, TopicImage
-from brokers.topic_names import INTERNAL_TOPICS
 from controlplane.cluster import gateway
 from controlplane.errors import KafkaUnavailable, NotFound
+from weir.metadata.image import ClusterImage, PartitionImage, TopicImage
+from weir.topic_names import INTERNAL_TOPICS
 
 __all__ = [
     "PartitionOffsets",

@@ -24,10 +24,10 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from brokers.rest.common import raise_for_kafka_error
 from brokers.rest.configs import ConfigOp, configs_alter
-from brokers.topic_names import InvalidTopicName, validate_topic_name
 from controlplane.cluster import gateway
 from controlplane.errors import BadRequest
 from topics import selectors
+from weir.topic_names import InvalidTopicName, validate_topic_name
 
 __all__ = [
     "topic_configs_alter",

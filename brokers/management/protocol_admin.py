@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from brokers.client import BrokerClient, BrokerClientError
+from weir.client import BrokerClient, BrokerClientError
 
 __all__ = [
     "ClusterInfo",

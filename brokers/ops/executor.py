@@ -26,11 +26,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from brokers.controller import original_replicas
 from brokers.ops import services, store
 from brokers.ops.throttle import Move
 from controlplane.cluster import ClusterGateway, gateway
 from controlplane.errors import ApiError
+from weir.metadata.image import original_replicas
 
 __all__ = ["tick"]
 

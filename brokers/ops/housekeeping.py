@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The brokers own the files; the control plane owns the schedule. A run talks to the brokers
-over the housekeeping channel (``brokers.housekeeping``: one Redis stream per broker, one
+over the housekeeping channel (``weir.housekeeping``: one Redis stream per broker, one
 reply list per command) in three steps:
 
 1. **Inventory.** Every live broker holding replicas of the topics lists them: segments
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from brokers.metadata.image import ClusterImage
+from weir.metadata.image import ClusterImage
 
 if TYPE_CHECKING:
     from controlplane.cluster import ClusterGateway

@@ -19,14 +19,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from brokers.controller import original_replicas, target_replicas
-from brokers.metadata.image import ClusterImage, PartitionImage
-from brokers.metadata.partition_state import PartitionStatus, ReplicaStatus
 from brokers.ops import store
 from brokers.ops.planner import PlanError, Proposal, distribution, plan_rebalance
 from controlplane.cluster import gateway
 from controlplane.errors import Unprocessable
 from topics import selectors as topic_selectors
+from weir.metadata.image import ClusterImage, PartitionImage, original_replicas, target_replicas
+from weir.metadata.partition_state import PartitionStatus, ReplicaStatus
 
 __all__ = [
     "HEATMAP_PARTITIONS",

@@ -23,8 +23,6 @@ from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartit
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta
 
-from brokers.controller import original_replicas
-from brokers.metadata.image import ClusterImage
 from brokers.ops import store
 from brokers.ops.planner import Proposal
 from brokers.ops.throttle import (
@@ -36,6 +34,7 @@ from brokers.ops.throttle import (
 )
 from controlplane.cluster import ClusterGateway, gateway
 from controlplane.errors import BadRequest, Conflict, KafkaUnavailable, Unprocessable
+from weir.metadata.image import ClusterImage, original_replicas
 
 __all__ = [
     "election_preferred",

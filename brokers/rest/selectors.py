@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from brokers.metadata.image import BrokerImage, ClusterImage
 from controlplane.cluster import gateway
 from controlplane.errors import NotFound
+from weir.metadata.image import BrokerImage, ClusterImage
 
 __all__ = ["broker_get", "broker_list", "cluster_image"]
 

@@ -17,12 +17,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.metadata.image import BrokerImage
 from brokers.rest import selectors
 from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
 from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get, configs_alter
 from controlplane.errors import NotFound
 from controlplane.validation import validated
+from weir.metadata.image import BrokerImage
 
 __all__ = [
     "AllBrokersConfigListView",

@@ -18,13 +18,13 @@ from typing import Any
 
 from django.urls import URLPattern, path
 
-from brokers.metadata.image import ClusterImage, PartitionImage, TopicImage
-from brokers.metadata.partition_state import PartitionStatus
 from brokers.rest.configs import config_describe
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError
 from frontend.pages.base import Page
 from topics import selectors
+from weir.metadata.image import ClusterImage, PartitionImage, TopicImage
+from weir.metadata.partition_state import PartitionStatus
 
 __all__ = ["partition_rows", "topic_rows", "urlpatterns"]
 

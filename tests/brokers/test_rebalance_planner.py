@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brokers.metadata.placement import assign_replicas
 from brokers.ops.planner import PlanError, distribution, plan_rebalance, rack_count
+from weir.metadata.placement import assign_replicas
 
 Layout = dict[tuple[str, int], tuple[int, ...]]
 

@@ -8,7 +8,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from controlplane.cluster import gateway
-from tests.brokers.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.conftest import Cluster, wait_until
 
 
 def produce_at(

@@ -17,8 +17,8 @@ from rest_framework.test import APIClient
 
 from controlplane.cluster import gateway
 from groups.monitor import Monitor
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
+from tests.weir.cluster.conftest import Cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 

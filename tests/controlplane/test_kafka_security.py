@@ -14,7 +14,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from controlplane.kafka_security import KafkaSecurity
-from tests.brokers.clients.conftest import ROOT
+from tests.weir.clients.conftest import ROOT
 
 SASL = {
     "WEIR_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.brokers.clients.conftest import ROOT, free_port
+from tests.weir.clients.conftest import ROOT, free_port
 
 pytestmark = pytest.mark.integration
 

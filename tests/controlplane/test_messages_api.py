@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 from rest_framework.test import APIClient
 
 from controlplane.errors import BadRequest, NotFound
-from tests.brokers.cluster.conftest import Cluster
+from tests.weir.cluster.conftest import Cluster
 from topics import messages
 from topics.messages import PartitionTail
 

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from controlplane import metrics
-from tests.brokers.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 

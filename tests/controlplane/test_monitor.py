@@ -27,8 +27,8 @@ from groups import lag
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
 from groups.monitor import GroupLag, Monitor
 from groups.services import lag_history_downsample
-from tests.brokers.cluster.conftest import Cluster, wait_until
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
+from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = [pytest.mark.integration]
 

@@ -15,7 +15,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from controlplane.cluster import gateway
-from tests.brokers.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 

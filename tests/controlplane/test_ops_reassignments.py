@@ -19,8 +19,8 @@ from rest_framework.test import APIClient
 from brokers.ops.throttle import THROTTLE_TOPIC_CONFIGS
 from brokers.periodic import clean_reassignment_state
 from controlplane.cluster import gateway
-from tests.brokers.cluster.conftest import Cluster, wait_until
-from tests.brokers.cluster.helpers import produce_ok
+from tests.weir.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.helpers import produce_ok
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 

@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from brokers.ops import executor, store
 from controlplane.cluster import gateway
-from tests.brokers.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 

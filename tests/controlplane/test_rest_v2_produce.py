@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 from rest_framework.test import APIClient
 
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.test_rest_v3_produce import java_partition, read
+from tests.weir.cluster.conftest import Cluster
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from controlplane.models import AuditEntry
-from tests.brokers.cluster.conftest import Cluster
+from tests.weir.cluster.conftest import Cluster
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from confluent_kafka.admin import ConfigResource
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from tests.brokers.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from tests.brokers.cluster.conftest import Cluster
+from tests.weir.cluster.conftest import Cluster
 
 pytestmark = pytest.mark.django_db
 

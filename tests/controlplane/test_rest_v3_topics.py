@@ -19,7 +19,7 @@ from kio.static.primitive import i32Timedelta
 from rest_framework.test import APIClient
 
 from controlplane.cluster import gateway
-from tests.brokers.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = pytest.mark.django_db
 

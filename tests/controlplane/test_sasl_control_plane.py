@@ -17,9 +17,9 @@ from rest_framework.test import APIClient
 from controlplane.cluster import ClusterGateway, reset_gateways
 from controlplane.kafka_security import KafkaSecurity
 from groups.monitor import Monitor
-from tests.brokers.security.acl_fixtures import STANDARD_AUTHORIZER
-from tests.brokers.security.conftest import SaslBroker, add_user, running_sasl_broker
 from tests.controlplane.lag_helpers import wait_high_watermarks
+from tests.weir.security.acl_fixtures import STANDARD_AUTHORIZER
+from tests.weir.security.conftest import SaslBroker, add_user, running_sasl_broker
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from controlplane.models import AuditEntry
-from tests.brokers.cluster.conftest import Cluster
+from tests.weir.cluster.conftest import Cluster
 
 pytestmark = pytest.mark.django_db
 

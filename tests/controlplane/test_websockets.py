@@ -23,9 +23,9 @@ from channels.testing import WebsocketCommunicator
 from controlplane.asgi import application
 from controlplane.cluster import gateway
 from groups.monitor import Monitor
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
 from tests.controlplane_fixtures import PASSWORD, Dashboard
+from tests.weir.cluster.conftest import Cluster
 
 pytestmark = [pytest.mark.integration]
 

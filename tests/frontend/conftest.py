@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.brokers.clients.conftest import ROOT
 from tests.controlplane_fixtures import PASSWORD, Dashboard
+from tests.weir.clients.conftest import ROOT
 
 pytestmark = [pytest.mark.integration]
 

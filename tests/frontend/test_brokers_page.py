@@ -15,7 +15,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from brokers.ops import services
-from tests.brokers.cluster.conftest import Cluster
+from tests.weir.cluster.conftest import Cluster
 
 # JS: the heatmap's cell state (0 none, 1 not in ISR, 2 follower, 3 leader) for broker row r.
 CELL = "document.getElementById('heatmap').data[0].z[{row}][0]"

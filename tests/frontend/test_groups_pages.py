@@ -20,10 +20,10 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
 from playwright.sync_api import APIRequestContext, Browser, Page, expect
 
 from controlplane.cluster import gateway
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
 from tests.controlplane_fixtures import basic
 from tests.frontend.conftest import Dashboard
+from tests.weir.cluster.conftest import Cluster
 
 # Text of every button in the page's main area that is not part of a Plotly chart toolbar.
 BUTTONS = """[...document.querySelectorAll("main button")]

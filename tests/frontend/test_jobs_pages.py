@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import now_ms, produce_at, wait_high_watermarks
 from tests.controlplane_fixtures import PASSWORD, Dashboard
+from tests.weir.cluster.conftest import Cluster
 
 HOUR_MS = 3_600_000
 

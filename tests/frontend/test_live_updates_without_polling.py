@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Page, WebSocket, expect
 
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
+from tests.weir.cluster.conftest import Cluster
 
 WATCH_MS = 3000
 

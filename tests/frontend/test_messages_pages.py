@@ -12,7 +12,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from playwright.sync_api import Page, expect
 
-from tests.brokers.cluster.conftest import Cluster
+from tests.weir.cluster.conftest import Cluster
 
 Shot = Callable[[Page, str], Path]
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z

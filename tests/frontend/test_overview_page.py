@@ -9,9 +9,9 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import now_ms, produce_at
 from tests.frontend.conftest import Dashboard, login
+from tests.weir.cluster.conftest import Cluster
 
 
 def test_signing_in_leads_to_the_overview_and_a_wrong_password_does_not(

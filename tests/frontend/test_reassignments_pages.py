@@ -18,8 +18,8 @@ from playwright.sync_api import Page, expect
 
 from brokers.ops import services
 from controlplane.cluster import gateway
-from tests.brokers.cluster.conftest import Cluster, wait_until
-from tests.brokers.cluster.helpers import produce_ok
+from tests.weir.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.helpers import produce_ok
 
 KB = b"x" * 1024
 BAR = "document.querySelector('tr[data-key=\"{key}\"] [data-progress] > div')"

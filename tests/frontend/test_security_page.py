@@ -13,8 +13,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AclBindingFilter
 from playwright.sync_api import Page, expect
 
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane_fixtures import Dashboard
+from tests.weir.cluster.conftest import Cluster
 
 
 def confirm(page: Page, title: str | re.Pattern[str], typed: str | None = None) -> None:

@@ -12,8 +12,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from playwright.sync_api import Page, expect
 
 from frontend.live.topics import RateWindow
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at
+from tests.weir.cluster.conftest import Cluster
 
 Shot = Callable[[Page, str], Path]
 

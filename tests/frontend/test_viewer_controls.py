@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Page
 
-from tests.brokers.cluster.conftest import Cluster
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
 from tests.controlplane_fixtures import Dashboard
+from tests.weir.cluster.conftest import Cluster
 
 PAGES = (
     "/",

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Producer
 
 from benchmarks import common as benchmark_common
-from tests.brokers.cluster.conftest import Cluster
+from tests.weir.cluster.conftest import Cluster
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from brokers.ops.housekeeping import run_compaction
 from controlplane.cluster import gateway
-from tests.brokers.cluster.conftest import Cluster
 from tests.spark_jobs.conftest import digest, frame_digest
+from tests.weir.cluster.conftest import Cluster
 
 pytestmark = pytest.mark.integration
 

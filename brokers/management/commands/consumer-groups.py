@@ -12,7 +12,7 @@
 
 Everything goes over the Kafka protocol (confluent-kafka's AdminClient, and Weir's kio client
 for OffsetDelete), except ``--force-rebalance``, which Kafka has no request for: it is sent to
-the group's coordinator through Redis (``brokers.group_admin``), so it needs
+the group's coordinator through Redis (``weir.group_admin``), so it needs
 ``WEIR_REDIS_URL`` and ``WEIR_CLUSTER_ID`` like the brokers.
 """
 
@@ -26,12 +26,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.coordinator.offset_reset import reset_target
 from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
+from weir.coordinator.offset_reset import reset_target
 
 ACTIONS = ("list", "describe", "reset_offsets", "delete", "delete_offsets", "force_rebalance")
 RESETS = ("to_earliest", "to_latest", "to_offset", "shift_by", "to_datetime")
-# The reset option → the strategy name of brokers.coordinator.offset_reset.
+# The reset option → the strategy name of weir.coordinator.offset_reset.
 RESET_STRATEGY = {
     "to_earliest": "earliest",
     "to_latest": "latest",
@@ -441,7 +441,7 @@ class Command(BaseCommand):
     def _force_rebalance(self, group: str) -> None:
         import redis.asyncio as aioredis
 
-        from brokers.group_admin import force_group_rebalance
+        from weir.group_admin import force_group_rebalance
 
         url = os.environ.get("WEIR_REDIS_URL", "redis://127.0.0.1:6379/0")
         cluster_id = os.environ.get("WEIR_CLUSTER_ID", "weir")

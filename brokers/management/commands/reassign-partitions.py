@@ -37,7 +37,6 @@ from brokers.management.protocol_admin import (
     request_timeout,
     send_to_controller,
 )
-from brokers.metadata.placement import assign_replicas
 from brokers.ops.throttle import (
     Move,
     ThrottleError,
@@ -45,6 +44,7 @@ from brokers.ops.throttle import (
     clear_throttle_resources,
     throttle_resources,
 )
+from weir.metadata.placement import assign_replicas
 
 
 def _load_json(path: str, flag: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@
 
 The credentials are salted here (32 random bytes, at least 4096 iterations) and written to the
 cluster's Redis (``WEIR_REDIS_URL``, ``WEIR_CLUSTER_ID``) as brokers read them
-(``brokers.security.credentials``); the password itself is never stored. Describe prints
+(``weir.security.credentials``); the password itself is never stored. Describe prints
 Kafka's lines: ``SCRAM credential configs for user-principal 'alice' are
 SCRAM-SHA-256=iterations=8192``.
 """
@@ -23,9 +23,9 @@ from typing import Any
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brokers.metadata.keys import cluster_id_from_env, redis_url_from_env
-from brokers.security.credentials import decode_credential, encode_credential, scram_key
-from brokers.security.scram import (
+from weir.metadata.keys import cluster_id_from_env, redis_url_from_env
+from weir.security.credentials import decode_credential, encode_credential, scram_key
+from weir.security.scram import (
     MAX_ITERATIONS,
     MECHANISMS,
     MIN_ITERATIONS,

@@ -1,0 +1,98 @@
+"""A broker with a PLAINTEXT and a SASL_PLAINTEXT listener, and SCRAM users in its Redis.
+
+``sasl_broker`` (one per test module) runs ``runbroker --listen 127.0.0.1:P --config
+listeners=SASL_PLAINTEXT://127.0.0.1:S``; users ``alice`` (SCRAM-SHA-256 and -512) and ``bob``
+(SCRAM-SHA-256 only) are written with the same helpers the broker reads them with.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.weir.clients.conftest import BrokerProcess, free_port
+from weir.security.credentials import encode_credential, scram_key
+from weir.security.scram import credential_from_password
+
+USERS = {
+    "alice": ("alice-secret", ("SCRAM-SHA-256", "SCRAM-SHA-512")),
+    "bob": ("bob-secret", ("SCRAM-SHA-256",)),
+}
+
+
+@dataclass
+class SaslBroker:
+    process: BrokerProcess
+    sasl_port: int
+    redis_url: str
+    cluster_id: str
+
+    @property
+    def plaintext(self) -> str:
+        return self.process.bootstrap
+
+    @property
+    def sasl(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
+
+
+def add_user(redis_url: str, cluster_id: str, user: str, password: str, mechanisms: tuple) -> None:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for mechanism in mechanisms:
+            credential = credential_from_password(mechanism, password, 4096)
+            client.hset(scram_key(cluster_id, mechanism), user, encode_credential(credential))
+    finally:
+        client.close()
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+@contextmanager
+def running_sasl_broker(
+    redis_server: str, directory: Path, extra_configs: tuple[str, ...] = ()
+) -> Iterator[SaslBroker]:
+    """One broker with a PLAINTEXT and a SASL_PLAINTEXT listener and ``USERS`` in Redis."""
+    cluster_id = f"test-{uuid.uuid4().hex[:12]}"
+    for user, (password, mechanisms) in USERS.items():
+        add_user(redis_server, cluster_id, user, password, mechanisms)
+    sasl_port = free_port()
+    process = BrokerProcess(
+        broker_id=1,
+        data_dir=directory / "broker-1",
+        redis_url=redis_server,
+        cluster_id=cluster_id,
+        configs=[f"listeners=SASL_PLAINTEXT://127.0.0.1:{sasl_port}", *extra_configs],
+        log_path=directory / "broker-1.log",
+    )
+    process.start()
+    try:
+        wait_port(sasl_port)
+        yield SaslBroker(process, sasl_port, redis_server, cluster_id)
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(
+    redis_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SaslBroker]:
+    with running_sasl_broker(redis_server, tmp_path_factory.mktemp("sasl-broker")) as broker:
+        yield broker

@@ -1,0 +1,496 @@
+"""The controller: leader elections and ISR changes, decided here and written fenced.
+
+Theory of operation
+-------------------
+Exactly one broker holds the controller lease in Redis at a time, and every write it makes
+goes through a Lua script that checks its controller epoch (``MetadataStore``), so a paused
+controller that wakes up after losing the lease cannot change anything.
+
+The decisions are pure functions of the metadata image (``partition_changes_for``,
+``validate_isr_change``, ``preferred_leader_change``), tested without Redis:
+
+* a partition whose leader is not live gets a new leader: the first replica (in replica
+  order, so the preferred leader wins when it can) that is in the ISR and live; only with
+  ``unclean.leader.election.enable`` may an out-of-sync live replica lead; otherwise the
+  partition goes offline (leader -1) and keeps its last ISR, waiting for an ISR member;
+* dead brokers leave the ISR of partitions whose leader is alive (KRaft fences them);
+* an ISR change proposed by a leader (AlterPartition) is accepted only for the current
+  leader epoch and partition epoch, keeps the leader, stays inside the replicas and only adds
+  live brokers;
+* preferred-leader election moves leadership back to the first replica when it is live and
+  in sync.
+
+``Controller`` is the asyncio driver: while the lease is held it re-evaluates the image on
+every change and once a second, and executes what the pure functions decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from weir.metadata.errors import MetadataError
+from weir.metadata.image import (
+    ClusterImage,
+    PartitionImage,
+    original_replicas,
+    target_replicas,
+)
+from weir.metadata.store import MetadataStore, PartitionChange
+
+__all__ = [
+    "Controller",
+    "IsrChangeError",
+    "ReassignmentError",
+    "completed_reassignment",
+    "elect_leader",
+    "partition_changes_for",
+    "preferred_leader_change",
+    "reassignment_change",
+    "validate_isr_change",
+]
+
+log = logging.getLogger("weir.controller")
+
+
+def elect_leader(
+    partition: PartitionImage, live: Collection[int], *, unclean: bool
+) -> tuple[int, tuple[int, ...]] | None:
+    """(leader, ISR) for a partition whose leader is gone; None when nothing changes."""
+    in_sync = [r for r in partition.replicas if r in partition.isr and r in live]
+    if in_sync:
+        isr = tuple(r for r in partition.isr if r in live)
+        return in_sync[0], isr
+    if unclean:
+        alive = [r for r in partition.replicas if r in live]
+        if alive:
+            # Data loss is accepted here by configuration: the new leader's log is the truth.
+            return alive[0], (alive[0],)
+    if partition.leader == -1:
+        return None
+    # Offline: no leader, and the ISR keeps its last member(s) so only they may come back.
+    return -1, partition.isr
+
+
+def partition_changes_for(
+    image: ClusterImage, *, unclean_for: Callable[[str], bool]
+) -> dict[str, list[PartitionChange]]:
+    """Changes that broker liveness calls for, by topic name."""
+    live = set(image.brokers)
+    changes: dict[str, list[PartitionChange]] = {}
+    for topic in image.topics.values():
+        for partition in topic.partitions.values():
+            change = _change_for(partition, live, unclean=unclean_for(topic.name))
+            if change is not None:
+                changes.setdefault(topic.name, []).append(change)
+    return changes
+
+
+def _change_for(
+    partition: PartitionImage, live: set[int], *, unclean: bool
+) -> PartitionChange | None:
+    done = completed_reassignment(partition)
+    if done is not None and (done.leader is None or done.leader in live):
+        return done
+    if partition.leader not in live:
+        elected = elect_leader(partition, live, unclean=unclean)
+        if elected is None:
+            return None
+        leader, isr = elected
+        if leader == partition.leader and isr == partition.isr:
+            return None
+        return PartitionChange(
+            partition=partition.partition,
+            leader=leader,
+            isr=isr,
+            expected_partition_epoch=partition.partition_epoch,
+        )
+    dead_in_isr = [r for r in partition.isr if r not in live]
+    if dead_in_isr:
+        return PartitionChange(
+            partition=partition.partition,
+            isr=tuple(r for r in partition.isr if r in live),
+            expected_partition_epoch=partition.partition_epoch,
+        )
+    return None
+
+
+def preferred_leader_change(
+    partition: PartitionImage, live: Collection[int]
+) -> PartitionChange | None:
+    """Move leadership to the preferred (first) replica when it is live and in sync."""
+    if not partition.replicas:
+        return None
+    preferred = partition.replicas[0]
+    if partition.leader == preferred or preferred not in live or preferred not in partition.isr:
+        return None
+    return PartitionChange(
+        partition=partition.partition,
+        leader=preferred,
+        expected_partition_epoch=partition.partition_epoch,
+    )
+
+
+class ReassignmentError(Exception):
+    """A reassignment request the controller refuses."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def reassignment_change(
+    partition: PartitionImage, target: tuple[int, ...] | None, registered: Collection[int]
+) -> PartitionChange | None:
+    """Start, replace or (``target`` None) cancel a reassignment, as KIP-455 does.
+
+    While moving, ``replicas`` = target + the original replicas not in it; ``adding`` and
+    ``removing`` say which is which. New replicas follow the leader and join the ISR; the
+    controller completes the move once every target replica is in sync.
+    """
+    origin = original_replicas(partition)
+    ongoing = bool(partition.adding_replicas or partition.removing_replicas)
+    if target is None:
+        if not ongoing:
+            raise ReassignmentError(
+                ErrorCode.no_reassignment_in_progress,
+                "There is no ongoing reassignment for this partition.",
+            )
+        return _settle(partition, origin)
+    if not target:
+        raise ReassignmentError(
+            ErrorCode.invalid_replica_assignment, "The target replica set is empty."
+        )
+    if len(set(target)) != len(target):
+        raise ReassignmentError(
+            ErrorCode.invalid_replica_assignment, f"Duplicate brokers in {list(target)}."
+        )
+    unknown = [r for r in target if r not in registered]
+    if unknown:
+        raise ReassignmentError(
+            ErrorCode.invalid_replica_assignment, f"Unknown brokers {unknown} in the target."
+        )
+    adding = tuple(r for r in target if r not in origin)
+    removing = tuple(r for r in origin if r not in target)
+    if not adding:
+        # Nothing to copy: the move completes at once.
+        return _settle(partition, target)
+    return PartitionChange(
+        partition=partition.partition,
+        replicas=tuple(target) + removing,
+        adding_replicas=adding,
+        removing_replicas=removing,
+        expected_partition_epoch=partition.partition_epoch,
+    )
+
+
+def _settle(partition: PartitionImage, replicas: tuple[int, ...]) -> PartitionChange | None:
+    """Make ``replicas`` the final set: trim the ISR, move leadership if it must."""
+    isr = tuple(r for r in partition.isr if r in replicas)
+    leader = partition.leader
+    if leader not in replicas:
+        candidates = [r for r in replicas if r in isr]
+        leader = candidates[0] if candidates else -1
+    if not isr:
+        isr = (leader,) if leader >= 0 else partition.isr
+    if (
+        replicas == partition.replicas
+        and isr == partition.isr
+        and not partition.adding_replicas
+        and not partition.removing_replicas
+    ):
+        return None
+    return PartitionChange(
+        partition=partition.partition,
+        leader=leader if leader != partition.leader else None,
+        replicas=replicas,
+        isr=isr,
+        adding_replicas=(),
+        removing_replicas=(),
+        expected_partition_epoch=partition.partition_epoch,
+    )
+
+
+def completed_reassignment(partition: PartitionImage) -> PartitionChange | None:
+    """When every target replica is in the ISR, finish the move."""
+    if not (partition.adding_replicas or partition.removing_replicas):
+        return None
+    target = target_replicas(partition)
+    if any(r not in partition.isr for r in target):
+        return None
+    return _settle(partition, target)
+
+
+class IsrChangeError(Exception):
+    """An AlterPartition the controller refuses, with the Kafka error for the leader."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChangeRequest:
+    broker_id: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+
+
+def validate_isr_change(
+    partition: PartitionImage, request: IsrChangeRequest, live: Collection[int]
+) -> PartitionChange:
+    """Check a leader's ISR proposal against the current partition state (KRaft's rules)."""
+    if request.broker_id != partition.leader:
+        raise IsrChangeError(
+            ErrorCode.not_leader_or_follower,
+            f"broker {request.broker_id} is not the leader ({partition.leader})",
+        )
+    if request.leader_epoch != partition.leader_epoch:
+        raise IsrChangeError(
+            ErrorCode.fenced_leader_epoch,
+            f"leader epoch {request.leader_epoch} is not the current {partition.leader_epoch}",
+        )
+    if request.partition_epoch != partition.partition_epoch:
+        raise IsrChangeError(
+            ErrorCode.invalid_update_version,
+            f"partition epoch {request.partition_epoch} is not the current "
+            f"{partition.partition_epoch}",
+        )
+    new_isr = request.new_isr
+    if partition.leader not in new_isr:
+        raise IsrChangeError(ErrorCode.invalid_request, "the ISR must contain the leader")
+    outside = [r for r in new_isr if r not in partition.replicas]
+    if outside:
+        raise IsrChangeError(ErrorCode.invalid_request, f"brokers {outside} are not replicas")
+    added_dead = [r for r in new_isr if r not in partition.isr and r not in live]
+    if added_dead:
+        raise IsrChangeError(ErrorCode.ineligible_replica, f"brokers {added_dead} are not live")
+    return PartitionChange(
+        partition=partition.partition,
+        isr=tuple(r for r in partition.replicas if r in new_isr),
+        expected_partition_epoch=partition.partition_epoch,
+    )
+
+
+class Controller:
+    """Acts on the metadata image while this broker holds the controller lease."""
+
+    def __init__(
+        self,
+        *,
+        store: MetadataStore,
+        image: Callable[[], ClusterImage],
+        epoch: Callable[[], int | None],
+        unclean_for: Callable[[str], bool],
+        auto_rebalance: Callable[[], bool],
+        rebalance_interval_s: Callable[[], float],
+        time_s: Callable[[], float],
+    ) -> None:
+        self._store = store
+        self._image = image
+        self._epoch = epoch
+        self._unclean_for = unclean_for
+        self._auto_rebalance = auto_rebalance
+        self._rebalance_interval_s = rebalance_interval_s
+        self._time_s = time_s
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._last_rebalance = 0.0
+
+    def start(self) -> None:
+        self._last_rebalance = self._time_s()
+        self._task = asyncio.create_task(self._run(), name="controller")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def poke(self) -> None:
+        """The image changed: re-evaluate now."""
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await self._wake.wait()
+            self._wake.clear()
+            epoch = self._epoch()
+            if epoch is None:
+                continue
+            try:
+                await self.handle_liveness(epoch)
+                if (
+                    self._auto_rebalance()
+                    and self._time_s() - self._last_rebalance >= self._rebalance_interval_s()
+                ):
+                    self._last_rebalance = self._time_s()
+                    await self.elect_preferred(epoch, targets=None)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller pass failed; retrying")
+
+    async def handle_liveness(self, epoch: int) -> None:
+        """Elect leaders for partitions whose leader died; drop dead brokers from ISRs."""
+        image = self._image()
+        for topic, changes in partition_changes_for(image, unclean_for=self._unclean_for).items():
+            await self._write(epoch, topic, changes, "broker liveness")
+
+    async def elect_preferred(
+        self, epoch: int, targets: Iterable[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Preferred-leader election for ``targets`` (None: every partition)."""
+        image = self._image()
+        live = set(image.brokers)
+        wanted = None if targets is None else set(targets)
+        results: dict[tuple[str, int], ErrorCode] = {}
+        by_topic: dict[str, list[PartitionChange]] = {}
+        for topic in image.topics.values():
+            for partition in topic.partitions.values():
+                key = (topic.name, partition.partition)
+                if wanted is not None and key not in wanted:
+                    continue
+                change = preferred_leader_change(partition, live)
+                if change is None:
+                    results[key] = (
+                        ErrorCode.election_not_needed
+                        if partition.replicas and partition.leader == partition.replicas[0]
+                        else ErrorCode.preferred_leader_not_available
+                    )
+                else:
+                    by_topic.setdefault(topic.name, []).append(change)
+                    results[key] = ErrorCode.none
+        if wanted is not None:
+            for key in wanted - set(results):
+                results[key] = ErrorCode.unknown_topic_or_partition
+        for topic, changes in by_topic.items():
+            if not await self._write(epoch, topic, changes, "preferred leader election"):
+                for change in changes:
+                    results[(topic, change.partition)] = ErrorCode.not_controller
+        return results
+
+    async def elect_unclean(
+        self, epoch: int, targets: Iterable[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Unclean election: a live replica leads even when it is out of sync."""
+        image = self._image()
+        live = set(image.brokers)
+        wanted = None if targets is None else set(targets)
+        results: dict[tuple[str, int], ErrorCode] = {}
+        by_topic: dict[str, list[PartitionChange]] = {}
+        for topic in image.topics.values():
+            for partition in topic.partitions.values():
+                key = (topic.name, partition.partition)
+                if wanted is not None and key not in wanted:
+                    continue
+                if partition.leader in live:
+                    results[key] = ErrorCode.election_not_needed
+                    continue
+                elected = elect_leader(partition, live, unclean=True)
+                if elected is None or elected[0] < 0:
+                    results[key] = ErrorCode.eligible_leaders_not_available
+                    continue
+                by_topic.setdefault(topic.name, []).append(
+                    PartitionChange(
+                        partition=partition.partition,
+                        leader=elected[0],
+                        isr=elected[1],
+                        expected_partition_epoch=partition.partition_epoch,
+                    )
+                )
+                results[key] = ErrorCode.none
+        if wanted is not None:
+            for key in wanted - set(results):
+                results[key] = ErrorCode.unknown_topic_or_partition
+        for topic, changes in by_topic.items():
+            if not await self._write(epoch, topic, changes, "unclean leader election"):
+                for change in changes:
+                    results[(topic, change.partition)] = ErrorCode.not_controller
+        return results
+
+    async def alter_reassignments(
+        self, epoch: int, requests: list[tuple[str, int, tuple[int, ...] | None]]
+    ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """AlterPartitionReassignments: start, replace or cancel moves."""
+        image = self._image()
+        registered = set(image.registrations)
+        results: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        by_topic: dict[str, list[PartitionChange]] = {}
+        for topic, index, target in requests:
+            topic_image = image.topics.get(topic)
+            partition = topic_image.partitions.get(index) if topic_image else None
+            if partition is None:
+                results[(topic, index)] = (
+                    ErrorCode.unknown_topic_or_partition,
+                    f"Partition {topic}-{index} does not exist.",
+                )
+                continue
+            try:
+                change = reassignment_change(partition, target, registered)
+            except ReassignmentError as exc:
+                results[(topic, index)] = (exc.error, str(exc))
+                continue
+            results[(topic, index)] = (ErrorCode.none, None)
+            if change is not None:
+                by_topic.setdefault(topic, []).append(change)
+        for topic, changes in by_topic.items():
+            if not await self._write(epoch, topic, changes, "reassignment"):
+                for change in changes:
+                    results[(topic, change.partition)] = (
+                        ErrorCode.not_controller,
+                        "the reassignment could not be written; retry",
+                    )
+        self.poke()
+        return results
+
+    async def alter_isr(
+        self, epoch: int, topic: str, index: int, request: IsrChangeRequest
+    ) -> tuple[ErrorCode, PartitionImage | None]:
+        """Apply a leader's AlterPartition; the error and the partition afterwards."""
+        image = self._image()
+        topic_image = image.topics.get(topic)
+        partition = topic_image.partitions.get(index) if topic_image else None
+        if partition is None:
+            return ErrorCode.unknown_topic_or_partition, None
+        try:
+            change = validate_isr_change(partition, request, set(image.brokers))
+        except IsrChangeError as exc:
+            log.info("refusing ISR change of %s-%d: %s", topic, index, exc)
+            return exc.error, partition
+        try:
+            updated = await self._store.alter_partitions(
+                controller_epoch=epoch, name=topic, changes=[change]
+            )
+        except MetadataError as exc:
+            return ErrorCode(exc.error_code), partition
+        log.info("%s-%d ISR is now %s", topic, index, list(change.isr or ()))
+        return ErrorCode.none, updated.partitions.get(index)
+
+    async def _write(
+        self, epoch: int, topic: str, changes: list[PartitionChange], why: str
+    ) -> bool:
+        try:
+            await self._store.alter_partitions(controller_epoch=epoch, name=topic, changes=changes)
+        except MetadataError as exc:
+            log.warning("%s for %s not written: %s", why, topic, exc)
+            return False
+        for change in changes:
+            log.info(
+                "%s: %s-%d leader=%s isr=%s",
+                why,
+                topic,
+                change.partition,
+                change.leader if change.leader is not None else "unchanged",
+                list(change.isr) if change.isr is not None else "unchanged",
+            )
+        return True

@@ -1,0 +1,443 @@
+"""The group coordinator's asyncio side: ``__consumer_offsets`` shards around the pure groups.
+
+Theory of operation
+-------------------
+``weir.coordinator`` is Kafka's classic group protocol as pure logic. This module gives it
+a home in the broker, the way Kafka's ``GroupCoordinator`` wraps ``GroupMetadataManager``:
+
+* **Shards.** The coordinator of group G is the leader of ``__consumer_offsets`` partition
+  ``partition_for(G)``. For every such partition this broker leads there is one ``Shard``:
+  the partition's groups (``Group``) and committed offsets (``OffsetStore``). When metadata
+  makes this broker the leader, the shard *loads*: it reads the partition from log start to
+  its LEO and ``replay``s the records (requests answer COORDINATOR_LOAD_IN_PROGRESS
+  meanwhile). When leadership moves away the shard unloads: parked requests answer
+  NOT_COORDINATOR and clients look the coordinator up again.
+* **Requests** call the group's methods with ``now_ms`` and get values back. A parked
+  JoinGroup or SyncGroup (``Pending(ticket)``) waits on a future that a later
+  ``JoinCompletion``/``SyncCompletion`` resolves, whichever call produces it.
+* **Writes.** ``PersistGroup`` (a group's metadata record) and offset commits are appended
+  to the shard's partition as ordinary v2 batches through the leader path, then wait, as
+  ``acks=all`` produce requests do, until the high watermark passes them. Only then are
+  offsets applied (a committed offset is never visible before it is replicated) and
+  ``Group.persisted`` told; append errors map to coordinator errors as in Kafka.
+* **Time.** One timer task per shard sleeps until the earliest ``next_deadline()`` of its
+  groups (woken early whenever a request may have moved a deadline) and ticks the due groups;
+  session expiry, join and sync deadlines all come from there. Offset expiry
+  (``offsets.retention.minutes``) runs every ``offsets.retention.check.interval.ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.coordinator import (
+    Completion,
+    Group,
+    GroupConfig,
+    JoinCompletion,
+    OffsetCommitRecord,
+    OffsetConfig,
+    OffsetStore,
+    PersistGroup,
+    SyncCompletion,
+    encode,
+    encode_group_metadata,
+    encode_group_tombstone,
+    partition_for,
+    replay,
+)
+from weir.coordinator.group import append_error_to_response_error
+from weir.log.errors import LogError
+from weir.protocol.batch_builder import build_batch
+from weir.protocol.inflate import iter_records
+from weir.protocol.records import iter_batches, validate_batches
+from weir.purgatory import await_commit
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+    from weir.partition import Partition
+
+__all__ = ["OFFSETS_TOPIC", "GroupCoordinator", "Shard"]
+
+log = logging.getLogger("weir.coordinator")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+LOAD_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+class CoordinatorError(Exception):
+    """The request cannot be served by this broker's coordinator right now."""
+
+    def __init__(self, error: ErrorCode) -> None:
+        super().__init__(error.name)
+        self.error = error
+
+
+@dataclass(eq=False)
+class Shard:
+    """The groups and offsets of one ``__consumer_offsets`` partition this broker leads."""
+
+    index: int
+    leader_epoch: int
+    groups: dict[str, Group] = field(default_factory=dict)
+    offsets: OffsetStore = field(default_factory=OffsetStore)
+    loaded: bool = False
+    unloaded: bool = False
+    waiters: dict[tuple[str, int], asyncio.Future[Any]] = field(default_factory=dict)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+
+class GroupCoordinator:
+    """Every shard this broker hosts, and the operations the handlers call."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.shards: dict[int, Shard] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._creating: asyncio.Task[ErrorCode] | None = None
+
+    # configuration ---------------------------------------------------------------------
+    @property
+    def num_partitions(self) -> int:
+        return int(self.broker.config.get("offsets.topic.num.partitions"))
+
+    def group_config(self) -> GroupConfig:
+        return GroupConfig.from_broker_config(self.broker.config)
+
+    def offset_config(self) -> OffsetConfig:
+        return OffsetConfig.from_broker_config(self.broker.config)
+
+    def _commit_timeout_s(self) -> float:
+        return int(self.broker.config.get("offsets.commit.timeout.ms")) / 1000
+
+    def offsets_topic_configs(self) -> dict[str, str]:
+        """The configs Kafka gives ``__consumer_offsets`` when it creates it."""
+        return {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(self.broker.config.get("offsets.topic.segment.bytes")),
+        }
+
+    def partition_of(self, group_id: str) -> int:
+        view = self.broker.topic_views().get(OFFSETS_TOPIC)
+        count = len(view.partitions) if view is not None else self.num_partitions
+        return partition_for(group_id, count)
+
+    # the offsets topic -----------------------------------------------------------------
+    async def ensure_offsets_topic(self) -> ErrorCode:
+        """Create ``__consumer_offsets`` on first use, as Kafka's FindCoordinator does."""
+        if OFFSETS_TOPIC in self.broker.topic_views():
+            return ErrorCode.none
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.create_task(self._create_offsets_topic())
+        return await asyncio.shield(self._creating)
+
+    async def _create_offsets_topic(self) -> ErrorCode:
+        live = len(await self.broker.fresh_live_brokers())
+        wanted = int(self.broker.config.get("offsets.topic.replication.factor"))
+        error, view = await self.broker.auto_create_topic(
+            OFFSETS_TOPIC,
+            num_partitions=self.num_partitions,
+            replication_factor=max(1, min(wanted, live)),
+            configs=self.offsets_topic_configs(),
+        )
+        if view is None:
+            log.warning("creating %s failed: %s", OFFSETS_TOPIC, error.name)
+            return error
+        return ErrorCode.none
+
+    # shards follow leadership ------------------------------------------------------------
+    def on_metadata(self) -> None:
+        """Load shards this broker now leads, unload the ones it stopped leading."""
+        leading: dict[int, Partition] = {}
+        for partition in self.broker.replicas.partitions():
+            if partition.topic == OFFSETS_TOPIC and partition.is_leader:
+                leading[partition.index] = partition
+        for index, shard in list(self.shards.items()):
+            partition = leading.get(index)
+            if partition is None or partition.leader_epoch != shard.leader_epoch:
+                self._unload(shard)
+        for index, partition in leading.items():
+            if index not in self.shards:
+                shard = Shard(index=index, leader_epoch=partition.leader_epoch)
+                self.shards[index] = shard
+                self._spawn(shard, self._load(shard, partition), f"load-{index}")
+
+    def _spawn(self, shard: Shard, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=f"coordinator-{name}")
+        shard.tasks.append(task)
+
+    async def _load(self, shard: Shard, partition: Partition) -> None:
+        started = self.broker.time_ms()
+        try:
+            records = list(_read_records(partition))
+            groups, offsets = replay(
+                records,
+                now_ms=self.broker.time_ms(),
+                group_config=self.group_config(),
+                offset_config=self.offset_config(),
+            )
+        except Exception:
+            # Serving the partition's groups from a partial load would hand out stale
+            # offsets; its groups answer COORDINATOR_LOAD_IN_PROGRESS until leadership moves.
+            log.exception("loading %s-%d failed", OFFSETS_TOPIC, shard.index)
+            return
+        if shard.unloaded:
+            return
+        shard.groups, shard.offsets, shard.loaded = groups, offsets, True
+        log.info(
+            "loaded %s-%d: %d groups, %d records in %d ms",
+            OFFSETS_TOPIC,
+            shard.index,
+            len(groups),
+            len(records),
+            self.broker.time_ms() - started,
+        )
+        self._spawn(shard, self._timer_loop(shard), f"timers-{shard.index}")
+        self._spawn(shard, self._expiry_loop(shard), f"expiry-{shard.index}")
+
+    def _unload(self, shard: Shard) -> None:
+        shard.unloaded = True
+        self.shards.pop(shard.index, None)
+        now = self.broker.time_ms()
+        for group in shard.groups.values():
+            self._process(shard, group, group.unload(now))
+        for future in shard.waiters.values():
+            if not future.done():
+                future.set_exception(CoordinatorError(ErrorCode.not_coordinator))
+        shard.waiters.clear()
+        for task in shard.tasks:
+            task.cancel()
+        log.info("unloaded %s-%d", OFFSETS_TOPIC, shard.index)
+
+    async def stop(self) -> None:
+        shards = list(self.shards.values())
+        tasks = [t for s in shards for t in s.tasks] + list(self._background)
+        for shard in shards:
+            self._unload(shard)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # lookups the handlers use --------------------------------------------------------------
+    def shard_for(self, group_id: str) -> Shard:
+        """The loaded shard coordinating ``group_id``; raises CoordinatorError otherwise."""
+        if not group_id:
+            raise CoordinatorError(ErrorCode.invalid_group_id)
+        shard = self.shards.get(self.partition_of(group_id))
+        if shard is None:
+            raise CoordinatorError(ErrorCode.not_coordinator)
+        if not shard.loaded:
+            raise CoordinatorError(ErrorCode.coordinator_load_in_progress)
+        return shard
+
+    def coordinates(self, group_id: str) -> bool:
+        """Is this broker the (loaded) coordinator of ``group_id``?"""
+        shard = self.shards.get(self.partition_of(group_id)) if group_id else None
+        return shard is not None and shard.loaded
+
+    def coordinator_of(self, group_id: str) -> tuple[int, int]:
+        """(partition, leader broker id or -1) of the group's offsets partition."""
+        index = self.partition_of(group_id)
+        view = self.broker.topic_views().get(OFFSETS_TOPIC)
+        if view is None or index >= len(view.partitions):
+            return index, -1
+        return index, view.partitions[index].leader
+
+    def all_groups(self) -> Iterator[tuple[Shard, Group]]:
+        for shard in list(self.shards.values()):
+            if shard.loaded:
+                for group in list(shard.groups.values()):
+                    yield shard, group
+
+    # running group calls ---------------------------------------------------------------------
+    def new_group(self, shard: Shard, group_id: str) -> Group:
+        group = Group(group_id, now_ms=self.broker.time_ms(), config=self.group_config())
+        shard.groups[group_id] = group
+        return group
+
+    def park(self, shard: Shard, group: Group, ticket: int) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        shard.waiters[(group.group_id, ticket)] = future
+        return future
+
+    def process(self, shard: Shard, group: Group, completions: Iterable[Completion]) -> None:
+        self._process(shard, group, completions)
+        shard.wake.set()  # deadlines may have moved
+
+    def _process(self, shard: Shard, group: Group, completions: Iterable[Completion]) -> None:
+        for completion in completions:
+            if isinstance(completion, JoinCompletion | SyncCompletion):
+                future = shard.waiters.pop((group.group_id, completion.ticket), None)
+                if future is not None and not future.done():
+                    future.set_result(completion.response)
+            elif isinstance(completion, PersistGroup):
+                task = asyncio.create_task(self._persist(shard, group, completion))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    async def _persist(self, shard: Shard, group: Group, persist: PersistGroup) -> None:
+        key, value = encode_group_metadata(persist.snapshot)
+        error = await self.append(shard, [(key, value)])
+        if shard.unloaded:
+            return
+        self.process(
+            shard, group, group.persisted(persist.token, now_ms=self.broker.time_ms(), error=error)
+        )
+
+    async def append(self, shard: Shard, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+        """Append records to the shard's partition and wait until they are committed."""
+        partition = self.broker.replicas.get(OFFSETS_TOPIC, shard.index)
+        if partition is None or not partition.is_leader or shard.unloaded:
+            return ErrorCode.not_leader_or_follower
+        # Like an acks=all produce (and Kafka's coordinator): below min.insync.replicas the
+        # write is refused *before* it reaches the log, so a refused commit can never
+        # reappear after a failover.
+        min_isr = self.broker.topic_config(OFFSETS_TOPIC).min_insync_replicas
+        if len(partition.isr) < min_isr:
+            return ErrorCode.not_enough_replicas
+        payload = build_batch(records, timestamp_ms=self.broker.time_ms())
+        try:
+            outcome = partition.append(payload, validate_batches(payload))
+        except LogError as exc:
+            return ErrorCode(exc.error_code)
+        return await await_commit(
+            self.broker,
+            partition,
+            shard.leader_epoch,
+            outcome.last_offset + 1,
+            self._commit_timeout_s(),
+        )
+
+    async def commit_offsets(
+        self, shard: Shard, records: tuple[OffsetCommitRecord, ...]
+    ) -> ErrorCode:
+        """Append offset records; apply them once committed. The error clients should see."""
+        if not records:
+            return ErrorCode.none
+        error = await self.append(shard, [encode(r) for r in records])
+        if error is ErrorCode.none:
+            for record in records:
+                shard.offsets.apply(record)
+            return error
+        if error is ErrorCode.message_too_large:
+            return ErrorCode.invalid_commit_offset_size
+        return append_error_to_response_error(error)
+
+    async def delete_group(self, shard: Shard, group_id: str) -> ErrorCode:
+        """DeleteGroups for one group: tombstones for its offsets and its metadata."""
+        group = shard.groups.get(group_id)
+        if group is None and not shard.offsets.has_offsets(group_id):
+            return ErrorCode.group_id_not_found
+        if group is not None:
+            error = group.validate_delete()
+            if error is not ErrorCode.none:
+                return error
+        tombstones = shard.offsets.delete_group(group_id)
+        records = [encode(r) for r in tombstones] + [encode_group_tombstone(group_id)]
+        error = await self.append(shard, records)
+        if error is not ErrorCode.none:
+            return append_error_to_response_error(error)
+        for record in tombstones:
+            shard.offsets.apply(record)
+        group = shard.groups.pop(group_id, None)
+        if group is not None:
+            group.delete(self.broker.time_ms())
+        return ErrorCode.none
+
+    def force_rebalance(self, group_id: str) -> ErrorCode:
+        """Start a rebalance of a live group now (members see REBALANCE_IN_PROGRESS)."""
+        try:
+            shard = self.shard_for(group_id)
+        except CoordinatorError as exc:
+            return exc.error
+        group = shard.groups.get(group_id)
+        if group is None or not group.members:
+            # Nothing to rebalance: Kafka's error for a group without live members.
+            return ErrorCode.group_id_not_found
+        self.process(shard, group, group.force_rebalance(self.broker.time_ms()))
+        return ErrorCode.none
+
+    # time -----------------------------------------------------------------------------------
+    async def _timer_loop(self, shard: Shard) -> None:
+        while not shard.unloaded:
+            now = self.broker.time_ms()
+            deadlines = [
+                (deadline, group)
+                for group in list(shard.groups.values())
+                if (deadline := group.next_deadline()) is not None
+            ]
+            for deadline, group in deadlines:
+                if deadline <= now:
+                    self.process(shard, group, group.tick(now))
+            upcoming = [d for d, _ in deadlines if d > now]
+            timeout = (min(upcoming) - now) / 1000 if upcoming else None
+            shard.wake.clear()
+            if any(d <= now for d, _ in deadlines):
+                continue  # ticks may have scheduled more work that is due already
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await shard.wake.wait()
+
+    async def _expiry_loop(self, shard: Shard) -> None:
+        while not shard.unloaded:
+            interval = int(self.broker.config.get("offsets.retention.check.interval.ms"))
+            await asyncio.sleep(interval / 1000)
+            shard.offsets.config = self.offset_config()
+            outcome = shard.offsets.expire(shard.groups, now_ms=self.broker.time_ms())
+            records = [encode(r) for r in outcome.records]
+            records += [encode_group_tombstone(g) for g in outcome.groups_to_delete]
+            if not records:
+                continue
+            error = await self.append(shard, records)
+            if error is not ErrorCode.none:
+                log.warning(
+                    "expiring offsets of %s-%d failed: %s", OFFSETS_TOPIC, shard.index, error.name
+                )
+                continue
+            for record in outcome.records:
+                shard.offsets.apply(record)
+            for group_id in outcome.groups_to_delete:
+                group = shard.groups.pop(group_id, None)
+                if group is not None:
+                    group.delete(self.broker.time_ms())
+            log.info(
+                "expired %d offsets and %d empty groups in %s-%d",
+                len(outcome.records),
+                len(outcome.groups_to_delete),
+                OFFSETS_TOPIC,
+                shard.index,
+            )
+
+
+def _read_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every (key, value) in the partition from its log start to its LEO, in order."""
+    log_ = partition.log
+    offset = log_.log_start_offset
+    end = log_.log_end_offset
+    while offset < end:
+        slices = log_.read(offset, LOAD_CHUNK_BYTES)
+        if not slices:
+            return
+        data = b"".join(os.pread(s.file.fileno(), s.size, s.position) for s in slices)
+        if not data:
+            return
+        for pos, header in iter_batches(data, check_crc=False):
+            if header.is_control:
+                offset = header.last_offset + 1
+                continue
+            for record in iter_records(data, pos):
+                if record.offset >= offset and record.key is not None:
+                    yield record.key, record.value
+            offset = header.last_offset + 1

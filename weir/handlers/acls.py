@@ -1,0 +1,230 @@
+"""DescribeAcls (29), CreateAcls (30), DeleteAcls (31).
+
+Bindings and filters map one to one onto ``weir.security.acl``; the bindings live in
+Redis (``weir.security.acl_store``) and any broker may change them. After a change the
+broker reloads its own ACL cache before answering, so the next request to it already sees
+the change; other brokers pick it up within a second.
+
+Errors follow Kafka: a creation with an ANY/MATCH/UNKNOWN pattern, operation, permission
+or resource type, an empty name or an unparsable principal gets INVALID_REQUEST in its own
+result; a describe or delete filter with an UNKNOWN field gets INVALID_REQUEST (for the
+whole DescribeAcls, per filter in DeleteAcls). With an authorizer configured, DescribeAcls
+needs Describe and CreateAcls/DeleteAcls need Alter on the Cluster resource
+(CLUSTER_AUTHORIZATION_FAILED otherwise); without one, anyone may call them.
+"""
+
+from __future__ import annotations
+
+import logging
+from itertools import groupby
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8
+from redis.exceptions import RedisError
+
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.protocol.codec import Request
+from weir.security.acl import (
+    CLUSTER_NAME,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    InvalidAclError,
+    ResourceType,
+    operation,
+    pattern_type,
+    permission,
+    resource_type,
+    validate_binding,
+    validate_filter,
+)
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+log = logging.getLogger("weir.handlers.acls")
+
+DESCRIBE_KEY = 29
+DESCRIBE_VERSIONS = (1, 3)
+CREATE_KEY = 30
+CREATE_VERSIONS = (1, 3)
+DELETE_KEY = 31
+DELETE_VERSIONS = (1, 3)
+
+_DENIED = "Cluster authorization failed: the principal may not {what} ACLs"
+_REDIS_DOWN = "ACL storage is unavailable: {exc}"
+
+
+def _filter(raw: Any) -> AclBindingFilter:
+    return AclBindingFilter(
+        resource_type=resource_type(raw.resource_type_filter),
+        resource_name=raw.resource_name_filter,
+        pattern_type=pattern_type(raw.pattern_type_filter),
+        principal=raw.principal_filter,
+        host=raw.host_filter,
+        operation=operation(raw.operation),
+        permission=permission(raw.permission_type),
+    )
+
+
+def _binding(raw: Any) -> AclBinding:
+    return AclBinding(
+        resource_type=resource_type(raw.resource_type),
+        resource_name=raw.resource_name,
+        pattern_type=pattern_type(raw.resource_pattern_type),
+        principal=raw.principal,
+        host=raw.host,
+        operation=operation(raw.operation),
+        permission=permission(raw.permission_type),
+    )
+
+
+def _cluster_allowed(broker: Broker, ctx: ConnectionContext, op: AclOperation) -> bool:
+    return broker.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(DESCRIBE_KEY, version)
+    cls = response_class(DESCRIBE_KEY, version)
+
+    def fail(code: ErrorCode, message: str) -> Any:
+        return make(
+            cls, throttle_time=NO_THROTTLE, error_code=code, error_message=message, resources=()
+        )
+
+    if not _cluster_allowed(broker, ctx, AclOperation.DESCRIBE):
+        return fail(ErrorCode.cluster_authorization_failed, _DENIED.format(what="describe"))
+    flt = _filter(request.body)
+    try:
+        validate_filter(flt)
+    except InvalidAclError as exc:
+        return fail(ErrorCode.invalid_request, str(exc))
+    matched = broker.acls.index.select(flt)
+    resources = []
+    for (rtype, name, ptype), group in groupby(
+        matched, key=lambda b: (b.resource_type, b.resource_name, b.pattern_type)
+    ):
+        resources.append(
+            make(
+                types.DescribeAclsResource,
+                resource_type=i8(rtype),
+                resource_name=name,
+                pattern_type=i8(ptype),
+                acls=tuple(
+                    make(
+                        types.AclDescription,
+                        principal=b.principal,
+                        host=b.host,
+                        operation=i8(b.operation),
+                        permission_type=i8(b.permission),
+                    )
+                    for b in group
+                ),
+            )
+        )
+    return make(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        resources=tuple(resources),
+    )
+
+
+async def handle_create(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(CREATE_KEY, version)
+    creations = request.body.creations
+    outcomes: list[tuple[ErrorCode, str | None]] = []
+    valid: list[AclBinding] = []
+    allowed = _cluster_allowed(broker, ctx, AclOperation.ALTER)
+    for raw in creations:
+        if not allowed:
+            outcomes.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="create")))
+            continue
+        binding = _binding(raw)
+        try:
+            validate_binding(binding)
+        except InvalidAclError as exc:
+            outcomes.append((ErrorCode.invalid_request, str(exc)))
+            continue
+        valid.append(binding)
+        outcomes.append((ErrorCode.none, None))
+    if valid:
+        try:
+            await broker.acls.store.add(valid)
+            await broker.acls.reload()
+        except (RedisError, OSError) as exc:
+            log.warning("CreateAcls: %s", exc)
+            failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))
+            outcomes = [failed if code == ErrorCode.none else (code, m) for code, m in outcomes]
+    return make(
+        response_class(CREATE_KEY, version),
+        throttle_time=NO_THROTTLE,
+        results=tuple(
+            make(types.AclCreationResult, error_code=code, error_message=message)
+            for code, message in outcomes
+        ),
+    )
+
+
+async def handle_delete(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(DELETE_KEY, version)
+    filters = [_filter(raw) for raw in request.body.filters]
+    errors: list[tuple[ErrorCode, str | None]] = []
+    allowed = _cluster_allowed(broker, ctx, AclOperation.ALTER)
+    for flt in filters:
+        if not allowed:
+            errors.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="delete")))
+            continue
+        try:
+            validate_filter(flt)
+        except InvalidAclError as exc:
+            errors.append((ErrorCode.invalid_request, str(exc)))
+            continue
+        errors.append((ErrorCode.none, None))
+    runnable = [i for i, (code, _) in enumerate(errors) if code == ErrorCode.none]
+    matches: dict[int, list[AclBinding]] = {}
+    if runnable:
+        try:
+            found = await broker.acls.store.delete_matching([filters[i] for i in runnable])
+            matches = dict(zip(runnable, found, strict=True))
+            await broker.acls.reload()
+        except (RedisError, OSError) as exc:
+            log.warning("DeleteAcls: %s", exc)
+            failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))
+            errors = [failed if code == ErrorCode.none else (code, m) for code, m in errors]
+            matches = {}
+    results = []
+    for i, (code, message) in enumerate(errors):
+        results.append(
+            make(
+                types.DeleteAclsFilterResult,
+                error_code=code,
+                error_message=message,
+                matching_acls=tuple(
+                    make(
+                        types.DeleteAclsMatchingAcl,
+                        error_code=ErrorCode.none,
+                        error_message=None,
+                        resource_type=i8(b.resource_type),
+                        resource_name=b.resource_name,
+                        pattern_type=i8(b.pattern_type),
+                        principal=b.principal,
+                        host=b.host,
+                        operation=i8(b.operation),
+                        permission_type=i8(b.permission),
+                    )
+                    for b in matches.get(i, ())
+                ),
+            )
+        )
+    return make(
+        response_class(DELETE_KEY, version),
+        throttle_time=NO_THROTTLE,
+        filter_results=tuple(results),
+    )

@@ -1,0 +1,35 @@
+"""ApiVersions (API 18): advertise exactly the APIs and versions the dispatch table holds.
+
+The v3 response carries no tagged fields (no features): Debian's kcat links librdkafka 2.0.2,
+which mis-skips tagged fields in this response (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.protocol.codec import Request
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+API_KEY = 18
+VERSIONS = (0, 3)
+
+
+async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(API_KEY, version)
+    return make(
+        response_class(API_KEY, version),
+        error_code=ErrorCode.none,
+        api_keys=tuple(
+            make(types.ApiVersion, api_key=key, min_version=low, max_version=high)
+            for key, (low, high) in sorted(broker.supported_versions.items())
+        ),
+        throttle_time=NO_THROTTLE,
+    )

@@ -1,0 +1,148 @@
+"""Controller APIs: AlterPartition (56) from leaders, ElectLeaders (43) from operators.
+
+AlterPartition is how a leader asks the controller to shrink or expand a partition's ISR
+(KIP-497); ElectLeaders runs a preferred (0) or unclean (1) leader election. Both must reach
+the controller; other brokers answer NOT_CONTROLLER and the sender retries there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.controller import IsrChangeRequest
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.protocol.codec import Request
+from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+ALTER_PARTITION_KEY = 56
+ALTER_PARTITION_VERSIONS = (2, 2)
+ELECT_LEADERS_KEY = 43
+ELECT_LEADERS_VERSIONS = (0, 2)
+
+PREFERRED = 0
+UNCLEAN = 1
+
+
+async def handle_alter_partition(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(ALTER_PARTITION_KEY, version)
+    if not broker.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            response_class(ALTER_PARTITION_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            topics=(),
+        )
+    epoch = broker.controller_epoch
+    if epoch is None:
+        return make(
+            response_class(ALTER_PARTITION_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.not_controller,
+            topics=(),
+        )
+    topics = []
+    for topic in body.topics:
+        view = broker.topic_view_by_id(topic.topic_id)
+        results = []
+        for p in topic.partitions:
+            if view is None:
+                error, state = ErrorCode.unknown_topic_id, None
+            else:
+                error, state = await broker.controller.alter_isr(
+                    epoch,
+                    view.name,
+                    p.partition_index,
+                    IsrChangeRequest(
+                        broker_id=body.broker_id,
+                        leader_epoch=p.leader_epoch,
+                        partition_epoch=p.partition_epoch,
+                        new_isr=tuple(p.new_isr),
+                    ),
+                )
+            results.append(
+                make(
+                    types.PartitionData,
+                    partition_index=p.partition_index,
+                    error_code=error,
+                    leader_id=state.leader if state else -1,
+                    leader_epoch=state.leader_epoch if state else -1,
+                    isr=tuple(state.isr) if state else (),
+                    leader_recovery_state=0,
+                    partition_epoch=state.partition_epoch if state else -1,
+                )
+            )
+        topics.append(make(types.TopicData, topic_id=topic.topic_id, partitions=tuple(results)))
+    return make(
+        response_class(ALTER_PARTITION_KEY, version),
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        topics=tuple(topics),
+    )
+
+
+async def handle_elect_leaders(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(ELECT_LEADERS_KEY, version)
+    cls = response_class(ELECT_LEADERS_KEY, version)
+    election_type = getattr(body, "election_type", PREFERRED)
+    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            replica_election_results=(),
+        )
+    epoch = broker.controller_epoch
+    if epoch is None:
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.not_controller,
+            replica_election_results=(),
+        )
+    if body.topic_partitions is None:
+        targets = None
+    else:
+        targets = [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
+    if election_type == PREFERRED:
+        results = await broker.controller.elect_preferred(epoch, targets=targets)
+    elif election_type == UNCLEAN:
+        results = await broker.controller.elect_unclean(epoch, targets=targets)
+    else:
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.invalid_request,
+            replica_election_results=(),
+        )
+    if targets is None:
+        # Kafka reports only the partitions whose leader changed for an "all" election.
+        results = {k: v for k, v in results.items() if v is ErrorCode.none}
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, index), error in sorted(results.items()):
+        by_topic.setdefault(topic, []).append(
+            make(
+                types.PartitionResult,
+                partition_id=index,
+                error_code=error,
+                error_message=None if error is ErrorCode.none else error.name,
+            )
+        )
+    return make(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        replica_election_results=tuple(
+            make(types.ReplicaElectionResult, topic=topic, partition_result=tuple(parts))
+            for topic, parts in by_topic.items()
+        ),
+    )

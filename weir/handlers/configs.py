@@ -1,0 +1,177 @@
+"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
+
+Topic and broker resources, Kafka's names, defaults, sources and synonyms; validation
+errors come back per resource as INVALID_CONFIG with a message naming the config. The
+work is in ``weir.topic_admin``; this module only maps requests and responses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir import topic_admin as admin
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.protocol.codec import Request
+from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+DESCRIBE_KEY = 32
+DESCRIBE_VERSIONS = (1, 4)
+ALTER_KEY = 33
+ALTER_VERSIONS = (0, 2)
+INCREMENTAL_KEY = 44
+INCREMENTAL_VERSIONS = (0, 1)
+
+
+_TOPIC_CONFIG = 2
+
+
+def _may(broker: Broker, ctx: ConnectionContext, op: AclOperation, resource: Any) -> bool:
+    """Kafka: ``op`` on the topic for topic configs, on the cluster for broker configs."""
+    if resource.resource_type == _TOPIC_CONFIG:
+        return broker.authorize(ctx, op, ResourceType.TOPIC, resource.resource_name)
+    return broker.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def _denied(resource: Any) -> ErrorCode:
+    if resource.resource_type == _TOPIC_CONFIG:
+        return ErrorCode.topic_authorization_failed
+    return ErrorCode.cluster_authorization_failed
+
+
+def _alter_denied(types: Any, resource: Any) -> Any:
+    return make(
+        types.AlterConfigsResourceResponse,
+        error_code=_denied(resource),
+        error_message="not authorized",
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+    )
+
+
+async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(DESCRIBE_KEY, version)
+    include_synonyms = getattr(body, "include_synonyms", False)
+    include_docs = getattr(body, "include_documentation", False)
+    results = []
+    for resource in body.resources:
+        if not _may(broker, ctx, AclOperation.DESCRIBE_CONFIGS, resource):
+            outcome = admin.ConfigsOutcome(_denied(resource), "not authorized")
+        else:
+            outcome = admin.describe_configs(
+                broker,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                keys=list(resource.configuration_keys)
+                if resource.configuration_keys is not None
+                else None,
+            )
+        results.append(
+            make(
+                types.DescribeConfigsResult,
+                error_code=outcome.error,
+                error_message=outcome.message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=tuple(
+                    make(
+                        types.DescribeConfigsResourceResult,
+                        name=entry.name,
+                        value=entry.value,
+                        read_only=entry.read_only,
+                        config_source=entry.source,
+                        is_sensitive=entry.sensitive,
+                        synonyms=tuple(
+                            make(
+                                types.DescribeConfigsSynonym,
+                                name=s.name,
+                                value=s.value,
+                                source=s.source,
+                            )
+                            for s in entry.synonyms
+                        )
+                        if include_synonyms
+                        else (),
+                        config_type=entry.config_type,
+                        documentation=entry.documentation if include_docs else None,
+                    )
+                    for entry in outcome.entries
+                ),
+            )
+        )
+    return make(
+        response_class(DESCRIBE_KEY, version), throttle_time=NO_THROTTLE, results=tuple(results)
+    )
+
+
+async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    """Legacy AlterConfigs: the given set replaces every dynamic config of the resource."""
+    body = request.body
+    version = request.api_version
+    types = response_types(ALTER_KEY, version)
+    responses = []
+    for resource in body.resources:
+        if not _may(broker, ctx, AclOperation.ALTER_CONFIGS, resource):
+            responses.append(_alter_denied(types, resource))
+            continue
+        outcome = await admin.alter_configs(
+            broker,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+            operations=[(c.name, admin.OP_SET, c.value) for c in resource.configs],
+            replace=True,
+            validate_only=body.validate_only,
+        )
+        responses.append(
+            make(
+                types.AlterConfigsResourceResponse,
+                error_code=outcome.error,
+                error_message=outcome.message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return make(
+        response_class(ALTER_KEY, version), throttle_time=NO_THROTTLE, responses=tuple(responses)
+    )
+
+
+async def handle_incremental(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT per config (KIP-339)."""
+    body = request.body
+    version = request.api_version
+    types = response_types(INCREMENTAL_KEY, version)
+    responses = []
+    for resource in body.resources:
+        if not _may(broker, ctx, AclOperation.ALTER_CONFIGS, resource):
+            responses.append(_alter_denied(types, resource))
+            continue
+        outcome = await admin.alter_configs(
+            broker,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+            operations=[(c.name, c.config_operation, c.value) for c in resource.configs],
+            replace=False,
+            validate_only=body.validate_only,
+        )
+        responses.append(
+            make(
+                types.AlterConfigsResourceResponse,
+                error_code=outcome.error,
+                error_message=outcome.message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return make(
+        response_class(INCREMENTAL_KEY, version),
+        throttle_time=NO_THROTTLE,
+        responses=tuple(responses),
+    )

@@ -1,0 +1,281 @@
+"""Fetch (API 1): serve committed log data as file regions, parking until min_bytes arrive.
+
+Theory of operation
+-------------------
+A first pass reads every requested partition: consumers never above the HW, followers
+(``replica_id`` set) up to the LEO — and a follower's fetch offset is its LEO report, which
+may move the HW. If the response already holds ``min_bytes``, an error, or ``max_wait`` is
+zero, it is sent at once. Otherwise the request parks: every LEO/HW movement of its
+partitions wakes it to re-check, and it completes as soon as ``min_bytes`` is available
+(DESIGN §5: never sit out a fixed wait), or when ``max_wait`` expires.
+
+Size limits follow KIP-74: ``partition_max_bytes`` per partition, ``max_bytes`` for the whole
+response, and the first non-empty partition always returns at least one whole batch so a
+consumer can never be stuck behind a batch larger than its limits.
+
+Records are returned as ``RecordsRegion``s: the server sends them with sendfile. Weir does not
+keep incremental fetch sessions (KIP-227): it answers session id 0, which every client
+handles by sending full fetch requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.log.errors import OffsetOutOfRangeError
+from weir.protocol.codec import RecordsRegion, Request
+from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+    from weir.partition import Partition
+
+API_KEY = 1
+VERSIONS = (4, 12)
+
+_EMPTY = b""
+
+
+@dataclass(slots=True)
+class _PartitionRead:
+    topic: str
+    index: int
+    error: ErrorCode
+    high_watermark: int
+    log_start_offset: int
+    records: bytes
+    size: int
+    throttled: bool = False
+
+
+@dataclass(slots=True)
+class _ThrottleBudget:
+    """Catch-up bytes left for throttled partitions in one response (read lazily)."""
+
+    remaining: int | None = None
+
+    def take(self, broker: Broker) -> int:
+        if self.remaining is None:
+            self.remaining = broker.replication_quota_remaining()
+        return self.remaining
+
+
+async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    replica_id = getattr(body, "replica_id", -1)
+    wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
+    wanted, denied = _authorized(broker, ctx, wanted, replica_id)
+    if replica_id >= 0:
+        _record_follower_positions(broker, replica_id, wanted)
+    reads = _read_all(broker, wanted, body.max_bytes, replica_id)
+    max_wait_s = body.max_wait.total_seconds()
+    if not denied and _should_park(reads, body.min_bytes, max_wait_s, ctx):
+        await _park(broker, wanted, body, replica_id, max_wait_s, ctx)
+        reads = _read_all(broker, wanted, body.max_bytes, replica_id)
+    # Charge the replication throttle for what is sent, not for parked re-reads.
+    throttled = sum(r.size for r in reads if r.throttled)
+    if throttled:
+        broker.record_replication_bytes(throttled)
+    return _response(request.api_version, reads + denied)
+
+
+def _authorized(
+    broker: Broker, ctx: ConnectionContext, wanted: list[tuple[str, Any]], replica_id: int
+) -> tuple[list[tuple[str, Any]], list[_PartitionRead]]:
+    """Kafka's checks: a follower needs ClusterAction on the cluster, a consumer Read on
+    each topic; denied partitions answer TOPIC_AUTHORIZATION_FAILED and are not read."""
+    if broker.authorizer is None:
+        return wanted, []
+    if replica_id >= 0:
+        ok = broker.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+        allowed = {topic: ok for topic, _ in wanted}
+    else:
+        allowed = {
+            topic: broker.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic)
+            for topic, _ in wanted
+        }
+    denied = [
+        _PartitionRead(topic, p.partition, ErrorCode.topic_authorization_failed, -1, -1, _EMPTY, 0)
+        for topic, p in wanted
+        if not allowed[topic]
+    ]
+    return [(topic, p) for topic, p in wanted if allowed[topic]], denied
+
+
+def _should_park(
+    reads: list[_PartitionRead], min_bytes: int, max_wait_s: float, ctx: ConnectionContext
+) -> bool:
+    total = sum(r.size for r in reads)
+    has_error = any(r.error is not ErrorCode.none for r in reads)
+    return total < min_bytes and not has_error and max_wait_s > 0 and not ctx.closed
+
+
+def _record_follower_positions(
+    broker: Broker, replica_id: int, wanted: list[tuple[str, Any]]
+) -> None:
+    """A follower's fetch offset is its LEO: the leader's HW may move."""
+    now = broker.time_ms()
+    for topic, p in wanted:
+        partition = broker.replicas.get(topic, p.partition)
+        if partition is not None and partition.is_leader:
+            partition.on_follower_fetch(replica_id, p.fetch_offset, now)
+            broker.maybe_expand_isr(partition)
+
+
+def _read_all(
+    broker: Broker, wanted: list[tuple[str, Any]], max_bytes: int, replica_id: int
+) -> list[_PartitionRead]:
+    budget = max_bytes
+    throttle = _ThrottleBudget()
+    reads = []
+    for topic, p in wanted:
+        read = _read_one(
+            broker,
+            topic,
+            p,
+            budget,
+            first=budget == max_bytes,
+            replica_id=replica_id,
+            throttle=throttle,
+        )
+        budget = max(0, budget - read.size)
+        reads.append(read)
+    return reads
+
+
+def _read_one(
+    broker: Broker,
+    topic: str,
+    p: Any,
+    budget: int,
+    *,
+    first: bool,
+    replica_id: int,
+    throttle: _ThrottleBudget,
+) -> _PartitionRead:
+    index = p.partition
+    error = broker.leader_error(topic, index)
+    partition = broker.replicas.get(topic, index) if error is ErrorCode.none else None
+    if partition is None:
+        return _PartitionRead(topic, index, error, -1, -1, _EMPTY, 0)
+    epoch_error = _check_epoch(partition, getattr(p, "current_leader_epoch", -1))
+    if epoch_error is not ErrorCode.none:
+        return _PartitionRead(topic, index, epoch_error, -1, -1, _EMPTY, 0)
+    hw = partition.high_watermark
+    start = partition.log_start_offset
+    limit = min(p.partition_max_bytes, budget)
+    if limit <= 0 and not first:
+        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
+    # Followers read up to the LEO; consumers only what the ISR has (below the HW).
+    max_offset = None if replica_id >= 0 else hw
+    throttled = replica_id >= 0 and broker.replication_throttled(topic, index, replica_id)
+    min_one_batch = first or limit > 0
+    if throttled:
+        allowance = throttle.take(broker)
+        if allowance <= 0:
+            return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
+        limit = min(limit, allowance)
+        min_one_batch = True  # a batch larger than the allowance must still move
+    try:
+        slices = partition.log.read(
+            p.fetch_offset, max(limit, 1), max_offset=max_offset, min_one_batch=min_one_batch
+        )
+    except OffsetOutOfRangeError:
+        return _PartitionRead(topic, index, ErrorCode.offset_out_of_range, hw, start, _EMPTY, 0)
+    if not slices:
+        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
+    region = RecordsRegion(slices)
+    if throttled:
+        throttle.remaining = (throttle.remaining or 0) - region.total
+    return _PartitionRead(
+        topic, index, ErrorCode.none, hw, start, region, region.total, throttled=throttled
+    )
+
+
+def _check_epoch(partition: Partition, requested: int) -> ErrorCode:
+    """KIP-320: a client that knows a newer or older leader epoch than ours must refresh."""
+    if requested < 0 or requested == partition.leader_epoch:
+        return ErrorCode.none
+    if requested < partition.leader_epoch:
+        return ErrorCode.fenced_leader_epoch
+    return ErrorCode.unknown_leader_epoch
+
+
+async def _park(
+    broker: Broker,
+    wanted: list[tuple[str, Any]],
+    body: Any,
+    replica_id: int,
+    timeout: float,
+    ctx: ConnectionContext,
+) -> None:
+    """Wait until the partitions hold ``min_bytes`` for this reader, or ``timeout``.
+
+    Partitions notify on every LEO or HW movement; each notification re-reads (index
+    lookups only, no data is read) and completes the request once enough is available.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    wake = asyncio.Event()
+
+    def on_change() -> None:
+        wake.set()
+
+    partitions = []
+    for topic, p in wanted:
+        partition = broker.replicas.get(topic, p.partition)
+        if partition is not None:
+            partition.add_waiter(on_change)
+            partitions.append(partition)
+    try:
+        while not ctx.closed:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            try:
+                async with asyncio.timeout(remaining):
+                    await wake.wait()
+            except TimeoutError:
+                return
+            wake.clear()
+            reads = _read_all(broker, wanted, body.max_bytes, replica_id)
+            if not _should_park(reads, body.min_bytes, 1.0, ctx):
+                return
+    finally:
+        for partition in partitions:
+            partition.remove_waiter(on_change)
+
+
+def _response(version: int, reads: list[_PartitionRead]) -> Any:
+    types = response_types(API_KEY, version)
+    by_topic: dict[str, list[Any]] = {}
+    for r in reads:
+        by_topic.setdefault(r.topic, []).append(
+            make(
+                types.PartitionData,
+                partition_index=r.index,
+                error_code=r.error,
+                high_watermark=r.high_watermark,
+                last_stable_offset=r.high_watermark,
+                log_start_offset=r.log_start_offset,
+                aborted_transactions=(),
+                preferred_read_replica=-1,
+                records=r.records,
+            )
+        )
+    return make(
+        response_class(API_KEY, version),
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(
+            make(types.FetchableTopicResponse, topic=topic, partitions=tuple(parts))
+            for topic, parts in by_topic.items()
+        ),
+    )

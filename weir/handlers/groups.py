@@ -1,0 +1,470 @@
+"""Consumer-group membership APIs: FindCoordinator (10), JoinGroup (11), Heartbeat (12),
+LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16), DeleteGroups (42).
+
+Each handler turns a request into calls on the group's pure state machine through
+``broker.groups`` (``weir.group_coordinator``) and the result into the version's
+response. A JoinGroup or SyncGroup that must wait parks on a future the coordinator
+resolves; requests for a group this broker does not coordinate answer NOT_COORDINATOR.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.coordinator import MemberIdentity, Pending
+from weir.group_coordinator import CoordinatorError
+from weir.handlers._authz import operations_field
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+)
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+    from weir.coordinator import Group
+    from weir.group_coordinator import Shard
+    from weir.protocol.codec import Request
+    from weir.server import ConnectionContext
+
+FIND_COORDINATOR_KEY, FIND_COORDINATOR_VERSIONS = 10, (0, 4)
+JOIN_GROUP_KEY, JOIN_GROUP_VERSIONS = 11, (0, 9)
+HEARTBEAT_KEY, HEARTBEAT_VERSIONS = 12, (0, 4)
+LEAVE_GROUP_KEY, LEAVE_GROUP_VERSIONS = 13, (0, 5)
+SYNC_GROUP_KEY, SYNC_GROUP_VERSIONS = 14, (0, 5)
+DESCRIBE_GROUPS_KEY, DESCRIBE_GROUPS_VERSIONS = 15, (0, 5)
+LIST_GROUPS_KEY, LIST_GROUPS_VERSIONS = 16, (0, 4)
+DELETE_GROUPS_KEY, DELETE_GROUPS_VERSIONS = 42, (0, 2)
+
+_GROUP_KEY_TYPE = 0
+
+
+def _ms(value: timedelta | int | None) -> int:
+    if value is None:
+        return -1
+    if isinstance(value, timedelta):
+        return int(value.total_seconds() * 1000)
+    return int(value)
+
+
+def _may(broker: Broker, ctx: ConnectionContext, op: AclOperation, group_id: str) -> bool:
+    """``op`` on the group (Kafka: Read for membership and offsets, Describe to look it up)."""
+    return broker.authorize(ctx, op, ResourceType.GROUP, group_id)
+
+
+def _client_host(ctx: ConnectionContext) -> str:
+    return f"/{ctx.peer_host}"  # Kafka shows the client address with a leading slash
+
+
+# FindCoordinator ------------------------------------------------------------------------------
+async def handle_find_coordinator(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    key_type = getattr(body, "key_type", _GROUP_KEY_TYPE)
+    keys = list(body.coordinator_keys) if version >= 4 else [body.key]
+    answers = [await _find(broker, ctx, key_type, key) for key in keys]
+    cls = response_class(FIND_COORDINATOR_KEY, version)
+    if version >= 4:
+        types = response_types(FIND_COORDINATOR_KEY, version)
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            coordinators=tuple(
+                make(
+                    types.Coordinator,
+                    key=key,
+                    node_id=node,
+                    host=host,
+                    port=port,
+                    error_code=error,
+                    error_message=message,
+                )
+                for key, (error, message, node, host, port) in zip(keys, answers, strict=True)
+            ),
+        )
+    error, message, node, host, port = answers[0]
+    return make(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        error_message=message,
+        node_id=node,
+        host=host,
+        port=port,
+    )
+
+
+async def _find(
+    broker: Broker, ctx: ConnectionContext, key_type: int, key: str
+) -> tuple[ErrorCode, str | None, int, str, int]:
+    if key_type == _GROUP_KEY_TYPE and not _may(broker, ctx, AclOperation.DESCRIBE, key):
+        return ErrorCode.group_authorization_failed, None, -1, "", -1
+    if key_type != _GROUP_KEY_TYPE:
+        return (
+            ErrorCode.coordinator_not_available,
+            "transactions are not supported by this Weir version",
+            -1,
+            "",
+            -1,
+        )
+    if not key:
+        return ErrorCode.invalid_request, "the group id must not be empty", -1, "", -1
+    error = await broker.groups.ensure_offsets_topic()
+    if error is not ErrorCode.none:
+        return ErrorCode.coordinator_not_available, None, -1, "", -1
+    _, leader = broker.groups.coordinator_of(key)
+    endpoint = next((b for b in broker.live_brokers() if b.broker_id == leader), None)
+    if endpoint is None:
+        return ErrorCode.coordinator_not_available, None, -1, "", -1
+    return ErrorCode.none, None, endpoint.broker_id, endpoint.host, endpoint.port
+
+
+# JoinGroup ------------------------------------------------------------------------------------
+async def handle_join_group(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(JOIN_GROUP_KEY, version)
+    coordinator = broker.groups
+
+    def reply(error: ErrorCode, **fields: Any) -> Any:
+        return make(
+            response_class(JOIN_GROUP_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            generation_id=fields.get("generation_id", -1),
+            protocol_type=fields.get("protocol_type"),
+            protocol_name=fields.get("protocol_name", "" if version < 7 else None),
+            leader=fields.get("leader", ""),
+            skip_assignment=fields.get("skip_assignment", False),
+            member_id=fields.get("member_id", body.member_id),
+            members=fields.get("members", ()),
+        )
+
+    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+        return reply(ErrorCode.group_authorization_failed)
+    try:
+        shard = coordinator.shard_for(body.group_id)
+    except CoordinatorError as exc:
+        return reply(exc.error)
+    group = shard.groups.get(body.group_id)
+    if group is None:
+        if body.member_id:
+            return reply(ErrorCode.unknown_member_id)
+        group = coordinator.new_group(shard, body.group_id)
+    session_ms = _ms(body.session_timeout)
+    rebalance = getattr(body, "rebalance_timeout", None)
+    outcome = group.join(
+        member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        client_id=request.client_id or "",
+        client_host=_client_host(ctx),
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=session_ms if rebalance is None else _ms(rebalance),
+        protocol_type=body.protocol_type,
+        protocols=[(p.name, p.metadata) for p in body.protocols],
+        api_version=version,
+        now_ms=broker.time_ms(),
+    )
+    response = await _settle(coordinator, shard, group, outcome)
+    if isinstance(response, ErrorCode):
+        return reply(response)
+    _forget_if_unused(shard, group)
+    if version < 7 and response.protocol_name is None:
+        protocol_name: str | None = ""
+    else:
+        protocol_name = response.protocol_name
+    return reply(
+        response.error,
+        generation_id=response.generation_id,
+        protocol_type=response.protocol_type,
+        protocol_name=protocol_name,
+        leader=response.leader,
+        skip_assignment=response.skip_assignment,
+        member_id=response.member_id,
+        members=tuple(
+            make(
+                types.JoinGroupResponseMember,
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                metadata=m.metadata,
+            )
+            for m in response.members
+        ),
+    )
+
+
+async def _settle(coordinator: Any, shard: Shard, group: Group, outcome: Any) -> Any:
+    """Process an outcome's completions; wait for a parked request's own answer."""
+    reply = outcome.reply
+    future = coordinator.park(shard, group, reply.ticket) if isinstance(reply, Pending) else None
+    coordinator.process(shard, group, outcome.completions)
+    if future is None:
+        return reply
+    try:
+        return await future
+    except CoordinatorError as exc:
+        return exc.error
+
+
+def _forget_if_unused(shard: Shard, group: Group) -> None:
+    """Drop a group a failed first JoinGroup created (Kafka does not keep it either)."""
+    if (
+        group.is_empty
+        and not group.members
+        and not group.pending_member_ids
+        and group.generation_id == 0
+        and not shard.offsets.has_offsets(group.group_id)
+    ):
+        shard.groups.pop(group.group_id, None)
+
+
+# SyncGroup ------------------------------------------------------------------------------------
+async def handle_sync_group(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    coordinator = broker.groups
+
+    def reply(error: ErrorCode, assignment: bytes = b"", **fields: Any) -> Any:
+        return make(
+            response_class(SYNC_GROUP_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            protocol_type=fields.get("protocol_type"),
+            protocol_name=fields.get("protocol_name"),
+            assignment=assignment,
+        )
+
+    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+        return reply(ErrorCode.group_authorization_failed)
+    try:
+        shard = coordinator.shard_for(body.group_id)
+    except CoordinatorError as exc:
+        return reply(exc.error)
+    group = shard.groups.get(body.group_id)
+    if group is None:
+        return reply(ErrorCode.unknown_member_id)
+    outcome = group.sync(
+        member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        generation_id=body.generation_id,
+        protocol_type=getattr(body, "protocol_type", None),
+        protocol_name=getattr(body, "protocol_name", None),
+        assignments={a.member_id: a.assignment for a in body.assignments},
+        now_ms=broker.time_ms(),
+    )
+    response = await _settle(coordinator, shard, group, outcome)
+    if isinstance(response, ErrorCode):
+        return reply(response)
+    return reply(
+        response.error,
+        response.assignment,
+        protocol_type=response.protocol_type,
+        protocol_name=response.protocol_name,
+    )
+
+
+# Heartbeat ------------------------------------------------------------------------------------
+async def handle_heartbeat(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    cls = response_class(HEARTBEAT_KEY, request.api_version)
+    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+        return make(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.group_authorization_failed)
+    try:
+        shard = broker.groups.shard_for(body.group_id)
+    except CoordinatorError as exc:
+        return make(cls, throttle_time=NO_THROTTLE, error_code=exc.error)
+    group = shard.groups.get(body.group_id)
+    if group is None:
+        return make(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.unknown_member_id)
+    error = group.heartbeat(
+        member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        generation_id=body.generation_id,
+        now_ms=broker.time_ms(),
+    )
+    shard.wake.set()  # the member's session deadline moved
+    return make(cls, throttle_time=NO_THROTTLE, error_code=error)
+
+
+# LeaveGroup -----------------------------------------------------------------------------------
+async def handle_leave_group(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(LEAVE_GROUP_KEY, version)
+    cls = response_class(LEAVE_GROUP_KEY, version)
+    if version >= 3:
+        members = [
+            MemberIdentity(member_id=m.member_id, group_instance_id=m.group_instance_id)
+            for m in body.members
+        ]
+    else:
+        members = [MemberIdentity(member_id=body.member_id)]
+
+    def reply(error: ErrorCode, results: tuple[Any, ...] = ()) -> Any:
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            members=tuple(
+                make(
+                    types.MemberResponse,
+                    member_id=r.member_id,
+                    group_instance_id=r.group_instance_id,
+                    error_code=r.error,
+                )
+                for r in results
+            ),
+        )
+
+    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+        return reply(ErrorCode.group_authorization_failed)
+    try:
+        shard = broker.groups.shard_for(body.group_id)
+    except CoordinatorError as exc:
+        return reply(exc.error)
+    group = shard.groups.get(body.group_id)
+    if group is None:
+        return reply(ErrorCode.unknown_member_id)
+    outcome = group.leave(members, now_ms=broker.time_ms())
+    broker.groups.process(shard, group, outcome.completions)
+    response = outcome.reply
+    if version < 3 and response.members:
+        # One member: its error is the response's error, as Kafka answers v0-v2.
+        return reply(
+            response.members[0].error if response.error is ErrorCode.none else response.error
+        )
+    return reply(response.error, response.members)
+
+
+# DescribeGroups -------------------------------------------------------------------------------
+async def handle_describe_groups(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(DESCRIBE_GROUPS_KEY, version)
+    want_ops = bool(getattr(body, "include_authorized_operations", False))
+    described = []
+    for group_id in body.groups:
+        if not _may(broker, ctx, AclOperation.DESCRIBE, group_id):
+            denied = ErrorCode.group_authorization_failed
+            described.append(_described(types, group_id, denied, "", "", "", ()))
+            continue
+        try:
+            shard = broker.groups.shard_for(group_id)
+        except CoordinatorError as exc:
+            described.append(_described(types, group_id, exc.error, "", "", "", ()))
+            continue
+        group = shard.groups.get(group_id)
+        if group is None:
+            ops = operations_field(broker, ctx, want_ops, ResourceType.GROUP, group_id)
+            described.append(_described(types, group_id, ErrorCode.none, "Dead", "", "", (), ops))
+            continue
+        info = group.describe()
+        members = tuple(
+            make(
+                types.DescribedGroupMember,
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata,
+                member_assignment=m.assignment,
+            )
+            for m in info.members
+        )
+        described.append(
+            _described(
+                types,
+                group_id,
+                ErrorCode.none,
+                info.state,
+                info.protocol_type,
+                info.protocol_name,
+                members,
+                operations_field(broker, ctx, want_ops, ResourceType.GROUP, group_id),
+            )
+        )
+    return make(
+        response_class(DESCRIBE_GROUPS_KEY, version),
+        throttle_time=NO_THROTTLE,
+        groups=tuple(described),
+    )
+
+
+def _described(
+    types: Any,
+    group_id: str,
+    error: ErrorCode,
+    state: str,
+    protocol_type: str,
+    protocol: str,
+    members: tuple[Any, ...],
+    ops: int = AUTHORIZED_OPERATIONS_OMITTED,
+) -> Any:
+    return make(
+        types.DescribedGroup,
+        error_code=error,
+        group_id=group_id,
+        group_state=state,
+        protocol_type=protocol_type,
+        protocol_data=protocol,
+        members=members,
+        authorized_operations=ops,
+    )
+
+
+# ListGroups -----------------------------------------------------------------------------------
+async def handle_list_groups(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(LIST_GROUPS_KEY, version)
+    wanted = {s.lower() for s in getattr(request.body, "states_filter", ()) or ()}
+    loading = any(not shard.loaded for shard in broker.groups.shards.values())
+    listed = []
+    everything = broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+    for _, group in broker.groups.all_groups():
+        state = group.state.value
+        if state == "Dead" or (wanted and state.lower() not in wanted):
+            continue
+        if not everything and not _may(broker, ctx, AclOperation.DESCRIBE, group.group_id):
+            continue
+        listed.append(
+            make(
+                types.ListedGroup,
+                group_id=group.group_id,
+                protocol_type=group.protocol_type or "",
+                group_state=state,
+            )
+        )
+    return make(
+        response_class(LIST_GROUPS_KEY, version),
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.coordinator_load_in_progress if loading else ErrorCode.none,
+        groups=tuple(sorted(listed, key=lambda g: g.group_id)),
+    )
+
+
+# DeleteGroups ---------------------------------------------------------------------------------
+async def handle_delete_groups(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(DELETE_GROUPS_KEY, version)
+    results = []
+    for group_id in request.body.groups_names:
+        if not _may(broker, ctx, AclOperation.DELETE, group_id):
+            denied = ErrorCode.group_authorization_failed
+            results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=denied))
+            continue
+        try:
+            shard = broker.groups.shard_for(group_id)
+            error = await broker.groups.delete_group(shard, group_id)
+        except CoordinatorError as exc:
+            error = exc.error
+        results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=error))
+    return make(
+        response_class(DELETE_GROUPS_KEY, version),
+        throttle_time=NO_THROTTLE,
+        results=tuple(results),
+    )

@@ -1,0 +1,85 @@
+"""InitProducerId (API 22): hand idempotent producers a cluster-unique producer id.
+
+Ids come from a counter in Redis, so they never repeat across brokers or restarts. A
+producer that re-initialises with its current id and epoch (KIP-360, v3+) gets the epoch
+bumped. Transactional ids need a transaction coordinator, which Weir does not have yet: they
+are refused with a clear error instead of half-working.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.handlers._build import NO_THROTTLE, make, response_class
+from weir.protocol.codec import Request
+from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+API_KEY = 22
+VERSIONS = (0, 4)
+
+_MAX_EPOCH = 32767
+
+
+def _may_write_idempotently(broker: Broker, ctx: ConnectionContext) -> bool:
+    """Kafka 3.x: IdempotentWrite on the cluster, or Write on any topic (checked against the
+    topics that exist, where Kafka asks whether any Write ACL could match)."""
+    if broker.authorize(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return True
+    return any(
+        broker.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, name)
+        for name in broker.topic_views()
+    )
+
+
+async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    cls = response_class(API_KEY, request.api_version)
+    if body.transactional_id is not None:
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.transactional_id_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    if not _may_write_idempotently(broker, ctx):
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    producer_id = getattr(body, "producer_id", -1)
+    epoch = getattr(body, "producer_epoch", -1)
+    if producer_id >= 0 and 0 <= epoch < _MAX_EPOCH - 1:
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            producer_id=producer_id,
+            producer_epoch=epoch + 1,
+        )
+    try:
+        new_id = await broker.allocate_producer_id()
+    except ConnectionError:
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.coordinator_not_available,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    return make(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        producer_id=new_id,
+        producer_epoch=0,
+    )

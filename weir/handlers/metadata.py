@@ -1,0 +1,190 @@
+"""Metadata (API 3) and DescribeCluster (API 60): who the brokers are and who leads what.
+
+Metadata lists the live brokers, the controller, and for each topic its partitions with
+leader, leader epoch, replicas, ISR and offline replicas. Unknown topics are created on the
+fly when both the request (``allow_auto_topic_creation``; always for v0-3) and the broker
+(``auto.create.topics.enable``) allow it (DESIGN §5); the answer then waits briefly for the
+new topic to appear so the client's first produce does not bounce.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.handlers._authz import operations_field
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.protocol.codec import Request
+from weir.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+)
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker, TopicView
+
+METADATA_KEY = 3
+METADATA_VERSIONS = (0, 12)
+DESCRIBE_CLUSTER_KEY = 60
+DESCRIBE_CLUSTER_VERSIONS = (0, 1)
+
+_NULL_UUID = uuid.UUID(int=0)
+
+
+async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(METADATA_KEY, version)
+    requested = body.topics
+    if requested is not None and version == 0 and not requested:
+        requested = None  # v0: an empty list means all topics
+    topics: list[Any] = []
+    want_topic_ops = bool(getattr(body, "include_topic_authorized_operations", False))
+
+    def topic_entry(view: TopicView) -> Any:
+        ops = operations_field(broker, ctx, want_topic_ops, ResourceType.TOPIC, view.name)
+        return _topic(types, view, ops)
+
+    if requested is None:
+        for view in sorted(broker.topic_views().values(), key=lambda v: v.name):
+            if broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name):
+                topics.append(topic_entry(view))
+    else:
+        allow_auto = getattr(body, "allow_auto_topic_creation", True)
+        for wanted in requested:
+            name = wanted.name
+            view = None
+            if name is None:
+                view = broker.topic_view_by_id(wanted.topic_id)
+                if view is None:
+                    topics.append(
+                        _missing(types, None, wanted.topic_id, ErrorCode.unknown_topic_id)
+                    )
+                    continue
+            else:
+                view = broker.topic_views().get(name)
+            if view is not None and not broker.authorize(
+                ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name
+            ):
+                denied = ErrorCode.topic_authorization_failed
+                topics.append(_missing(types, name, _NULL_UUID, denied))
+                continue
+            if view is None and name is not None:
+                error = ErrorCode.unknown_topic_or_partition
+                if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                    error = ErrorCode.topic_authorization_failed
+                elif allow_auto and broker.auto_create_topics:
+                    if not _may_create(broker, ctx, name):
+                        topics.append(
+                            _missing(types, name, _NULL_UUID, ErrorCode.topic_authorization_failed)
+                        )
+                        continue
+                    error, view = await broker.auto_create_topic(name)
+                if view is None:
+                    topics.append(_missing(types, name, _NULL_UUID, error))
+                    continue
+            assert view is not None
+            topics.append(topic_entry(view))
+    return make(
+        response_class(METADATA_KEY, version),
+        throttle_time=NO_THROTTLE,
+        brokers=tuple(
+            make(
+                types.MetadataResponseBroker,
+                node_id=b.broker_id,
+                host=b.host,
+                port=b.port,
+                rack=b.rack,
+            )
+            for b in broker.live_brokers()
+        ),
+        cluster_id=broker.cluster_id,
+        controller_id=broker.controller_id(),
+        topics=tuple(topics),
+        cluster_authorized_operations=operations_field(
+            broker,
+            ctx,
+            bool(getattr(body, "include_cluster_authorized_operations", False)),
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
+        ),
+    )
+
+
+def _missing(types: Any, name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> Any:
+    return make(
+        types.MetadataResponseTopic,
+        error_code=error,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=(),
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def _topic(types: Any, view: TopicView, ops: int) -> Any:
+    return make(
+        types.MetadataResponseTopic,
+        error_code=ErrorCode.none,
+        name=view.name,
+        topic_id=view.topic_id,
+        is_internal=view.is_internal,
+        partitions=tuple(
+            make(
+                types.MetadataResponsePartition,
+                error_code=ErrorCode.leader_not_available if p.leader < 0 else ErrorCode.none,
+                partition_index=p.index,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=tuple(p.replicas),
+                isr_nodes=tuple(p.isr),
+                offline_replicas=tuple(p.offline_replicas),
+            )
+            for p in view.partitions
+        ),
+        topic_authorized_operations=ops,
+    )
+
+
+def _may_create(broker: Broker, ctx: ConnectionContext, name: str) -> bool:
+    """Creating a topic needs Create on the cluster or on the topic (Kafka's rule)."""
+    return broker.authorize(
+        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+    ) or broker.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
+
+
+async def handle_describe_cluster(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(DESCRIBE_CLUSTER_KEY, version)
+    return make(
+        response_class(DESCRIBE_CLUSTER_KEY, version),
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=1,  # brokers
+        cluster_id=broker.cluster_id,
+        controller_id=broker.controller_id(),
+        brokers=tuple(
+            make(
+                types.DescribeClusterBroker,
+                broker_id=b.broker_id,
+                host=b.host,
+                port=b.port,
+                rack=b.rack,
+            )
+            for b in broker.live_brokers()
+        ),
+        cluster_authorized_operations=operations_field(
+            broker,
+            ctx,
+            request.body.include_cluster_authorized_operations,
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
+        ),
+    )

@@ -1,0 +1,278 @@
+"""Committed offsets: OffsetCommit (8), OffsetFetch (9), OffsetDelete (47).
+
+Offsets live in ``__consumer_offsets`` on the group's coordinator (``weir.group_coordinator``):
+a commit is validated by the group state machine, appended as offset records, and applied
+(visible to OffsetFetch) only once the in-sync replicas have it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.coordinator import PartitionCommit
+from weir.group_coordinator import CoordinatorError
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.security.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+    from weir.protocol.codec import Request
+    from weir.server import ConnectionContext
+
+OFFSET_COMMIT_KEY, OFFSET_COMMIT_VERSIONS = 8, (2, 8)
+OFFSET_FETCH_KEY, OFFSET_FETCH_VERSIONS = 9, (1, 8)
+OFFSET_DELETE_KEY, OFFSET_DELETE_VERSIONS = 47, (0, 0)
+
+
+# OffsetCommit ---------------------------------------------------------------------------------
+async def handle_offset_commit(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(OFFSET_COMMIT_KEY, version)
+    requested = [(t.name, p) for t in body.topics for p in t.partitions]
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    commits: list[PartitionCommit] = []
+    views = broker.topic_views()
+    group_ok = broker.authorize(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id)
+    for topic, p in requested:
+        view = views.get(topic)
+        if not group_ok:
+            errors[(topic, p.partition_index)] = ErrorCode.group_authorization_failed
+            continue
+        if not broker.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic):
+            errors[(topic, p.partition_index)] = ErrorCode.topic_authorization_failed
+            continue
+        if view is None or p.partition_index >= len(view.partitions):
+            errors[(topic, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+            continue
+        commits.append(
+            PartitionCommit(
+                topic=topic,
+                partition=p.partition_index,
+                offset=p.committed_offset,
+                leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                metadata=p.committed_metadata,
+            )
+        )
+    try:
+        if group_ok:
+            await _commit(broker, body, version, commits, errors)
+    except CoordinatorError as exc:
+        for c in commits:
+            errors[(c.topic, c.partition)] = exc.error
+    by_topic: dict[str, list[Any]] = {}
+    for topic, p in requested:
+        by_topic.setdefault(topic, []).append(
+            make(
+                types.OffsetCommitResponsePartition,
+                partition_index=p.partition_index,
+                error_code=errors.get((topic, p.partition_index), ErrorCode.none),
+            )
+        )
+    return make(
+        response_class(OFFSET_COMMIT_KEY, version),
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            make(types.OffsetCommitResponseTopic, name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ),
+    )
+
+
+async def _commit(
+    broker: Broker,
+    body: Any,
+    version: int,
+    commits: list[PartitionCommit],
+    errors: dict[tuple[str, int], ErrorCode],
+) -> None:
+    coordinator = broker.groups
+    shard = coordinator.shard_for(body.group_id)
+    group = shard.groups.get(body.group_id)
+    generation = body.generation_id_or_member_epoch
+    retention = getattr(body, "retention_time", None)
+    retention_ms = -1
+    if isinstance(retention, timedelta):
+        retention_ms = int(retention.total_seconds() * 1000)
+    outcome = shard.offsets.commit(
+        group_id=body.group_id,
+        group=group,
+        member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        generation_id=generation,
+        partitions=commits,
+        api_version=version,
+        now_ms=broker.time_ms(),
+        retention_time_ms=retention_ms if retention_ms >= 0 else -1,
+    )
+    shard.wake.set()  # a member's commit refreshes its session
+    for result in outcome.partitions:
+        if result.error is not ErrorCode.none:
+            errors[(result.topic, result.partition)] = result.error
+    error = await coordinator.commit_offsets(shard, outcome.records)
+    if error is not ErrorCode.none:
+        for record in outcome.records:
+            errors[(record.topic, record.partition)] = error
+    elif outcome.records and group is None and body.group_id not in shard.groups:
+        # A simple (generation -1) commit to an unknown group: Kafka keeps an Empty group
+        # so ListGroups and DescribeGroups show it.
+        coordinator.new_group(shard, body.group_id)
+
+
+# OffsetFetch ----------------------------------------------------------------------------------
+async def handle_offset_fetch(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(OFFSET_FETCH_KEY, version)
+    cls = response_class(OFFSET_FETCH_KEY, version)
+    if version >= 8:
+        groups = [
+            make(
+                types.OffsetFetchResponseGroup,
+                group_id=g.group_id,
+                **_fetch_group(
+                    broker,
+                    ctx,
+                    g.group_id,
+                    g.topics,
+                    types,
+                    "OffsetFetchResponseTopics",
+                    "OffsetFetchResponsePartitions",
+                ),
+            )
+            for g in body.groups
+        ]
+        return make(cls, throttle_time=NO_THROTTLE, groups=tuple(groups))
+    fetched = _fetch_group(
+        broker,
+        ctx,
+        body.group_id,
+        body.topics,
+        types,
+        "OffsetFetchResponseTopic",
+        "OffsetFetchResponsePartition",
+        per_partition_errors=version < 2,
+    )
+    return make(cls, throttle_time=NO_THROTTLE, **fetched)
+
+
+def _fetch_group(
+    broker: Broker,
+    ctx: ConnectionContext,
+    group_id: str,
+    topics: Any,
+    types: Any,
+    topic_type: str,
+    partition_type: str,
+    *,
+    per_partition_errors: bool = False,
+) -> dict[str, Any]:
+    """``topics`` and ``error_code`` of one group's OffsetFetch answer."""
+    wanted = (
+        None
+        if topics is None
+        else [(t.name, index) for t in topics for index in t.partition_indexes]
+    )
+    if not broker.authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+        denied = ErrorCode.group_authorization_failed
+        if not per_partition_errors or wanted is None:
+            return {"topics": (), "error_code": denied}
+        rows = [(t, p, -1, -1, "", denied) for t, p in wanted]
+        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": denied}
+    try:
+        shard = broker.groups.shard_for(group_id)
+    except CoordinatorError as exc:
+        if not per_partition_errors or wanted is None:
+            return {"topics": (), "error_code": exc.error}
+        rows = [(t, p, -1, -1, "", exc.error) for t, p in wanted]
+        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": exc.error}
+    fetched = shard.offsets.fetch(group_id, wanted)
+    rows = [(f.topic, f.partition, f.offset, f.leader_epoch, f.metadata, f.error) for f in fetched]
+    if broker.authorizer is not None:
+        rows = _describable(broker, ctx, rows, listing_all=wanted is None)
+    return {
+        "topics": _topics(types, topic_type, partition_type, rows),
+        "error_code": ErrorCode.none,
+    }
+
+
+def _describable(
+    broker: Broker, ctx: ConnectionContext, rows: list[tuple[Any, ...]], *, listing_all: bool
+) -> list[tuple[Any, ...]]:
+    """Kafka's OffsetFetch: topics without Describe are left out of a fetch of all offsets
+    and answer TOPIC_AUTHORIZATION_FAILED when named."""
+    kept = []
+    for row in rows:
+        if broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, row[0]):
+            kept.append(row)
+        elif not listing_all:
+            kept.append((row[0], row[1], -1, -1, "", ErrorCode.topic_authorization_failed))
+    return kept
+
+
+def _topics(types: Any, topic_type: str, partition_type: str, rows: list[tuple[Any, ...]]) -> Any:
+    by_topic: dict[str, list[Any]] = {}
+    for topic, partition, offset, epoch, metadata, error in rows:
+        by_topic.setdefault(topic, []).append(
+            make(
+                getattr(types, partition_type),
+                partition_index=partition,
+                committed_offset=offset,
+                committed_leader_epoch=epoch,
+                metadata=metadata,
+                error_code=error,
+            )
+        )
+    return tuple(
+        make(getattr(types, topic_type), name=name, partitions=tuple(parts))
+        for name, parts in by_topic.items()
+    )
+
+
+# OffsetDelete ---------------------------------------------------------------------------------
+async def handle_offset_delete(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    types = response_types(OFFSET_DELETE_KEY, request.api_version)
+    cls = response_class(OFFSET_DELETE_KEY, request.api_version)
+    wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+
+    def reply(error: ErrorCode, results: dict[tuple[str, int], ErrorCode]) -> Any:
+        by_topic: dict[str, list[Any]] = {}
+        for topic, partition in wanted:
+            by_topic.setdefault(topic, []).append(
+                make(
+                    types.OffsetDeleteResponsePartition,
+                    partition_index=partition,
+                    error_code=results.get((topic, partition), ErrorCode.none),
+                )
+            )
+        return make(
+            cls,
+            error_code=error,
+            throttle_time=NO_THROTTLE,
+            topics=tuple(
+                make(types.OffsetDeleteResponseTopic, name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            )
+            if error is ErrorCode.none
+            else (),
+        )
+
+    coordinator = broker.groups
+    try:
+        shard = coordinator.shard_for(body.group_id)
+    except CoordinatorError as exc:
+        return reply(exc.error, {})
+    outcome = shard.offsets.delete(
+        group_id=body.group_id, group=shard.groups.get(body.group_id), partitions=wanted
+    )
+    if outcome.error is not ErrorCode.none:
+        return reply(outcome.error, {})
+    results = {(r.topic, r.partition): r.error for r in outcome.partitions}
+    error = await coordinator.commit_offsets(shard, outcome.records)
+    if error is not ErrorCode.none:
+        return reply(error, {})
+    return reply(ErrorCode.none, results)

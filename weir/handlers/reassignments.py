@@ -1,0 +1,125 @@
+"""AlterPartitionReassignments (45) and ListPartitionReassignments (46), KIP-455.
+
+The controller starts, replaces and cancels moves; any broker lists the ongoing ones from
+its metadata image (``adding``/``removing`` replicas of each partition).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.protocol.codec import Request
+from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+ALTER_KEY = 45
+ALTER_VERSIONS = (0, 0)
+LIST_KEY = 46
+LIST_VERSIONS = (0, 0)
+
+
+async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(ALTER_KEY, version)
+    cls = response_class(ALTER_KEY, version)
+    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            responses=(),
+        )
+    epoch = broker.controller_epoch
+    if epoch is None or broker.controller is None:
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.not_controller,
+            error_message="this broker is not the controller",
+            responses=(),
+        )
+    requests = [
+        (t.name, p.partition_index, None if p.replicas is None else tuple(p.replicas))
+        for t in body.topics
+        for p in t.partitions
+    ]
+    results = await broker.controller.alter_reassignments(epoch, requests)
+    return make(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        responses=tuple(
+            make(
+                types.ReassignableTopicResponse,
+                name=t.name,
+                partitions=tuple(
+                    make(
+                        types.ReassignablePartitionResponse,
+                        partition_index=p.partition_index,
+                        error_code=results[(t.name, p.partition_index)][0],
+                        error_message=results[(t.name, p.partition_index)][1],
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in body.topics
+        ),
+    )
+
+
+async def handle_list(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    types = response_types(LIST_KEY, version)
+    if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            response_class(LIST_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            topics=(),
+        )
+    assert broker.metadata is not None
+    image = broker.metadata.image
+    wanted = (
+        None
+        if body.topics is None
+        else {(t.name, i) for t in body.topics for i in t.partition_indexes}
+    )
+    topics = []
+    for topic in sorted(image.topics.values(), key=lambda t: t.name):
+        ongoing = []
+        for partition in sorted(topic.partitions.values(), key=lambda p: p.partition):
+            if wanted is not None and (topic.name, partition.partition) not in wanted:
+                continue
+            if not (partition.adding_replicas or partition.removing_replicas):
+                continue
+            ongoing.append(
+                make(
+                    types.OngoingPartitionReassignment,
+                    partition_index=partition.partition,
+                    replicas=tuple(partition.replicas),
+                    adding_replicas=tuple(partition.adding_replicas),
+                    removing_replicas=tuple(partition.removing_replicas),
+                )
+            )
+        if ongoing:
+            topics.append(
+                make(types.OngoingTopicReassignment, name=topic.name, partitions=tuple(ongoing))
+            )
+    return make(
+        response_class(LIST_KEY, version),
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        topics=tuple(topics),
+    )

@@ -1,0 +1,110 @@
+"""SaslHandshake (API 17, v0-1) and SaslAuthenticate (API 36, v0-2).
+
+SaslHandshake picks a mechanism from ``sasl.enabled.mechanisms`` and starts a
+``weir.security.sasl.SaslSession`` on the connection (v0: the tokens that follow are bare,
+length-prefixed frames, handled by the server). SaslAuthenticate feeds one token to the
+session; on success the connection's principal becomes ``User:<name>``. Failures answer
+SASL_AUTHENTICATION_FAILED and the connection is closed after the response, as Kafka does; a
+token above ``MAX_TOKEN_BYTES`` gets no answer and the connection is closed. On a PLAINTEXT
+listener, or when the state is wrong (handshake twice, authenticate before handshake), the
+answer is ILLEGAL_SASL_STATE.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.handlers._build import make, response_class
+from weir.protocol.codec import Request
+from weir.security.credentials import get_credential
+from weir.security.sasl import MAX_TOKEN_BYTES, SUPPORTED_MECHANISMS, SaslFailure, SaslSession
+from weir.security.scram import ScramCredential
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+HANDSHAKE_KEY = 17
+HANDSHAKE_VERSIONS = (0, 1)
+AUTHENTICATE_KEY = 36
+AUTHENTICATE_VERSIONS = (0, 2)
+
+log = logging.getLogger("weir.sasl")
+
+
+def enabled_mechanisms(broker: Broker) -> tuple[str, ...]:
+    value = broker.config.get("sasl.enabled.mechanisms")
+    names = value.split(",") if isinstance(value, str) else list(value or ())
+    return tuple(n.strip() for n in names if n.strip() in SUPPORTED_MECHANISMS)
+
+
+async def handle_handshake(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    mechanisms = enabled_mechanisms(broker)
+    cls = response_class(HANDSHAKE_KEY, request.api_version)
+    if not ctx.security_protocol.startswith("SASL_") or ctx.sasl is not None:
+        ctx.close_after_response = ctx.security_protocol.startswith("SASL_")
+        return make(cls, error_code=ErrorCode.illegal_sasl_state, mechanisms=mechanisms)
+    mechanism = request.body.mechanism
+    if mechanism not in mechanisms:
+        ctx.close_after_response = True
+        return make(cls, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms)
+
+    async def lookup(scram_mechanism: str, user: str) -> ScramCredential | None:
+        assert broker.redis is not None
+        return await get_credential(broker.redis, broker.cluster_id, scram_mechanism, user)
+
+    ctx.sasl = SaslSession(mechanism, lookup, raw=request.api_version == 0)
+    return make(cls, error_code=ErrorCode.none, mechanisms=mechanisms)
+
+
+async def handle_authenticate(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    cls = response_class(AUTHENTICATE_KEY, request.api_version)
+    session = ctx.sasl
+    if session is None or session.raw or ctx.authenticated:
+        ctx.close_after_response = ctx.security_protocol.startswith("SASL_")
+        return make(
+            cls,
+            error_code=ErrorCode.illegal_sasl_state,
+            error_message="SaslAuthenticate without a SaslHandshake, or after authentication",
+            auth_bytes=b"",
+            session_lifetime=timedelta(0),
+        )
+    token = request.body.auth_bytes
+    if len(token) > MAX_TOKEN_BYTES:
+        log.warning("closing %s: SASL token of %d bytes", ctx.peer_host, len(token))
+        ctx.close_after_response = True
+        return None
+    try:
+        answer = await session.step(bytes(token))
+    except SaslFailure as exc:
+        log.warning(
+            "SASL/%s authentication from %s:%d failed: %s",
+            session.mechanism,
+            ctx.peer_host,
+            ctx.peer_port,
+            exc,
+        )
+        ctx.close_after_response = True
+        return make(
+            cls,
+            error_code=ErrorCode.sasl_authentication_failed,
+            error_message=f"Authentication failed during authentication due to invalid "
+            f"credentials with SASL mechanism {session.mechanism}",
+            auth_bytes=b"",
+            session_lifetime=timedelta(0),
+        )
+    if session.complete:
+        assert session.principal is not None
+        ctx.principal = session.principal
+        ctx.authenticated = True
+    return make(
+        cls,
+        error_code=ErrorCode.none,
+        error_message=None,
+        auth_bytes=answer,
+        session_lifetime=timedelta(0),
+    )

@@ -1,0 +1,173 @@
+"""DescribeUserScramCredentials (API 50) and AlterUserScramCredentials (API 51), v0.
+
+Credentials live in Redis (``weir.security.credentials``). Alter receives what Kafka's
+admin client sends: the salt, the iteration count and the *salted* password, from which the
+broker derives StoredKey and ServerKey; the password never reaches the broker. Errors follow
+Kafka's ``ControllerApis``/``ScramControlManager``: an unknown mechanism is
+UNSUPPORTED_SASL_MECHANISM, iterations outside 4096..16384 or an empty user/salt is
+UNACCEPTABLE_CREDENTIAL, a user named twice in one request is DUPLICATE_RESOURCE, deleting or
+describing a credential that does not exist is RESOURCE_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.protocol.codec import Request
+from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.credentials import describe_users, encode_credential, scram_key
+from weir.security.scram import (
+    MAX_ITERATIONS,
+    MECHANISM_BY_ID,
+    MECHANISMS,
+    MIN_ITERATIONS,
+    credential_from_salted_password,
+)
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+DESCRIBE_KEY = 50
+DESCRIBE_VERSIONS = (0, 0)
+ALTER_KEY = 51
+ALTER_VERSIONS = (0, 0)
+
+
+async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(DESCRIBE_KEY, version)
+    assert broker.redis is not None
+    if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return make(
+            response_class(DESCRIBE_KEY, version),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message="Cluster authorization failed.",  # Kafka's message for the code
+            results=(),
+        )
+    stored = await describe_users(broker.redis, broker.cluster_id)
+    wanted = request.body.users
+    # Kafka describes every user for a null *or empty* list (librdkafka sends an empty one).
+    names = sorted(stored) if not wanted else [u.name for u in wanted]
+    counts = Counter(names)
+    results = []
+    for name in dict.fromkeys(names):
+        infos = stored.get(name, {})
+        if counts[name] > 1:
+            error, message = (
+                ErrorCode.duplicate_resource,
+                "Cannot describe SCRAM credentials for the same user twice in a single "
+                f"request: {name}",
+            )
+        elif not infos:
+            error, message = (
+                ErrorCode.resource_not_found,
+                f"Attempt to describe a user credential that does not exist: {name}",
+            )
+        else:
+            error, message = ErrorCode.none, None
+        results.append(
+            make(
+                types.DescribeUserScramCredentialsResult,
+                user=name,
+                error_code=error,
+                error_message=message,
+                credential_infos=tuple(
+                    make(types.CredentialInfo, mechanism=MECHANISMS[m][1], iterations=i)
+                    for m, i in sorted(infos.items())
+                )
+                if error == ErrorCode.none
+                else (),
+            )
+        )
+    return make(
+        response_class(DESCRIBE_KEY, version),
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        results=tuple(results),
+    )
+
+
+async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    version = request.api_version
+    types = response_types(ALTER_KEY, version)
+    assert broker.redis is not None
+    redis = broker.redis
+    body = request.body
+    counts = Counter(d.name for d in body.deletions) + Counter(u.name for u in body.upsertions)
+    errors: dict[str, tuple[ErrorCode, str | None]] = {}
+
+    def fail(user: str, code: ErrorCode, message: str) -> None:
+        errors.setdefault(user, (code, message))
+
+    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        for user in counts:
+            fail(user, ErrorCode.cluster_authorization_failed, "not authorized")
+    for user, count in counts.items():
+        if count > 1:
+            fail(
+                user,
+                ErrorCode.duplicate_resource,
+                "A user credential cannot be altered twice in the same request",
+            )
+    for deletion in body.deletions:
+        mechanism = MECHANISM_BY_ID.get(int(deletion.mechanism))
+        if not deletion.name:
+            fail(deletion.name, ErrorCode.unacceptable_credential, "Username must not be empty")
+        elif mechanism is None:
+            fail(deletion.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
+        elif deletion.name not in errors and not await redis.hexists(
+            scram_key(broker.cluster_id, mechanism), deletion.name
+        ):
+            fail(
+                deletion.name,
+                ErrorCode.resource_not_found,
+                "Attempt to delete a user credential that does not exist",
+            )
+    for upsert in body.upsertions:
+        mechanism = MECHANISM_BY_ID.get(int(upsert.mechanism))
+        if not upsert.name:
+            fail(upsert.name, ErrorCode.unacceptable_credential, "Username must not be empty")
+        elif mechanism is None:
+            fail(upsert.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
+        elif not MIN_ITERATIONS <= upsert.iterations <= MAX_ITERATIONS:
+            fail(
+                upsert.name,
+                ErrorCode.unacceptable_credential,
+                f"Iterations must be in {MIN_ITERATIONS}..{MAX_ITERATIONS}",
+            )
+        elif not upsert.salt or not upsert.salted_password:
+            fail(upsert.name, ErrorCode.unacceptable_credential, "Salt and password are required")
+    for deletion in body.deletions:
+        if deletion.name not in errors:
+            mechanism = MECHANISM_BY_ID[int(deletion.mechanism)]
+            await redis.hdel(scram_key(broker.cluster_id, mechanism), deletion.name)
+    for upsert in body.upsertions:
+        if upsert.name not in errors:
+            mechanism = MECHANISM_BY_ID[int(upsert.mechanism)]
+            credential = credential_from_salted_password(
+                mechanism, bytes(upsert.salted_password), bytes(upsert.salt), upsert.iterations
+            )
+            await redis.hset(
+                scram_key(broker.cluster_id, mechanism), upsert.name, encode_credential(credential)
+            )
+    results = []
+    for user in counts:
+        code, message = errors.get(user, (ErrorCode.none, None))
+        results.append(
+            make(
+                types.AlterUserScramCredentialsResult,
+                user=user,
+                error_code=code,
+                error_message=message,
+            )
+        )
+    return make(
+        response_class(ALTER_KEY, version), throttle_time=NO_THROTTLE, results=tuple(results)
+    )

@@ -1,0 +1,219 @@
+"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37): thin over ``weir.topic_admin``.
+
+Only the controller changes topics; any other broker answers NOT_CONTROLLER and clients
+resend to the controller named in Metadata, as with Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from weir import topic_admin as admin
+from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.protocol.codec import Request
+from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.server import ConnectionContext
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+
+CREATE_TOPICS_KEY = 19
+CREATE_TOPICS_VERSIONS = (2, 7)
+DELETE_TOPICS_KEY = 20
+DELETE_TOPICS_VERSIONS = (1, 6)
+CREATE_PARTITIONS_KEY = 37
+CREATE_PARTITIONS_VERSIONS = (0, 3)
+
+FORWARDED_CLIENT_PREFIX = "weir-broker-"
+_DENIED = "not authorized"
+_NOT_CONTROLLER = "this broker is not the controller; send the request to the controller"
+
+
+def _may_create(broker: Broker, ctx: ConnectionContext, name: str) -> bool:
+    """CreateTopics needs Create on the cluster or on the topic (Kafka's rule)."""
+    return broker.authorize(
+        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+    ) or broker.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
+
+
+def _may(
+    broker: Broker, ctx: ConnectionContext, op: AclOperation, name: str | None, topic_id: Any
+) -> bool:
+    """``op`` on the topic named ``name`` (or with id ``topic_id``, resolved here)."""
+    if broker.authorizer is None:
+        return True
+    if name is None and topic_id is not None:
+        view = broker.topic_view_by_id(topic_id)
+        name = view.name if view is not None else None
+    if name is None:
+        return broker.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+    return broker.authorize(ctx, op, ResourceType.TOPIC, name)
+
+
+async def _forward(broker: Broker, request: Request, all_allowed: bool = True) -> Any | None:
+    """KIP-590: a broker that is not the controller forwards topic admin to the controller.
+
+    Clients may send these to any broker (Kafka's own brokers forward since 2.8). A request
+    that was itself forwarded is never forwarded again, so two brokers that disagree about
+    the controller for a moment cannot bounce it between them: it gets NOT_CONTROLLER.
+    """
+    if broker.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
+        return None
+    if not all_allowed:
+        # The principal is known here, not at the controller (forwarding runs as the
+        # broker): a request with a denied topic is answered here, the rest NOT_CONTROLLER.
+        return None
+    timeout_s = request.body.timeout.total_seconds() + 10
+    return await broker.forward_to_controller(request.body, timeout_s)
+
+
+async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    allowed = {t.name: _may_create(broker, ctx, t.name) for t in request.body.topics}
+    forwarded = await _forward(broker, request, all(allowed.values()))
+    if forwarded is not None:
+        return forwarded
+    body = request.body
+    version = request.api_version
+    types = response_types(CREATE_TOPICS_KEY, version)
+    seen: dict[str, int] = {}
+    for topic in body.topics:
+        seen[topic.name] = seen.get(topic.name, 0) + 1
+    results = []
+    timeout_ms = int(body.timeout.total_seconds() * 1000)
+    for topic in body.topics:
+        if seen[topic.name] > 1:
+            outcome = admin.TopicOutcome(
+                ErrorCode.invalid_request, f"topic {topic.name} appears more than once"
+            )
+        elif not allowed[topic.name]:
+            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not broker.is_controller:
+            outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+        else:
+            outcome = await admin.create_topic(
+                broker,
+                name=topic.name,
+                num_partitions=topic.num_partitions,
+                replication_factor=topic.replication_factor,
+                assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
+                configs={c.name: c.value for c in topic.configs},
+                validate_only=body.validate_only,
+                timeout_ms=timeout_ms,
+            )
+        results.append(
+            make(
+                types.CreatableTopicResult,
+                name=topic.name,
+                topic_id=outcome.topic_id,
+                error_code=outcome.error,
+                error_message=outcome.message,
+                num_partitions=outcome.num_partitions,
+                replication_factor=outcome.replication_factor,
+                configs=tuple(
+                    make(
+                        types.CreatableTopicConfigs,
+                        name=entry.name,
+                        value=entry.value,
+                        read_only=entry.read_only,
+                        config_source=entry.source,
+                        is_sensitive=entry.sensitive,
+                    )
+                    for entry in outcome.configs
+                ),
+            )
+        )
+    return make(
+        response_class(CREATE_TOPICS_KEY, version),
+        throttle_time=NO_THROTTLE,
+        topics=tuple(results),
+    )
+
+
+async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    body = request.body
+    version = request.api_version
+    if version >= 6:
+        targets = [(t.name, t.topic_id) for t in body.topics]
+    else:
+        targets = [(name, None) for name in body.topic_names]
+    allowed = {
+        (name, topic_id): _may(broker, ctx, AclOperation.DELETE, name, topic_id)
+        for name, topic_id in targets
+    }
+    forwarded = await _forward(broker, request, all(allowed.values()))
+    if forwarded is not None:
+        return forwarded
+    types = response_types(DELETE_TOPICS_KEY, version)
+    timeout_ms = int(body.timeout.total_seconds() * 1000)
+    results = []
+    for name, topic_id in targets:
+        if not allowed[(name, topic_id)]:
+            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not broker.is_controller:
+            outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+        else:
+            outcome = await admin.delete_topic(
+                broker, name=name, topic_id=topic_id, timeout_ms=timeout_ms
+            )
+        results.append(
+            make(
+                types.DeletableTopicResult,
+                name=outcome.name or name,
+                topic_id=outcome.topic_id,
+                error_code=outcome.error,
+                error_message=outcome.message,
+            )
+        )
+    return make(
+        response_class(DELETE_TOPICS_KEY, version),
+        throttle_time=NO_THROTTLE,
+        responses=tuple(results),
+    )
+
+
+async def handle_create_partitions(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+    allowed = {
+        t.name: broker.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name)
+        for t in request.body.topics
+    }
+    forwarded = await _forward(broker, request, all(allowed.values()))
+    if forwarded is not None:
+        return forwarded
+    body = request.body
+    version = request.api_version
+    types = response_types(CREATE_PARTITIONS_KEY, version)
+    timeout_ms = int(body.timeout.total_seconds() * 1000)
+    results = []
+    for topic in body.topics:
+        if not allowed[topic.name]:
+            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not broker.is_controller:
+            outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+        else:
+            outcome = await admin.create_partitions(
+                broker,
+                name=topic.name,
+                count=topic.count,
+                assignments=(
+                    [list(a.broker_ids) for a in topic.assignments]
+                    if topic.assignments is not None
+                    else None
+                ),
+                validate_only=body.validate_only,
+                timeout_ms=timeout_ms,
+            )
+        results.append(
+            make(
+                types.CreatePartitionsTopicResult,
+                name=topic.name,
+                error_code=outcome.error,
+                error_message=outcome.message,
+            )
+        )
+    return make(
+        response_class(CREATE_PARTITIONS_KEY, version),
+        throttle_time=NO_THROTTLE,
+        results=tuple(results),
+    )

@@ -1,0 +1,460 @@
+"""Retention and compaction on command: a broker's side of the housekeeping channel.
+
+Theory of operation
+-------------------
+Celery decides *when* logs are trimmed and compacted (``brokers.ops.housekeeping``); the
+broker that owns the files does the work. Like ``group_admin``, the two sides meet in Redis,
+so nothing non-Kafka travels on the Kafka port:
+
+* every broker tails its own stream ``housekeeping:<broker id>``; an entry carries ``id``,
+  ``command``, ``args`` (JSON), ``reply_to`` (a list key) and ``deadline_ms``;
+* the broker answers with one JSON document pushed onto ``reply_to`` (which expires):
+  ``{"broker_id", "ok", "error", "result"}``. A malformed command gets ``ok: false`` and a
+  message; nothing a command carries can stop the serving loop.
+
+It starts reading at the Redis server's clock when it starts serving: commands sent while it
+was down are not replayed (their sender has given up), and one found past its
+``deadline_ms`` (a broker that was paused) is dropped unanswered for the same reason.
+
+Commands:
+
+``inventory`` ``{"topics": [...] | null}``
+    Every local replica (of those topics): log start, LEO, HW, leadership, its segments
+    (base offset, next offset, size, largest timestamp), the effective topic configs that
+    retention and compaction obey, and for compacted topics the cleaner checkpoint and the
+    dirty ratio. The driver decides from the leader's inventory.
+``delete_records_before`` ``{"partitions": [{"topic", "partition", "offset"}]}``
+    Move each log start up to ``offset`` (``Log.delete_records_before``: whole segments
+    below it go) and write ``log-start-offset-checkpoint``. A leader refuses an offset above
+    its HW; a follower whose LEO is still below the offset leaves it to its fetcher (the
+    leader answers OFFSET_OUT_OF_RANGE and the fetcher restarts the log at the leader's
+    log start), so no replica ever fetches deleted data again.
+``compact`` ``{"topic", "partition", "now_ms"?}``
+    Kafka's log cleaner on this replica: ``cleanable_range`` from the cleaner checkpoint,
+    ``prepare_clean`` in a worker thread (reading and rewriting inactive segments is the
+    heavy part; the event loop keeps serving Kafka meanwhile), ``commit_clean`` back on the
+    loop thread (the ``Log`` is single-threaded), then the checkpoint moves to the clean's
+    ``first_dirty_offset``. The answer is the ``CleanStats`` and how many segments fewer
+    the log has (the cleaner merges what it shrank).
+
+Each partition has a lock: a retention command waits for a clean of the same partition to
+finish (rather than making it abort), and one clean runs at a time per broker, as with
+Kafka's default ``log.cleaner.threads=1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from weir.log.errors import LogError
+from weir.metadata.keys import KeyLayout
+
+if TYPE_CHECKING:
+    from weir.broker import Broker
+    from weir.partition import Partition
+
+__all__ = ["REPLY_TTL_S", "HousekeepingServer", "partition_inventory"]
+
+log = logging.getLogger("weir.housekeeping")
+
+# A reply waits this long for its reader (the driver gives up well before).
+REPLY_TTL_S = 600
+# How long one XREAD blocks; also the pause after Redis errors.
+BLOCK_MS = 1000
+# On shutdown, how long a clean in progress gets to stop reading the logs before they close.
+STOP_WAIT_S = 4.0
+
+
+class CommandError(Exception):
+    """A command this broker cannot carry out; its message goes back to the sender."""
+
+
+class CleanCancelledError(Exception):
+    """Raised inside the cleaner's thread (through its progress callback) on shutdown."""
+
+
+class HousekeepingServer:
+    """Serves one broker's housekeeping stream (see the module docstring)."""
+
+    def __init__(self, broker: Broker, redis: aioredis.Redis) -> None:
+        self.broker = broker
+        self.redis = redis
+        self.keys = KeyLayout(broker.cluster_id)
+        self.stream = self.keys.housekeeping_commands(broker.broker_id)
+        self._locks: dict[tuple[str, int], asyncio.Lock] = {}
+        self._cleaning = asyncio.Semaphore(1)
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def serve(self) -> None:
+        """Read commands until cancelled; each runs in a task of its own, so an inventory
+        is never stuck behind a long clean."""
+        last_id = await self._start_id()
+        try:
+            while True:
+                try:
+                    reply: Any = await self.redis.xread(
+                        {self.stream: last_id}, count=100, block=BLOCK_MS
+                    )
+                except (RedisError, OSError) as exc:
+                    log.debug("housekeeping stream unavailable: %s", exc)
+                    await asyncio.sleep(BLOCK_MS / 1000)
+                    continue
+                for _, entries in reply or []:
+                    for entry_id, fields in entries:
+                        last_id = entry_id
+                        task = asyncio.create_task(self._serve_one(_decode(fields)))
+                        self._running.add(task)
+                        task.add_done_callback(self._running.discard)
+        finally:
+            running = list(self._running)
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.wait(running, timeout=STOP_WAIT_S + 1)
+
+    async def _start_id(self) -> str:
+        """Stream id at the Redis server's clock now (its ids are its clock)."""
+        while True:
+            try:
+                seconds, micros = await self.redis.time()
+                return f"{int(seconds) * 1000 + int(micros) // 1000}-0"
+            except (RedisError, OSError) as exc:
+                log.debug("housekeeping: Redis unavailable: %s", exc)
+                await asyncio.sleep(BLOCK_MS / 1000)
+
+    async def _serve_one(self, fields: dict[str, str]) -> None:
+        reply_to = fields.get("reply_to", "")
+        command = fields.get("command", "")
+        try:
+            deadline = int(fields.get("deadline_ms") or 0)
+        except ValueError:
+            deadline = 0
+        # ``deadline_ms`` is the sender's wall clock: hosts are assumed NTP-synchronised,
+        # and the check only saves work nobody waits for any more.
+        if deadline and self.broker.time_ms() > deadline:
+            log.info("housekeeping: dropping expired %s command %s", command, fields.get("id"))
+            return
+        try:
+            args = json.loads(fields.get("args") or "{}")
+            if not isinstance(args, dict):
+                raise CommandError("args must be a JSON object")
+            result = await self.execute(command, args)
+            answer: dict[str, Any] = {"ok": True, "error": None, "result": result}
+        except asyncio.CancelledError:
+            raise
+        except CommandError as exc:
+            answer = {"ok": False, "error": str(exc), "result": None}
+        except ValueError as exc:  # bad JSON, bad numbers
+            answer = {"ok": False, "error": f"bad {command or 'command'}: {exc}", "result": None}
+        except Exception as exc:  # never let one command take the loop down
+            log.exception("housekeeping %s command failed", command)
+            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "result": None}
+        answer["broker_id"] = self.broker.broker_id
+        if not reply_to.startswith(self.keys.prefix):
+            log.warning("housekeeping: %s command without a valid reply_to", command)
+            return
+        try:
+            await self.redis.rpush(reply_to, json.dumps(answer, separators=(",", ":")))
+            await self.redis.expire(reply_to, REPLY_TTL_S)
+        except (RedisError, OSError) as exc:
+            log.warning("housekeeping: could not send the %s reply: %s", command, exc)
+
+    async def execute(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run one command; raises CommandError for anything it refuses."""
+        if command == "inventory":
+            return self.inventory(args.get("topics"))
+        if command == "delete_records_before":
+            return await self.delete_records_before(args.get("partitions"))
+        if command == "compact":
+            return await self.compact(args)
+        raise CommandError(f"unknown housekeeping command {command!r}")
+
+    # inventory ------------------------------------------------------------------------
+    def inventory(self, topics: Any) -> dict[str, Any]:
+        if topics is not None and not (
+            isinstance(topics, list) and all(isinstance(t, str) for t in topics)
+        ):
+            raise CommandError("topics must be a list of names or null")
+        wanted = None if topics is None else set(topics)
+        now = self.broker.time_ms()
+        partitions = []
+        for partition in list(self.broker.replicas.partitions()):
+            if wanted is not None and partition.topic not in wanted:
+                continue
+            if partition.log.closed:
+                continue
+            partitions.append(
+                partition_inventory(
+                    partition,
+                    config=self.broker.topic_config(partition.topic),
+                    cleaner_checkpoint=self.broker.replicas.cleaner_checkpoint(
+                        partition.topic, partition.index
+                    ),
+                    first_dirty_offset=self.broker.replicas.cleaner_offset(partition),
+                    now_ms=now,
+                )
+            )
+        return {"now_ms": now, "partitions": partitions}
+
+    # retention ------------------------------------------------------------------------
+    async def delete_records_before(self, items: Any) -> dict[str, Any]:
+        if not isinstance(items, list):
+            raise CommandError("partitions must be a list of {topic, partition, offset}")
+        results = []
+        moved = False
+        for item in items:
+            topic, index, offset = _partition_args(item, "offset")
+            outcome = await self._delete_one(topic, index, offset)
+            moved = moved or outcome.get("segments_deleted", 0) > 0 or outcome.get("moved", False)
+            results.append(outcome)
+        if moved:
+            # A restart must not resurrect the old log start (its segments are gone anyway,
+            # but the offsets below it inside the first kept segment are not).
+            self.broker.replicas.checkpoint_log_starts()
+        return {"partitions": results}
+
+    async def _delete_one(self, topic: str, index: int, offset: int) -> dict[str, Any]:
+        outcome: dict[str, Any] = {"topic": topic, "partition": index, "offset": offset}
+        partition = self.broker.replicas.get(topic, index)
+        if partition is None:
+            return {**outcome, "error": f"no replica of {topic}-{index} on this broker"}
+        async with self._lock(topic, index):
+            log_obj = partition.log
+            if log_obj.closed:
+                return {**outcome, "error": f"the log of {topic}-{index} is closed"}
+            start = log_obj.log_start_offset
+            outcome.update(log_start_before=start, log_start=start)
+            if partition.is_leader and offset > partition.high_watermark:
+                return {
+                    **outcome,
+                    "error": f"offset {offset} is above the high watermark "
+                    f"{partition.high_watermark} of {topic}-{index}",
+                }
+            if offset > log_obj.log_end_offset:
+                # A lagging follower: its fetcher meets OFFSET_OUT_OF_RANGE at the leader
+                # and restarts the log at the leader's (new) log start.
+                return {**outcome, "deferred": True, "log_end_offset": log_obj.log_end_offset}
+            segments, size = len(log_obj.segments), log_obj.size_bytes
+            try:
+                new_start = partition.delete_records_before(offset)
+            except LogError as exc:
+                return {**outcome, "error": str(exc)}
+            deleted = segments - len(log_obj.segments)
+            if new_start > start:
+                log.info(
+                    "retention: %s-%d log start %d -> %d (%d segments, %d bytes deleted)",
+                    topic,
+                    index,
+                    start,
+                    new_start,
+                    deleted,
+                    size - log_obj.size_bytes,
+                )
+            return {
+                **outcome,
+                "log_start": new_start,
+                "moved": new_start > start,
+                "segments_deleted": deleted,
+                "bytes_deleted": size - log_obj.size_bytes,
+            }
+
+    # compaction -----------------------------------------------------------------------
+    async def compact(self, args: dict[str, Any]) -> dict[str, Any]:
+        topic, index, _ = _partition_args(args, None)
+        now_arg = args.get("now_ms")
+        if now_arg is not None and (isinstance(now_arg, bool) or not isinstance(now_arg, int)):
+            raise CommandError("now_ms must be an integer")
+        partition = self.broker.replicas.get(topic, index)
+        if partition is None:
+            raise CommandError(f"no replica of {topic}-{index} on this broker")
+        config = self.broker.topic_config(topic)
+        if not config.compact:
+            raise CommandError(
+                f"{topic} has cleanup.policy={','.join(config.cleanup_policy)}, not compact"
+            )
+        from weir.log import cleaner  # written alongside; imported when first needed
+
+        async with self._cleaning, self._lock(topic, index):
+            log_obj = partition.log
+            if log_obj.closed:
+                raise CommandError(f"the log of {topic}-{index} is closed")
+            now = self.broker.time_ms() if now_arg is None else now_arg
+            clean_offset = self.broker.replicas.cleaner_offset(partition)
+            first, end = cleaner.cleanable_range(
+                log_obj,
+                clean_offset=clean_offset,
+                high_watermark=partition.high_watermark,
+                now_ms=now,
+                min_compaction_lag_ms=config.min_compaction_lag_ms,
+            )
+            base = {
+                "topic": topic,
+                "partition": index,
+                "is_leader": partition.is_leader,
+                "clean_offset": clean_offset,
+                "range": [first, end],
+            }
+            if end <= first:
+                return {**base, "stats": None, "skipped": "nothing to clean"}
+            stopping = threading.Event()
+
+            def progress(_fraction: float) -> None:
+                # The cleaner reports progress as it goes: the place to give up when the
+                # broker is stopping (its logs are about to close under the thread).
+                if stopping.is_set():
+                    raise CleanCancelledError(f"clean of {topic}-{index} cancelled")
+
+            work = asyncio.ensure_future(
+                asyncio.to_thread(
+                    cleaner.prepare_clean,
+                    log_obj,
+                    clean_offset=first,
+                    end_offset=end,
+                    now_ms=now,
+                    delete_retention_ms=config.delete_retention_ms,
+                    progress=progress,
+                )
+            )
+            try:
+                prepared = await asyncio.shield(work)
+            except asyncio.CancelledError:
+                stopping.set()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await asyncio.wait({work}, timeout=STOP_WAIT_S)
+                raise
+            segments_before = len(log_obj.segments)
+            try:
+                stats = cleaner.commit_clean(log_obj, prepared)
+            except cleaner.CleanAbortedError as exc:
+                raise CommandError(f"clean of {topic}-{index} aborted: {exc}") from None
+            self.broker.replicas.update_cleaner_offset(partition, stats.first_dirty_offset)
+            log.info(
+                "compacted %s-%d [%d, %d): %d -> %d bytes, %d of %d records kept",
+                topic,
+                index,
+                first,
+                end,
+                stats.bytes_before,
+                stats.bytes_after,
+                stats.records_kept,
+                stats.records_read,
+            )
+            return {
+                **base,
+                "stats": dataclasses.asdict(stats),
+                # Cleaning merges small cleaned segments (Kafka groups them by size).
+                "segments_removed": segments_before - len(log_obj.segments),
+            }
+
+    def _lock(self, topic: str, index: int) -> asyncio.Lock:
+        return self._locks.setdefault((topic, index), asyncio.Lock())
+
+
+def partition_inventory(
+    partition: Partition,
+    *,
+    config: Any,
+    cleaner_checkpoint: int | None,
+    first_dirty_offset: int,
+    now_ms: int,
+) -> dict[str, Any]:
+    """What the driver needs to decide retention and compaction for one local replica."""
+    log_obj = partition.log
+    segments = log_obj.segments
+    rows = []
+    for i, segment in enumerate(segments):
+        following = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        rows.append(
+            {
+                "base_offset": segment.base_offset,
+                "next_offset": log_obj.log_end_offset if following is None else following,
+                "size": segment.size,
+                "largest_timestamp": _largest_timestamp(segment),
+            }
+        )
+    entry: dict[str, Any] = {
+        "topic": partition.topic,
+        "partition": partition.index,
+        "is_leader": partition.is_leader,
+        "leader_epoch": partition.leader_epoch,
+        "log_start_offset": log_obj.log_start_offset,
+        "log_end_offset": log_obj.log_end_offset,
+        "high_watermark": partition.high_watermark,
+        "size_bytes": log_obj.size_bytes,
+        "segments": rows,
+        "config": {
+            "cleanup.policy": list(config.cleanup_policy),
+            "retention.ms": config.retention_ms,
+            "retention.bytes": config.retention_bytes,
+            "min.cleanable.dirty.ratio": config.min_cleanable_dirty_ratio,
+            "delete.retention.ms": config.delete_retention_ms,
+            "min.compaction.lag.ms": config.min_compaction_lag_ms,
+            "segment.bytes": config.segment_bytes,
+        },
+        "cleaner_checkpoint": cleaner_checkpoint,
+        "first_dirty_offset": first_dirty_offset,
+        "dirty": None,
+    }
+    if config.compact:
+        entry["dirty"] = _dirty(partition, first_dirty_offset)
+    return entry
+
+
+def _dirty(partition: Partition, first_dirty_offset: int) -> dict[str, Any] | None:
+    try:
+        from weir.log import cleaner
+    except ImportError:  # the cleaner is not installed: no compaction decisions
+        return None
+    dirty_bytes, total, ratio = cleaner.dirty_ratio(
+        partition.log, clean_offset=first_dirty_offset, high_watermark=partition.high_watermark
+    )
+    return {"dirty_bytes": dirty_bytes, "cleanable_bytes": total, "ratio": ratio}
+
+
+def _largest_timestamp(segment: Any) -> int:
+    """Kafka's ``LogSegment.largestTimestamp``: the max record timestamp, or the file's
+    modification time for a segment whose records carry none."""
+    timestamp = int(segment.largest_timestamp)
+    if timestamp >= 0:
+        return timestamp
+    try:
+        return int(os.stat(segment.log_path).st_mtime * 1000)
+    except OSError:
+        return -1
+
+
+def _partition_args(item: Any, number: str | None) -> tuple[str, int, int]:
+    """``topic``, ``partition`` and (when ``number`` names it) that integer field."""
+    if not isinstance(item, dict):
+        raise CommandError("each partition must be an object")
+    topic, index = item.get("topic"), item.get("partition")
+    if not isinstance(topic, str) or not topic:
+        raise CommandError("topic must be a non-empty string")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise CommandError(f"partition of {topic} must be a non-negative integer")
+    value = 0
+    if number is not None:
+        raw = item.get(number)
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise CommandError(f"{number} of {topic}-{index} must be a non-negative integer")
+        value = raw
+    return topic, index, value
+
+
+def _decode(fields: Any) -> dict[str, str]:
+    out = {}
+    for key, value in (fields or {}).items():
+        k = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+        v = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+        out[k] = v
+    return out

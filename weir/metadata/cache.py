@@ -1,0 +1,271 @@
+"""``MetadataCache``: a broker's local, always-available copy of the cluster metadata.
+
+Theory of operation
+-------------------
+``start()`` loads ``MetadataStore.snapshot()`` (the materialized state and the stream id it
+corresponds to), then two tasks keep the image current:
+
+* the *tail* task reads ``metadata_log`` with ``XREAD BLOCK`` from that id. Records are
+  buffered until the entry marked ``end`` (the last of one atomic write), then the whole
+  batch is applied to the immutable image (``ClusterImage.apply``, pure) and listeners are
+  called with the new image;
+* the *liveness* task polls, every second, which registered brokers hold a lease (``MGET
+  broker:<id>...``), who holds the controller lease, and the store's ``incarnation``.
+
+When Redis cannot be reached the cache keeps serving the last image (``connected`` turns
+False) and retries with backoff. Once Redis answers again it *re-snapshots* instead of
+resuming the tail, because the log may have moved on or the store may have been wiped (the
+``incarnation`` changes then; ``ImageDiff.between(old, new).reset`` tells listeners).
+
+Listeners are plain or async callables taking the new image; they run one after another in
+the tail task. An exception in a listener is logged and does not stop the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from weir.metadata.errors import MetadataUnavailableError
+from weir.metadata.image import ClusterImage, ControllerLease
+from weir.metadata.keys import KeyLayout
+from weir.metadata.records import Record, UnknownRecordError, record_from_fields
+from weir.metadata.store import MetadataStore
+
+__all__ = ["Listener", "MetadataCache"]
+
+log = logging.getLogger("weir.metadata.cache")
+
+Listener = Callable[[ClusterImage], Awaitable[None] | None]
+
+_REDIS_DOWN = (RedisError, OSError, MetadataUnavailableError)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _stream_id(value: str) -> tuple[int, int]:
+    ms, _, seq = value.partition("-")
+    return int(ms), int(seq or 0)
+
+
+class MetadataCache:
+    """The latest metadata image, kept up to date from Redis."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        cluster_id: str,
+        block_ms: int = 1000,
+        poll_interval_s: float = 1.0,
+        max_backoff_s: float = 2.0,
+        batch_size: int = 1000,
+    ) -> None:
+        self.redis = redis
+        self.keys = KeyLayout(cluster_id)
+        self.store = MetadataStore(redis, cluster_id=cluster_id)
+        self.block_ms = block_ms
+        self.poll_interval_s = poll_interval_s
+        self.max_backoff_s = max_backoff_s
+        self.batch_size = batch_size
+        self.connected = False
+        self._image = ClusterImage()
+        self._listeners: list[Listener] = []
+        self._pending: list[Record] = []
+        self._read_id = "0-0"
+        self._resync = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._running = False
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def image(self) -> ClusterImage:
+        return self._image
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        self._listeners.remove(listener)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load the first image (listeners are not called for it) and start tailing.
+
+        Raises MetadataUnavailableError when Redis cannot be reached.
+        """
+        self._install(await self.store.snapshot())
+        self.connected = True
+        self._running = True
+        self._tasks = [
+            asyncio.create_task(self._tail_loop(), name="metadata-tail"),
+            asyncio.create_task(self._liveness_loop(), name="metadata-liveness"),
+        ]
+
+    async def stop(self) -> None:
+        # The loops also check ``_running``: redis-py can swallow a cancellation that lands
+        # while a blocking read times out (Python 3.11 asyncio.timeout), so cancelling alone
+        # may leave a loop running.
+        self._running = False
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def wait_for(
+        self, predicate: Callable[[ClusterImage], bool], timeout: float
+    ) -> ClusterImage:
+        """Wait until ``predicate(image)`` holds; the image, or TimeoutError."""
+        async with asyncio.timeout(timeout):
+            while not predicate(self._image):
+                await self._changed.wait()
+        return self._image
+
+    def request_resync(self) -> None:
+        """Re-snapshot at the next opportunity (e.g. after a suspected reset)."""
+        self._resync.set()
+
+    # -- internals -------------------------------------------------------------------------
+    def _install(self, image: ClusterImage) -> None:
+        self._image = image
+        self._read_id = image.stream_id
+        self._pending = []
+
+    async def _update(self, change: Callable[[ClusterImage], ClusterImage]) -> None:
+        """Replace the image with ``change(image)`` and tell the listeners, one at a time."""
+        async with self._lock:
+            old = self._image
+            image = change(old)
+            if image is old or image == old:
+                return
+            self._image = image
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
+            for listener in list(self._listeners):
+                try:
+                    outcome = listener(image)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception:
+                    log.exception("metadata listener %r failed", listener)
+
+    def _went_down(self, exc: BaseException) -> None:
+        if self.connected:
+            log.warning("metadata store unreachable, serving the last image: %s", exc)
+        self.connected = False
+        self._resync.set()
+
+    async def _resync_now(self) -> None:
+        snapshot = await self.store.snapshot()
+        old = self._image
+        self._pending = []
+        self._read_id = snapshot.stream_id
+        self._resync.clear()
+        if not self.connected:
+            log.info("metadata store reachable again; resynchronized at %s", snapshot.stream_id)
+        self.connected = True
+        if old.incarnation and snapshot.incarnation != old.incarnation:
+            log.warning(
+                "metadata store was reset (incarnation %s -> %s)",
+                old.incarnation,
+                snapshot.incarnation,
+            )
+        await self._update(lambda _old: snapshot)
+
+    async def _tail_loop(self) -> None:
+        backoff = 0.05
+        while self._running:
+            try:
+                if self._resync.is_set():
+                    await self._resync_now()
+                reply = await self.redis.xread(
+                    {self.keys.metadata_log: self._read_id},
+                    count=self.batch_size,
+                    block=self.block_ms,
+                )
+                backoff = 0.05
+                if reply:
+                    if await self._missed_trimmed_entries():
+                        continue
+                    await self._apply_reply(reply)
+            except _REDIS_DOWN as exc:
+                self._went_down(exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.max_backoff_s)
+
+    async def _missed_trimmed_entries(self) -> bool:
+        """Were entries this cache never read trimmed from the log? Then re-snapshot.
+
+        Only a cache that stopped reading for longer than ``metadata.max.retention.ms``
+        (a paused process) can fall behind the trimmed point.
+        """
+        trimmed = await self.redis.get(self.keys.metadata_log_trimmed)
+        if trimmed is None or _stream_id(self._read_id) >= _stream_id(_text(trimmed)):
+            return False
+        log.warning(
+            "metadata log was trimmed past %s (through %s); re-snapshotting",
+            self._read_id,
+            _text(trimmed),
+        )
+        self._resync.set()
+        return True
+
+    async def _apply_reply(self, reply: Any) -> None:
+        # RESP2: [[stream, [(id, fields), ...]]]; RESP3: {stream: [[(id, fields), ...]]}
+        if isinstance(reply, dict):
+            streams = list(reply.values())
+            entries = streams[0][0] if streams and streams[0] else []
+        else:
+            entries = reply[0][1]
+        completed: list[Record] = []
+        end_id = None
+        for entry_id, fields in entries:
+            self._read_id = _text(entry_id)
+            try:
+                self._pending.append(record_from_fields(fields))
+            except UnknownRecordError as exc:
+                log.warning("skipping metadata record %s: %s", self._read_id, exc)
+            if any(_text(k) == "end" for k in fields):
+                completed += self._pending
+                self._pending = []
+                end_id = self._read_id
+        if end_id is not None:
+            await self._update(lambda image: image.apply(completed, stream_id=end_id))
+
+    async def _liveness_loop(self) -> None:
+        while self._running:
+            await asyncio.sleep(self.poll_interval_s)
+            try:
+                await self._poll_liveness()
+            except _REDIS_DOWN as exc:
+                self._went_down(exc)
+
+    async def _poll_liveness(self) -> None:
+        image = self._image
+        ids = sorted(image.registrations)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.get(self.keys.controller)
+            pipe.get(self.keys.incarnation)
+            if ids:
+                pipe.mget([self.keys.broker_lease(i) for i in ids])
+            replies = await pipe.execute()
+        controller, incarnation = replies[0], replies[1]
+        leases = replies[2] if ids else []
+        if image.incarnation and (incarnation is None or _text(incarnation) != image.incarnation):
+            self._resync.set()  # wiped or replaced underneath us
+            return
+        live = [i for i, lease in zip(ids, leases, strict=True) if lease is not None]
+        lease = ControllerLease.parse(controller)
+        await self._update(lambda current: current.with_liveness(live, lease))

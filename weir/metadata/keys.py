@@ -1,0 +1,145 @@
+"""The Redis key layout: every key of a cluster lives under ``weir:{cluster_id}:``.
+
+==============================  =======  =====================================================
+key (after the prefix)          type     holds
+==============================  =======  =====================================================
+``metadata_log``                stream   change records (``type``, ``data`` JSON, ``end`` on
+                                         the last record of one atomic write)
+``metadata_log_trimmed``        string   id of the newest entry trimmed from the log
+``topics``                      hash     topic name → JSON ``{topic_id, partitions: [...]}``
+``topic_ids``                   hash     topic id → topic name
+``topic_collisions``            hash     name with '.' → '_' → topic name (Kafka's rule)
+``configs:topic:<name>``        hash     dynamic topic config overrides
+``configs:broker:<id>``         hash     dynamic per-broker config overrides
+``configs:broker:``             hash     dynamic cluster-wide broker defaults
+``config_resources``            set      ``topic:<name>`` / ``broker:<id>`` with overrides
+``brokers``                     hash     broker id → JSON registration (last known endpoint)
+``broker:<id>``                 string   live lease (JSON registration), PX TTL
+``broker_epoch``                counter  source of broker epochs (INCR)
+``controller``                  string   controller lease ``<broker_id>:<epoch>``, PX TTL
+``controller_epoch``            counter  controller epoch; every controller write checks it
+``next_producer_id``            counter  producer id allocation (INCRBY)
+``incarnation``                 string   random id of this metadata store (detects a reset)
+``housekeeping:<id>``           stream   retention/compaction commands for broker ``<id>``
+``housekeeping_reply:<cmd>``    list     the broker's JSON answer to command ``<cmd>`` (TTL)
+``scram:<mechanism>``           hash     user → JSON SCRAM credential (salt, iterations,
+                                         StoredKey, ServerKey; weir.security.credentials)
+``acls``                        set      ACL bindings, canonical JSON each (weir.security)
+``acls_version``                counter  INCR on every ACL change; brokers poll it to reload
+==============================  =======  =====================================================
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = [
+    "DEFAULT_CLUSTER_ID",
+    "DEFAULT_REDIS_URL",
+    "KeyLayout",
+    "cluster_id_from_env",
+    "redis_url_from_env",
+]
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_CLUSTER_ID = "weir"
+
+
+def redis_url_from_env() -> str:
+    return os.environ.get("WEIR_REDIS_URL", DEFAULT_REDIS_URL)
+
+
+def cluster_id_from_env() -> str:
+    return os.environ.get("WEIR_CLUSTER_ID", DEFAULT_CLUSTER_ID)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLayout:
+    """Key names of one cluster."""
+
+    cluster_id: str
+
+    @property
+    def prefix(self) -> str:
+        return f"weir:{self.cluster_id}:"
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    @property
+    def metadata_log(self) -> str:
+        return self.key("metadata_log")
+
+    @property
+    def topics(self) -> str:
+        return self.key("topics")
+
+    @property
+    def topic_ids(self) -> str:
+        return self.key("topic_ids")
+
+    @property
+    def topic_collisions(self) -> str:
+        return self.key("topic_collisions")
+
+    @property
+    def config_resources(self) -> str:
+        return self.key("config_resources")
+
+    def configs(self, resource_type: str, resource_name: str) -> str:
+        """``configs:topic:<name>``, ``configs:broker:<id>`` or ``configs:broker:``."""
+        return self.key(f"configs:{resource_type}:{resource_name}")
+
+    @property
+    def brokers(self) -> str:
+        return self.key("brokers")
+
+    def broker_lease(self, broker_id: int) -> str:
+        return self.key(f"broker:{broker_id}")
+
+    @property
+    def broker_epoch(self) -> str:
+        return self.key("broker_epoch")
+
+    @property
+    def controller(self) -> str:
+        return self.key("controller")
+
+    @property
+    def controller_epoch(self) -> str:
+        return self.key("controller_epoch")
+
+    @property
+    def next_producer_id(self) -> str:
+        return self.key("next_producer_id")
+
+    @property
+    def incarnation(self) -> str:
+        return self.key("incarnation")
+
+    @property
+    def metadata_log_trimmed(self) -> str:
+        return self.key("metadata_log_trimmed")
+
+    def housekeeping_commands(self, broker_id: int) -> str:
+        """Stream of housekeeping commands (retention, compaction) for one broker."""
+        return self.key(f"housekeeping:{broker_id}")
+
+    def housekeeping_reply(self, command_id: str) -> str:
+        """List the broker pushes its answer to ``command_id`` onto (expires)."""
+        return self.key(f"housekeeping_reply:{command_id}")
+
+    @property
+    def acls(self) -> str:
+        """Set of ACL bindings (canonical JSON), see ``weir.security.acl_store``."""
+        return self.key("acls")
+
+    @property
+    def acls_version(self) -> str:
+        """Counter bumped with every ACL change."""
+        return self.key("acls_version")
+
+    def scram_credentials(self, mechanism: str) -> str:
+        """Hash of SCRAM credentials for ``SCRAM-SHA-256`` / ``SCRAM-SHA-512``."""
+        return self.key(f"scram:{mechanism}")

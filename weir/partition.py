@@ -1,0 +1,229 @@
+"""A partition replica hosted by this broker: its log plus its role in replication.
+
+Theory of operation
+-------------------
+The ``Log`` knows offsets and files; ``Partition`` adds what replication gives meaning to:
+the leader and leader epoch, the replica set, the ISR and the high watermark (HW).
+
+* As **leader** it keeps a ``LeaderState`` (follower LEOs, HW = min LEO over the ISR). Its
+  appends assign offsets and stamp the leader epoch; followers' fetches move the HW.
+* As **follower** it appends the leader's batches unchanged and takes the HW the leader
+  reports (capped at its own LEO). Before fetching from a new leader the fetcher truncates
+  it by leader epoch (KIP-101).
+
+Consumers never read at or above the HW. Two kinds of waiters are woken here: parked
+Fetch requests and ``acks=all`` produces (the purgatory), on every LEO or HW movement; each
+waiter re-checks its own condition, so a notification is only a hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from weir.log.log import AppendResult, FileSlice, Log, LogConfig
+from weir.protocol.records import BatchHeader
+from weir.replication.isr import LeaderState
+
+__all__ = ["AppendOutcome", "Partition"]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    """Offsets of an append; ``duplicate`` when an idempotent retry was recognised."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time: int
+    duplicate: bool = False
+
+
+class Partition:
+    """One local replica of ``topic``-``index``."""
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        topic: str,
+        index: int,
+        topic_id: str,
+        log: Log,
+    ) -> None:
+        self.broker_id = broker_id
+        self.topic = topic
+        self.index = index
+        self.topic_id = topic_id
+        self.log = log
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.leader_state: LeaderState | None = None
+        # A follower learns the HW from its leader's fetch responses; until then 0 is the
+        # safe value (a replica that becomes leader re-derives the HW from the ISR's LEOs).
+        self._follower_hw = 0
+        self._waiters: set[Callable[[], None]] = set()
+        self.isr_change_pending = False
+
+    def __repr__(self) -> str:
+        role = "leader" if self.is_leader else f"follower of {self.leader_id}"
+        return f"Partition({self.topic}-{self.index}, epoch={self.leader_epoch}, {role})"
+
+    # state from metadata -----------------------------------------------------------------
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_state is not None
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        if self.leader_state is not None:
+            return self.leader_state.high_watermark
+        return min(self._follower_hw, self.log.log_end_offset)
+
+    def make_leader(
+        self,
+        *,
+        leader_epoch: int,
+        partition_epoch: int,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...],
+        now_ms: int,
+    ) -> bool:
+        """Lead at ``leader_epoch``; True when this is a new leadership (not an update)."""
+        new_term = self.leader_state is None or leader_epoch != self.leader_epoch
+        self.leader_id = self.broker_id
+        self.replicas, self.isr, self.partition_epoch = replicas, isr, partition_epoch
+        if new_term:
+            leo = self.log.log_end_offset
+            epochs = self.log.leader_epoch_cache
+            latest = epochs.latest_epoch
+            if latest is None or leader_epoch > latest:
+                epochs.assign(leader_epoch, leo)
+            self.leader_epoch = leader_epoch
+            self.leader_state = LeaderState(
+                broker_id=self.broker_id,
+                replicas=replicas,
+                isr=isr,
+                leader_epoch=leader_epoch,
+                epoch_start_offset=leo,
+                high_watermark=self.high_watermark_as_follower(),
+                now_ms=now_ms,
+            )
+            self.leader_state.maybe_advance_hw(leo)
+        else:
+            assert self.leader_state is not None
+            self.leader_state.update_replicas(replicas, now_ms=now_ms)
+            self.leader_state.update_isr(isr)
+            self.leader_state.maybe_advance_hw(self.log.log_end_offset)
+        self.isr_change_pending = False
+        self.notify()
+        return new_term
+
+    def make_follower(
+        self,
+        *,
+        leader_id: int,
+        leader_epoch: int,
+        partition_epoch: int,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...],
+    ) -> bool:
+        """Follow ``leader_id``; True when the fetcher must (re)start this partition."""
+        was_leader = self.leader_state is not None
+        if was_leader:
+            self._follower_hw = self.leader_state.high_watermark  # type: ignore[union-attr]
+        changed = was_leader or leader_id != self.leader_id or leader_epoch != self.leader_epoch
+        self.leader_state = None
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+        self.replicas, self.isr = replicas, isr
+        self.notify()
+        return changed
+
+    def high_watermark_as_follower(self) -> int:
+        return min(self._follower_hw, self.log.log_end_offset)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.log.update_config(config)
+
+    # leader path -------------------------------------------------------------------------
+    def append(self, payload: bytearray, batches: list[tuple[int, BatchHeader]]) -> AppendOutcome:
+        """Append a produce payload as leader; raises the log's errors (LogError)."""
+        result: AppendResult = self.log.append(payload, batches, leader_epoch=self.leader_epoch)
+        if result.duplicate:
+            return AppendOutcome(
+                base_offset=result.base_offset,
+                last_offset=result.last_offset,
+                log_append_time=result.log_append_time,
+                duplicate=True,
+            )
+        if self.leader_state is not None:
+            self.leader_state.maybe_advance_hw(self.log.log_end_offset)
+        self.notify()
+        return AppendOutcome(
+            base_offset=result.base_offset,
+            last_offset=result.last_offset,
+            log_append_time=result.log_append_time,
+        )
+
+    def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """A follower fetched from ``fetch_offset`` (its LEO): move the HW if it can."""
+        if self.leader_state is None:
+            return
+        if self.leader_state.on_follower_fetch(
+            replica_id,
+            fetch_offset=fetch_offset,
+            leader_leo=self.log.log_end_offset,
+            now_ms=now_ms,
+        ):
+            self.notify()
+
+    def read(self, offset: int, max_bytes: int, *, committed_only: bool = True) -> list[FileSlice]:
+        max_offset = self.high_watermark if committed_only else None
+        return self.log.read(offset, max_bytes, max_offset=max_offset)
+
+    # follower path -----------------------------------------------------------------------
+    def append_as_follower(self, payload: bytearray, leader_hw: int) -> None:
+        if payload:
+            self.log.append_as_follower(payload)
+        self.update_follower_hw(leader_hw)
+
+    def update_follower_hw(self, leader_hw: int) -> None:
+        if leader_hw >= 0:
+            self._follower_hw = min(leader_hw, self.log.log_end_offset)
+
+    def truncate_to(self, offset: int) -> None:
+        self.log.truncate_to(offset)
+        self._follower_hw = min(self._follower_hw, self.log.log_end_offset)
+
+    # waiters -----------------------------------------------------------------------------
+    def add_waiter(self, waiter: Callable[[], None]) -> None:
+        self._waiters.add(waiter)
+
+    def remove_waiter(self, waiter: Callable[[], None]) -> None:
+        self._waiters.discard(waiter)
+
+    def notify(self) -> None:
+        for waiter in list(self._waiters):
+            waiter()
+
+    # lifecycle ---------------------------------------------------------------------------
+    def delete_records_before(self, offset: int) -> int:
+        return self.log.delete_records_before(offset)
+
+    def close(self) -> None:
+        self.log.close()
+
+    def delete(self) -> None:
+        self.log.delete()

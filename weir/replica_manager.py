@@ -1,0 +1,272 @@
+"""The partitions this broker hosts, kept in step with the cluster metadata.
+
+Theory of operation
+-------------------
+The metadata image says which partitions have a replica on this broker, who leads them and
+at which leader epoch. ``reconcile`` turns that into local state: it opens (or creates) the
+log of every assigned partition, updates leadership and configs, and closes and deletes the
+logs of topics that were deleted. A partition directory that metadata does not know about is
+left alone (and logged): losing data because Redis was reset would be worse than a stray
+directory.
+
+Kafka's checkpoint files live in the data directory root: ``recovery-point-offset-checkpoint``,
+``log-start-offset-checkpoint`` and ``replication-offset-checkpoint`` (high watermarks); they
+are written periodically and on shutdown, and read at start so recovery only rescans what may
+not have reached the disk and a restarted replica knows its last HW.
+
+``cleaner-offset-checkpoint`` is Kafka's log cleaner checkpoint: per compacted partition, the
+first dirty offset (everything below it was compacted). It is written whenever a clean
+finishes or retention moves a log start (housekeeping), and read at start; an entry outside
+``[log start, LEO]`` (the log was truncated or deleted from below) counts as the log start.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from weir.log.checkpoint import read_offset_checkpoint, write_offset_checkpoint
+from weir.log.log import Log, LogConfig
+from weir.partition import Partition
+
+__all__ = ["Assignment", "ReplicaManager", "RoleChanges"]
+
+log = logging.getLogger("weir.replicas")
+
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+CLEANER_OFFSET_FILE = "cleaner-offset-checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """One partition that metadata places on this broker."""
+
+    topic: str
+    index: int
+    topic_id: str
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoleChanges:
+    """What ``reconcile`` changed: partitions to (re)start following, and to stop."""
+
+    follow: tuple[Partition, ...]
+    unfollow: tuple[tuple[str, int], ...]
+
+
+class ReplicaManager:
+    """Local partitions by (topic, index)."""
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        data_dir: Path,
+        time_ms: Callable[[], int],
+        log_config_for: Callable[[str], LogConfig],
+    ) -> None:
+        self.broker_id = broker_id
+        self.data_dir = data_dir
+        self._time_ms = time_ms
+        self._log_config_for = log_config_for
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._recovery_points = self._read_checkpoint(RECOVERY_POINT_FILE)
+        self._log_starts = self._read_checkpoint(LOG_START_FILE)
+        self._high_watermarks = self._read_checkpoint(HIGH_WATERMARK_FILE)
+        self._cleaner_offsets = self._read_checkpoint(CLEANER_OFFSET_FILE)
+
+    def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        path = self.data_dir / name
+        if not path.exists():
+            return {}
+        try:
+            return read_offset_checkpoint(path)
+        except ValueError as exc:
+            # A damaged checkpoint only costs a longer recovery: start from offset 0.
+            log.warning("ignoring %s: %s", path, exc)
+            return {}
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self._partitions.get((topic, index))
+
+    def partitions(self) -> Iterable[Partition]:
+        return self._partitions.values()
+
+    def reconcile(
+        self,
+        assignments: Iterable[Assignment],
+        live_topics: set[str],
+        now_ms: int,
+        *,
+        allow_delete: bool = True,
+    ) -> RoleChanges:
+        """Make local partitions match ``assignments``; delete logs of vanished replicas.
+
+        ``allow_delete`` is False when the metadata store itself was reset: then replicas
+        that vanished are only closed, never deleted.
+        """
+        wanted = {(a.topic, a.index): a for a in assignments}
+        follow: list[Partition] = []
+        unfollow: list[tuple[str, int]] = []
+        for key, assignment in wanted.items():
+            partition = self._partitions.get(key)
+            if partition is None:
+                partition = self._open(assignment)
+                self._partitions[key] = partition
+            if assignment.leader == self.broker_id:
+                if not partition.is_leader:
+                    unfollow.append(key)
+                partition.make_leader(
+                    leader_epoch=assignment.leader_epoch,
+                    partition_epoch=assignment.partition_epoch,
+                    replicas=assignment.replicas,
+                    isr=assignment.isr,
+                    now_ms=now_ms,
+                )
+            else:
+                if partition.make_follower(
+                    leader_id=assignment.leader,
+                    leader_epoch=assignment.leader_epoch,
+                    partition_epoch=assignment.partition_epoch,
+                    replicas=assignment.replicas,
+                    isr=assignment.isr,
+                ):
+                    unfollow.append(key)
+                    if assignment.leader >= 0:
+                        follow.append(partition)
+        for key in list(self._partitions):
+            if key in wanted:
+                continue
+            partition = self._partitions.pop(key)
+            self._cleaner_offsets.pop(key, None)
+            unfollow.append(key)
+            partition.make_follower(
+                leader_id=-1, leader_epoch=-1, partition_epoch=-1, replicas=(), isr=()
+            )
+            if not allow_delete:
+                log.warning("metadata store was reset: closing (not deleting) %s-%d", *key)
+                partition.close()
+            elif key[0] not in live_topics:
+                log.info("topic %s deleted: removing %s", key[0], partition.log.directory)
+                partition.delete()
+            else:
+                log.info("replica %s-%d moved away: removing %s", *key, partition.log.directory)
+                partition.delete()
+        return RoleChanges(follow=tuple(follow), unfollow=tuple(unfollow))
+
+    def _open(self, assignment: Assignment) -> Partition:
+        key = (assignment.topic, assignment.index)
+        directory = self.data_dir / f"{assignment.topic}-{assignment.index}"
+        topic_id_file = directory / "partition.metadata"
+        if topic_id_file.exists():
+            recorded = _read_topic_id(topic_id_file)
+            if recorded and recorded != assignment.topic_id:
+                # Same name, new topic: the old one was deleted while we were away.
+                log.info(
+                    "replacing %s (topic id %s, now %s)", directory, recorded, assignment.topic_id
+                )
+                shutil.rmtree(directory)
+        log_obj = Log.open(
+            directory,
+            config=self._log_config_for(assignment.topic),
+            time_ms=self._time_ms,
+            recovery_point=self._recovery_points.get(key, 0),
+            log_start_offset=self._log_starts.get(key, 0),
+        )
+        if not topic_id_file.exists():
+            _write_topic_id(topic_id_file, assignment.topic_id)
+        partition = Partition(
+            broker_id=self.broker_id,
+            topic=assignment.topic,
+            index=assignment.index,
+            topic_id=assignment.topic_id,
+            log=log_obj,
+        )
+        # The last HW this replica knew (Kafka's replication-offset-checkpoint): a replica
+        # elected leader after a restart serves consumers from it at once.
+        partition.update_follower_hw(self._high_watermarks.get(key, 0))
+        return partition
+
+    def update_configs(self) -> None:
+        for partition in self._partitions.values():
+            partition.update_config(self._log_config_for(partition.topic))
+
+    def checkpoint(self, *, flush: bool = False) -> None:
+        """Write the recovery-point and log-start checkpoints (flushing logs first if asked)."""
+        if flush:
+            for partition in self._partitions.values():
+                partition.log.flush()
+        recovery = {k: p.log.recovery_point for k, p in self._partitions.items()}
+        starts = {k: p.log.log_start_offset for k, p in self._partitions.items()}
+        write_offset_checkpoint(self.data_dir / RECOVERY_POINT_FILE, recovery)
+        write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
+        self.checkpoint_high_watermarks()
+
+    def checkpoint_log_starts(self) -> None:
+        """Write ``log-start-offset-checkpoint`` now (retention just moved log starts)."""
+        starts = {k: p.log.log_start_offset for k, p in self._partitions.items()}
+        write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
+
+    # log cleaner checkpoint ----------------------------------------------------------------
+    def cleaner_offset(self, partition: Partition) -> int:
+        """The first dirty offset of ``partition``: its checkpoint, or the log start when
+        there is none or it lies outside ``[log start, LEO]`` (Kafka resets it the same way)."""
+        log_obj = partition.log
+        checkpoint = self._cleaner_offsets.get((partition.topic, partition.index))
+        if checkpoint is None or not (
+            log_obj.log_start_offset <= checkpoint <= log_obj.log_end_offset
+        ):
+            return log_obj.log_start_offset
+        return checkpoint
+
+    def cleaner_checkpoint(self, topic: str, index: int) -> int | None:
+        """The raw checkpoint entry of ``topic``-``index`` (None: never cleaned)."""
+        return self._cleaner_offsets.get((topic, index))
+
+    def update_cleaner_offset(self, partition: Partition, first_dirty_offset: int) -> None:
+        """Record a finished clean and write ``cleaner-offset-checkpoint``."""
+        self._cleaner_offsets[(partition.topic, partition.index)] = first_dirty_offset
+        self.checkpoint_cleaner_offsets()
+
+    def checkpoint_cleaner_offsets(self) -> None:
+        # Only partitions still hosted here: a removed replica's entry must not resurrect
+        # as a stale dirty offset if the partition comes back.
+        offsets = {k: v for k, v in self._cleaner_offsets.items() if k in self._partitions}
+        write_offset_checkpoint(self.data_dir / CLEANER_OFFSET_FILE, offsets)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint`` (Kafka does it every 5 s)."""
+        high_watermarks = {k: p.high_watermark for k, p in self._partitions.items()}
+        write_offset_checkpoint(self.data_dir / HIGH_WATERMARK_FILE, high_watermarks)
+
+    def close(self) -> None:
+        for partition in self._partitions.values():
+            partition.close()
+        self.checkpoint()
+        self._partitions.clear()
+
+
+def _read_topic_id(path: Path) -> str | None:
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            return value.strip()
+    return None
+
+
+def _write_topic_id(path: Path, topic_id: str) -> None:
+    # Kafka's partition.metadata format (KIP-516).
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"version: 0\ntopic_id: {topic_id}\n")
+    tmp.replace(path)

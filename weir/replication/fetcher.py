@@ -1,0 +1,389 @@
+"""Follower side of replication: pull batches from each leader with Kafka's Fetch.
+
+Theory of operation
+-------------------
+One ``LeaderFetcher`` task per leader broker this broker follows, each with its own
+connection (``BrokerClient``). A partition added to a fetcher first *truncates*: it asks the
+leader, with OffsetForLeaderEpoch (KIP-101), where its latest leader epoch ends on the
+leader, and cuts its own log there, so a tail written under an old leader that the new leader
+never had does not survive. Then the fetcher loops: one Fetch (``replica_id`` = this broker,
+fetch offset = the follower's LEO) for all its partitions, long-polling on the leader; each
+partition's records are appended unchanged (offsets and epochs as the leader wrote them) and
+its HW taken from the response. The fetch offset *is* the follower's LEO report: that is how
+the leader learns it and moves the HW.
+
+Truncation follows Kafka's rules including KIP-279: when the leader answers with an older
+epoch than the one asked about (it never had our latest epoch), the follower first cuts its
+log to where *it* ended that older epoch and asks again, so several leader changes in a row
+cannot leave a divergent tail in the middle of the log.
+
+Errors are per partition: a leader that does not lead (yet) answers NOT_LEADER_OR_FOLLOWER or
+FENCED / UNKNOWN_LEADER_EPOCH; the partition is backed off for ``replica.fetch.backoff.ms``
+and retried, as Kafka's fetcher does, because the new leader may simply not have learned of
+its election yet; metadata replaces it when the leader moves elsewhere. OFFSET_OUT_OF_RANGE
+below the leader's log start restarts the follower log there. A broken connection is retried
+with a short backoff; nothing here can stop the broker.
+
+Connections go to the leader's endpoint on the inter-broker listener
+(``inter.broker.listener.name``) and are secured as that listener requires (``security``:
+TLS and/or SASL login as the broker's own user, ``weir.security.client``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+
+from weir.client import BrokerClient, BrokerClientError
+from weir.log.errors import LogError
+from weir.partition import Partition
+from weir.security.client import ClientSecurity
+
+__all__ = ["ReplicaFetcherManager"]
+
+log = logging.getLogger("weir.fetcher")
+
+FETCH_MAX_WAIT = timedelta(milliseconds=500)
+FETCH_MAX_BYTES = 64 * 1024 * 1024
+PARTITION_MAX_BYTES = 16 * 1024 * 1024
+RETRY_BACKOFF_S = 0.3
+# replica.fetch.backoff.ms: how long a partition whose leader refused it waits to retry.
+PARTITION_BACKOFF_MS = 1000
+UNDEFINED = -1
+
+
+@dataclass(slots=True)
+class _Followed:
+    partition: Partition
+    leader_epoch: int
+    truncated: bool = False
+    # Wall-clock ms before which the partition is not fetched (its leader refused it).
+    delayed_until_ms: int = 0
+    refusals: int = 0
+
+
+class LeaderFetcher:
+    """Replicates every partition this broker follows from one leader."""
+
+    def __init__(
+        self,
+        *,
+        leader_id: int,
+        broker_id: int,
+        endpoint: Callable[[int], tuple[str, int] | None],
+        time_ms: Callable[[], int],
+        security: ClientSecurity | None = None,
+    ) -> None:
+        self.leader_id = leader_id
+        self.broker_id = broker_id
+        self._endpoint = endpoint
+        self._time_ms = time_ms
+        self._security = security
+        self._client: BrokerClient | None = None
+        self.partitions: dict[tuple[str, int], _Followed] = {}
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, partition: Partition) -> None:
+        key = (partition.topic, partition.index)
+        self.partitions[key] = _Followed(partition=partition, leader_epoch=partition.leader_epoch)
+        self._changed.set()
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"fetcher-{self.leader_id}")
+
+    def remove(self, key: tuple[str, int]) -> None:
+        self.partitions.pop(key, None)
+        self._changed.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._client is not None:
+            await self._client.close()
+
+    def _connect(self) -> BrokerClient | None:
+        endpoint = self._endpoint(self.leader_id)
+        if endpoint is None:
+            return None
+        if self._client is None or (self._client.host, self._client.port) != endpoint:
+            self._client = BrokerClient(
+                endpoint[0],
+                endpoint[1],
+                client_id=f"weir-replica-{self.broker_id}",
+                security=self._security,
+            )
+        return self._client
+
+    async def _run(self) -> None:
+        while True:
+            now = self._time_ms()
+            active = [f for f in self.partitions.values() if f.delayed_until_ms <= now]
+            if not active:
+                self._changed.clear()
+                delays = [f.delayed_until_ms - now for f in self.partitions.values()]
+                timeout = min(delays) / 1000 if delays else None
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await self._changed.wait()
+                continue
+            client = self._connect()
+            if client is None:
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            try:
+                pending = [f for f in active if not f.truncated]
+                if pending:
+                    await self._truncate(client, pending)
+                now = self._time_ms()
+                ready = [f for f in active if f.truncated and f.delayed_until_ms <= now]
+                if ready:
+                    await self._fetch(client, ready)
+            except BrokerClientError as exc:
+                log.info("fetch from broker %d failed: %s", self.leader_id, exc)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("replica fetcher for leader %d failed; retrying", self.leader_id)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def _truncate(self, client: BrokerClient, pending: list[_Followed]) -> None:
+        """KIP-101: cut each log where the leader says our latest epoch ends."""
+        by_topic: dict[str, list[_Followed]] = {}
+        for followed in pending:
+            by_topic.setdefault(followed.partition.topic, []).append(followed)
+        request = OffsetForLeaderEpochRequest(
+            replica_id=self.broker_id,
+            topics=tuple(
+                OffsetForLeaderTopic(
+                    topic=topic,
+                    partitions=tuple(
+                        OffsetForLeaderPartition(
+                            partition=f.partition.index,
+                            current_leader_epoch=f.leader_epoch,
+                            leader_epoch=_latest_epoch(f.partition),
+                        )
+                        for f in items
+                    ),
+                )
+                for topic, items in by_topic.items()
+            ),
+        )
+        response = await client.request(request, timeout=10)
+        for topic_result in response.topics:
+            for result in topic_result.partitions:
+                followed = self.partitions.get((topic_result.topic, result.partition))
+                if followed is None:
+                    continue
+                partition = followed.partition
+                if result.error_code != ErrorCode.none:
+                    self._back_off(followed, ErrorCode(result.error_code))
+                    continue
+                followed.refusals = 0
+                complete = truncate_by_epoch(
+                    partition, result.leader_epoch, result.end_offset, leader_id=self.leader_id
+                )
+                followed.truncated = complete
+
+    async def _fetch(self, client: BrokerClient, ready: list[_Followed]) -> None:
+        by_topic: dict[str, list[_Followed]] = {}
+        for followed in ready:
+            by_topic.setdefault(followed.partition.topic, []).append(followed)
+        request = FetchRequest(
+            replica_id=self.broker_id,
+            max_wait=FETCH_MAX_WAIT,
+            min_bytes=1,
+            max_bytes=FETCH_MAX_BYTES,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=tuple(
+                FetchTopic(
+                    topic=topic,
+                    partitions=tuple(
+                        FetchPartition(
+                            partition=f.partition.index,
+                            current_leader_epoch=f.leader_epoch,
+                            fetch_offset=f.partition.log_end_offset,
+                            last_fetched_epoch=-1,
+                            log_start_offset=f.partition.log_start_offset,
+                            partition_max_bytes=PARTITION_MAX_BYTES,
+                        )
+                        for f in items
+                    ),
+                )
+                for topic, items in by_topic.items()
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+        response = await client.request(request, timeout=FETCH_MAX_WAIT.total_seconds() + 30)
+        if response.error_code != ErrorCode.none:
+            raise BrokerClientError(f"fetch failed: {ErrorCode(response.error_code).name}")
+        for topic_result in response.responses:
+            for data in topic_result.partitions:
+                followed = self.partitions.get((topic_result.topic, data.partition_index))
+                if followed is None or not followed.truncated:
+                    continue
+                self._apply(followed, data)
+
+    def _apply(self, followed: _Followed, data: object) -> None:
+        partition = followed.partition
+        error = ErrorCode(data.error_code)  # type: ignore[attr-defined]
+        if error == ErrorCode.offset_out_of_range:
+            leader_start = data.log_start_offset  # type: ignore[attr-defined]
+            if leader_start > partition.log_end_offset:
+                log.info(
+                    "%s-%d: behind the leader's log start %d; restarting there",
+                    partition.topic,
+                    partition.index,
+                    leader_start,
+                )
+                partition.log.truncate_fully_and_start_at(leader_start)
+            else:
+                followed.truncated = False  # diverged: truncate by epoch again
+            return
+        if error != ErrorCode.none:
+            self._back_off(followed, error)
+            return
+        followed.refusals = 0
+        records = data.records  # type: ignore[attr-defined]
+        try:
+            partition.append_as_follower(records or b"", data.high_watermark)  # type: ignore[attr-defined]
+        except LogError as exc:
+            log.error("%s-%d: follower append failed: %s", partition.topic, partition.index, exc)
+            followed.truncated = False
+            return
+        # As Kafka's followers do: adopt the leader's log start (retention, DeleteRecords), so
+        # whole segments below it go here too without waiting for the next retention run.
+        leader_start = data.log_start_offset  # type: ignore[attr-defined]
+        if partition.log_start_offset < leader_start <= partition.log_end_offset:
+            partition.delete_records_before(leader_start)
+
+    def _back_off(self, followed: _Followed, error: ErrorCode) -> None:
+        """Retry this partition after ``PARTITION_BACKOFF_MS``: its leader refused it."""
+        followed.refusals += 1
+        level = logging.INFO if followed.refusals == 1 else logging.DEBUG
+        log.log(
+            level,
+            "%s-%d: leader %d answered %s; retrying in %d ms",
+            followed.partition.topic,
+            followed.partition.index,
+            self.leader_id,
+            error.name,
+            PARTITION_BACKOFF_MS,
+        )
+        followed.delayed_until_ms = self._time_ms() + PARTITION_BACKOFF_MS
+        if error in (ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch):
+            followed.truncated = False  # the epochs moved: ask where ours ends again
+
+
+def truncate_by_epoch(
+    partition: Partition, leader_epoch: int, end_offset: int, *, leader_id: int
+) -> bool:
+    """Apply one OffsetForLeaderEpoch answer; True when truncation is complete."""
+    offset, complete = _truncation_point(partition, leader_epoch, end_offset)
+    if offset < partition.log_end_offset:
+        log.info(
+            "%s-%d: truncating from %d to %d (leader %d: epoch %d ends at %d)",
+            partition.topic,
+            partition.index,
+            partition.log_end_offset,
+            offset,
+            leader_id,
+            leader_epoch,
+            end_offset,
+        )
+        partition.truncate_to(offset)
+    elif not complete:
+        # Nothing to cut but epochs the leader never had, started at our LEO: drop them so
+        # the next round asks about an older epoch instead of the same one forever.
+        partition.log.leader_epoch_cache.truncate_from_end(offset)
+    return complete
+
+
+def _truncation_point(partition: Partition, leader_epoch: int, end_offset: int) -> tuple[int, bool]:
+    """Where to cut the follower's log after OffsetForLeaderEpoch, and whether that is final.
+
+    Kafka's rules: a follower without epochs, or a leader that knows none of ours, falls back
+    to the high watermark (committed data is never cut). When the leader answers with an epoch
+    the follower also has, cut at the smaller of both ends of that epoch. When the follower
+    does not have the leader's epoch (KIP-279), cut where the follower's largest epoch below it
+    ends and ask again with the now latest epoch.
+    """
+    leo = partition.log_end_offset
+    if _latest_epoch(partition) == UNDEFINED:
+        return leo, True
+    if leader_epoch == UNDEFINED or end_offset == UNDEFINED:
+        return min(partition.high_watermark, leo), True
+    own_epoch, own_end = partition.log.leader_epoch_cache.end_offset_for(leader_epoch, leo)
+    if own_end == UNDEFINED:
+        return min(partition.high_watermark, leo), True
+    if own_epoch != leader_epoch:
+        return min(own_end, leo), False
+    return min(own_end, end_offset, leo), True
+
+
+def _latest_epoch(partition: Partition) -> int:
+    epoch = partition.log.leader_epoch_cache.latest_epoch
+    return -1 if epoch is None else epoch
+
+
+class ReplicaFetcherManager:
+    """The set of LeaderFetchers of this broker, following metadata's role changes."""
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        endpoint: Callable[[int], tuple[str, int] | None],
+        time_ms: Callable[[], int],
+        security: ClientSecurity | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self._endpoint = endpoint
+        self._time_ms = time_ms
+        self._security = security
+        self._fetchers: dict[int, LeaderFetcher] = {}
+
+    def follow(self, partition: Partition) -> None:
+        """(Re)start replicating ``partition`` from its current leader."""
+        self.unfollow((partition.topic, partition.index))
+        fetcher = self._fetchers.get(partition.leader_id)
+        if fetcher is None:
+            fetcher = LeaderFetcher(
+                leader_id=partition.leader_id,
+                broker_id=self.broker_id,
+                endpoint=self._endpoint,
+                time_ms=self._time_ms,
+                security=self._security,
+            )
+            self._fetchers[partition.leader_id] = fetcher
+        fetcher.add(partition)
+
+    def unfollow(self, key: tuple[str, int]) -> None:
+        for fetcher in self._fetchers.values():
+            fetcher.remove(key)
+
+    def is_following(self, key: tuple[str, int]) -> bool:
+        return any(key in f.partitions for f in self._fetchers.values())
+
+    async def stop(self) -> None:
+        for fetcher in self._fetchers.values():
+            await fetcher.stop()
+        self._fetchers.clear()
