@@ -1,16 +1,31 @@
-"""The broker process: wires the listener, the local replicas and the metadata together.
+"""The broker process: builds its parts, starts them in order and stops them in reverse.
 
 Theory of operation
 -------------------
-Start-up: connect to Redis, register (every listener's advertised endpoint) with an expiring
-lease and a fresh broker epoch, load
-the metadata image and tail the metadata log, open the local logs of every partition placed
-here (recovering them), then open the Kafka listener. A background task competes for the
-controller lease; while this broker holds it, it is the one that creates and deletes topics.
+``Broker`` does no work of its own; each concern is a part in its own module, given only
+what it needs (the metadata store, the replica manager, a config getter, a clock):
 
-The image in the metadata cache is the broker's view of the cluster; handlers read it through
-small views (``TopicView``, ``BrokerEndpoint``) so they never touch Redis. When Redis is
-away the data plane keeps serving with the last image it has.
+* ``MetadataView`` (weir.metadata_view): the read side of the cluster image -- topic views,
+  live brokers, the controller id, effective broker and topic configs, listener endpoints.
+* ``ReplicaManager`` and ``ReplicaFetcherManager``: the local logs and the follower side.
+* ``ControllerLease`` (the controller lease and metadata-log trimming) and ``Controller``
+  (the controller's decisions while the lease is held).
+* ``ControllerChannel``: requests to the controller (forwarded admin requests, topic
+  auto-creation, config changes, AlterPartition).
+* ``IsrManager`` and ``ReplicationThrottle`` (weir.replication): the leader side of
+  replication.
+* ``TopicAdmin``, ``GroupCoordinator``, the ACL cache and the SCRAM credential store.
+* ``StatePublisher`` and ``Checkpointer``: periodic state for the control plane and the disk.
+
+Handlers get the parts their signatures name (``weir.handlers.registry``), never the broker.
+
+Start-up: register (every listener's advertised endpoint) with an expiring lease and a fresh
+broker epoch, load the metadata image and tail the metadata log, open the local logs of every
+partition placed here (recovering them), then open the Kafka listener. A background task
+competes for the controller lease; while this broker holds it, it is the one that creates and
+deletes topics. On each new image the view is rebuilt first, then local replicas and fetchers
+follow it, then the parts that react to it; waiters wake last. When Redis is away the data
+plane keeps serving with the last image it has.
 
 Listeners: the first one is the primary (any security protocol); answers on each listener
 name the brokers by their endpoints on that listener (``endpoint_rewriter``). Brokers reach
@@ -30,19 +45,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-from kio.schema.errors import ErrorCode
 
 from weir.checkpointer import Checkpointer
-from weir.config import BrokerConfig, InvalidConfigError
+from weir.config import BrokerConfig, InvalidConfigError, TopicConfig
 from weir.controller import Controller
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
+from weir.credential_store import ScramCredentialStore
 from weir.group_admin import serve_group_commands
 from weir.group_coordinator import GroupCoordinator
 from weir.handlers import registry
@@ -57,7 +73,6 @@ from weir.replica_manager import ReplicaManager
 from weir.replication.fetcher import ReplicaFetcherManager
 from weir.replication.isr_manager import IsrManager
 from weir.replication.throttle import ReplicationThrottle
-from weir.security.acl import AclOperation, Authorizer, ResourceType
 from weir.security.acl_store import AclCache, build_authorizer
 from weir.security.client import inter_broker_security
 from weir.security.listeners import (
@@ -69,6 +84,7 @@ from weir.security.listeners import (
 from weir.security.tls import TLS_PROTOCOLS, server_ssl_context, tls_config
 from weir.server import KafkaServer
 from weir.state_publisher import StatePublisher
+from weir.topic_admin import TopicAdmin
 
 __all__ = ["Broker", "BrokerEndpoint", "BrokerSettings", "PartitionView", "TopicView"]
 
@@ -106,6 +122,17 @@ class BrokerSettings:
     extra_listeners: tuple[ListenerSpec, ...] = ()
     # The primary listener's name and protocol (None: PLAINTEXT on ``listen``).
     primary_listener: ListenerSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HousekeepingParts:
+    """What ``weir.housekeeping.HousekeepingServer`` reads of its broker, and no more."""
+
+    broker_id: int
+    cluster_id: str
+    replicas: ReplicaManager
+    time_ms: Callable[[], int]
+    topic_config: Callable[[str], TopicConfig]
 
 
 class Broker:
@@ -212,7 +239,15 @@ class Broker:
             time_ms=wall_clock_ms,
         )
         self.checkpointer = Checkpointer(self.replicas)
-        self.groups = GroupCoordinator(self)
+        self.admin = TopicAdmin(
+            view=self.view, store=self.store, lease=self.lease, channel=self.channel
+        )
+        self.groups = GroupCoordinator(
+            view=self.view,
+            replicas=self.replicas,
+            create_topic=self.admin.auto_create_topic,
+            time_ms=wall_clock_ms,
+        )
         self.fetchers = ReplicaFetcherManager(
             broker_id=settings.broker_id,
             endpoint=self.view.endpoint_of,
@@ -222,8 +257,22 @@ class Broker:
         self.fenced = asyncio.Event()
         # ACLs: every broker keeps them current; checks happen only with an authorizer.
         self.acls = AclCache(cluster_id=settings.cluster_id)
-        self.authorizer: Authorizer | None = build_authorizer(config, self.acls)
-        self.handlers, self.supported_versions = registry(self)
+        self.handlers, self.supported_versions = registry(
+            metadata=self.view,
+            replicas=self.replicas,
+            authorizer=build_authorizer(config, self.acls),
+            groups=self.groups,
+            lease=self.lease,
+            controller=self.controller,
+            channel=self.channel,
+            admin=self.admin,
+            isr=self.isr,
+            throttle=self.throttle,
+            acls=self.acls,
+            credentials=ScramCredentialStore(self.redis, cluster_id=settings.cluster_id),
+            allocate_producer_id=self.store.allocate_producer_id,
+            time_ms=wall_clock_ms,
+        )
         self.server = self._listener_server(primary)
         # Secondary listeners (e.g. SASL_SSL): name → (server, advertised endpoint).
         self.extra_servers: dict[str, tuple[KafkaServer, list[tuple[str, int]]]] = {
@@ -297,7 +346,14 @@ class Broker:
             "group-commands",
         )
         # Retention and compaction commands from the control plane (Celery).
-        self._spawn(HousekeepingServer(self, self.redis).serve(), "housekeeping")
+        housekeeping = HousekeepingParts(
+            broker_id=self.broker_id,
+            cluster_id=self.cluster_id,
+            replicas=self.replicas,
+            time_ms=self.time_ms,
+            topic_config=self.view.topic_config,
+        )
+        self._spawn(HousekeepingServer(housekeeping, self.redis).serve(), "housekeeping")
         self.controller.start()
         await self.server.start_serving()
         for extra, advertised in self.extra_servers.values():
@@ -374,93 +430,3 @@ class Broker:
             _, advertised = self.extra_servers[spec.name]
             endpoints.append(ListenerEndpoint(spec.name, *advertised[0], spec.protocol))
         return tuple(endpoints)
-
-    # --- temporary: what handlers still read through the broker (removed in the next step)
-    @property
-    def config(self) -> BrokerConfig:
-        return self.view.config
-
-    @property
-    def controller_epoch(self) -> int | None:
-        return self.lease.epoch
-
-    @property
-    def is_controller(self) -> bool:
-        return self.lease.is_controller
-
-    @property
-    def auto_create_topics(self) -> bool:
-        return self.view.auto_create_topics
-
-    def authorize(self, ctx: object, op: AclOperation, rtype: ResourceType, name: str) -> bool:
-        if self.authorizer is None:
-            return True
-        return self.authorizer.authorize_connection(ctx, op, rtype, name)
-
-    def leader_error(self, topic: str, index: int) -> ErrorCode:
-        return self.view.leader_error(topic, index, self.replicas.get(topic, index))
-
-    def maybe_expand_isr(self, partition: Any) -> None:
-        self.isr.maybe_expand(partition)
-
-    def replication_throttled(self, topic: str, index: int, replica_id: int) -> bool:
-        return self.throttle.throttled(topic, index, replica_id)
-
-    def replication_quota_remaining(self) -> int:
-        return self.throttle.remaining()
-
-    def record_replication_bytes(self, size: int) -> None:
-        self.throttle.record(size)
-
-    def in_sync_replica_count(self, topic: str, index: int) -> int:
-        local = self.replicas.get(topic, index)
-        return 0 if local is None else len(local.isr)
-
-    async def allocate_producer_id(self) -> int:
-        return await self.store.allocate_producer_id()
-
-    async def forward_to_controller(self, body: Any, timeout_s: float) -> Any | None:
-        return await self.channel.forward(body, timeout_s)
-
-    async def forward_config_change(self, resource_type: int, resource_name: str, changes: Any):
-        return await self.channel.alter_configs(resource_type, resource_name, changes)
-
-    def __getattr__(self, name: str) -> Any:
-        # topic_views, topic_config, live_brokers, wait_for_metadata, ... on the view.
-        if name in {"settings", "view"}:
-            raise AttributeError(name)
-        return getattr(self.view, name)
-
-    async def auto_create_topic(
-        self,
-        name: str,
-        *,
-        num_partitions: int = -1,
-        replication_factor: int = -1,
-        configs: dict[str, str] | None = None,
-    ) -> tuple[ErrorCode, TopicView | None]:
-        from weir import topic_admin as admin
-
-        if self.lease.is_controller:
-            outcome = await admin.create_topic(
-                self,
-                name=name,
-                num_partitions=num_partitions,
-                replication_factor=replication_factor,
-                assignments={},
-                configs=dict(configs or {}),
-                validate_only=False,
-                timeout_ms=5000,
-            )
-            error = outcome.error
-        else:
-            error = await self.channel.create_topic(
-                name, num_partitions, replication_factor, configs or {}
-            )
-        if error not in (ErrorCode.none, ErrorCode.topic_already_exists):
-            return error, None
-        await self.view.wait_for_metadata(lambda: name in self.view.topic_views(), 5.0)
-        view = self.view.topic_views().get(name)
-        if view is None:
-            return ErrorCode.leader_not_available, None
-        return ErrorCode.none, view
