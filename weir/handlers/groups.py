@@ -149,7 +149,6 @@ async def handle_join_group(
     body = request.body
     version = request.api_version
     types = response_types(JOIN_GROUP_KEY, version)
-    coordinator = groups
 
     def reply(error: ErrorCode, **fields: Any) -> Any:
         return make(
@@ -168,14 +167,14 @@ async def handle_join_group(
     if not _may(access, ctx, AclOperation.READ, body.group_id):
         return reply(ErrorCode.group_authorization_failed)
     try:
-        shard = coordinator.shard_for(body.group_id)
+        shard = groups.shard_for(body.group_id)
     except CoordinatorError as exc:
         return reply(exc.error)
     group = shard.groups.get(body.group_id)
     if group is None:
         if body.member_id:
             return reply(ErrorCode.unknown_member_id)
-        group = coordinator.new_group(shard, body.group_id)
+        group = groups.new_group(shard, body.group_id)
     session_ms = _ms(body.session_timeout)
     rebalance = getattr(body, "rebalance_timeout", None)
     outcome = group.join(
@@ -190,7 +189,7 @@ async def handle_join_group(
         api_version=version,
         now_ms=time_ms(),
     )
-    response = await _settle(coordinator, shard, group, outcome)
+    response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
         return reply(response)
     _forget_if_unused(shard, group)
@@ -218,7 +217,7 @@ async def handle_join_group(
     )
 
 
-async def _settle(coordinator: Any, shard: Shard, group: Group, outcome: Any) -> Any:
+async def _settle(coordinator: GroupCoordinator, shard: Shard, group: Group, outcome: Any) -> Any:
     """Process an outcome's completions; wait for a parked request's own answer."""
     reply = outcome.reply
     future = coordinator.park(shard, group, reply.ticket) if isinstance(reply, Pending) else None
@@ -254,7 +253,6 @@ async def handle_sync_group(
 ) -> Any:
     body = request.body
     version = request.api_version
-    coordinator = groups
 
     def reply(error: ErrorCode, assignment: bytes = b"", **fields: Any) -> Any:
         return make(
@@ -269,7 +267,7 @@ async def handle_sync_group(
     if not _may(access, ctx, AclOperation.READ, body.group_id):
         return reply(ErrorCode.group_authorization_failed)
     try:
-        shard = coordinator.shard_for(body.group_id)
+        shard = groups.shard_for(body.group_id)
     except CoordinatorError as exc:
         return reply(exc.error)
     group = shard.groups.get(body.group_id)
@@ -284,7 +282,7 @@ async def handle_sync_group(
         assignments={a.member_id: a.assignment for a in body.assignments},
         now_ms=time_ms(),
     )
-    response = await _settle(coordinator, shard, group, outcome)
+    response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
         return reply(response)
     return reply(

@@ -101,8 +101,7 @@ async def _commit(
     commits: list[PartitionCommit],
     errors: dict[tuple[str, int], ErrorCode],
 ) -> None:
-    coordinator = groups
-    shard = coordinator.shard_for(body.group_id)
+    shard = groups.shard_for(body.group_id)
     group = shard.groups.get(body.group_id)
     generation = body.generation_id_or_member_epoch
     retention = getattr(body, "retention_time", None)
@@ -124,14 +123,14 @@ async def _commit(
     for result in outcome.partitions:
         if result.error is not ErrorCode.none:
             errors[(result.topic, result.partition)] = result.error
-    error = await coordinator.commit_offsets(shard, outcome.records)
+    error = await groups.commit_offsets(shard, outcome.records)
     if error is not ErrorCode.none:
         for record in outcome.records:
             errors[(record.topic, record.partition)] = error
     elif outcome.records and group is None and body.group_id not in shard.groups:
         # A simple (generation -1) commit to an unknown group: Kafka keeps an Empty group
         # so ListGroups and DescribeGroups show it.
-        coordinator.new_group(shard, body.group_id)
+        groups.new_group(shard, body.group_id)
 
 
 # OffsetFetch ----------------------------------------------------------------------------------
@@ -287,9 +286,8 @@ async def handle_offset_delete(
             else (),
         )
 
-    coordinator = groups
     try:
-        shard = coordinator.shard_for(body.group_id)
+        shard = groups.shard_for(body.group_id)
     except CoordinatorError as exc:
         return reply(exc.error, {})
     outcome = shard.offsets.delete(
@@ -298,7 +296,7 @@ async def handle_offset_delete(
     if outcome.error is not ErrorCode.none:
         return reply(outcome.error, {})
     results = {(r.topic, r.partition): r.error for r in outcome.partitions}
-    error = await coordinator.commit_offsets(shard, outcome.records)
+    error = await groups.commit_offsets(shard, outcome.records)
     if error is not ErrorCode.none:
         return reply(error, {})
     return reply(ErrorCode.none, results)
