@@ -171,13 +171,6 @@ class Broker:
         self.store = MetadataStore(self.redis, cluster_id=settings.cluster_id)
         self.metadata = MetadataCache(self.redis, cluster_id=settings.cluster_id)
         self.registration: BrokerRegistration | None = None
-        self.lease = ControllerLease(
-            store=self.store,
-            broker_id=settings.broker_id,
-            config=lambda: self.view.config,
-            monotonic=time.monotonic,
-            wall_ms=wall_clock_ms,
-        )
         self.view = MetadataView(
             broker_id=settings.broker_id,
             cluster_id=settings.cluster_id,
@@ -186,6 +179,18 @@ class Broker:
             own_endpoints=self.advertised_endpoints,
             is_controller=lambda: self.lease.is_controller,
             fresh_brokers=partial(live_brokers, self.redis, cluster_id=settings.cluster_id),
+        )
+
+        def current_config() -> BrokerConfig:
+            # Dynamic configs change with each metadata image: parts read the current one.
+            return self.view.config
+
+        self.lease = ControllerLease(
+            store=self.store,
+            broker_id=settings.broker_id,
+            config=current_config,
+            monotonic=time.monotonic,
+            wall_ms=wall_clock_ms,
         )
         self.replicas = ReplicaManager(
             broker_id=settings.broker_id,
@@ -216,7 +221,7 @@ class Broker:
         self.isr = IsrManager(
             broker_id=settings.broker_id,
             replicas=self.replicas,
-            config=lambda: self.view.config,
+            config=current_config,
             time_ms=wall_clock_ms,
             lease=self.lease,
             controller=self.controller,
@@ -226,7 +231,7 @@ class Broker:
             broker_id=settings.broker_id,
             replicas=self.replicas,
             topic_config=self.view.topic_config,
-            config=lambda: self.view.config,
+            config=current_config,
             now_s=time.monotonic,
         )
         self.publisher = StatePublisher(
@@ -235,7 +240,7 @@ class Broker:
             broker_id=settings.broker_id,
             replicas=self.replicas,
             metrics=self.metrics,
-            config=lambda: self.view.config,
+            config=current_config,
             time_ms=wall_clock_ms,
         )
         self.checkpointer = Checkpointer(self.replicas)
