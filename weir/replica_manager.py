@@ -100,6 +100,11 @@ class ReplicaManager:
     def get(self, topic: str, index: int) -> Partition | None:
         return self._partitions.get((topic, index))
 
+    def in_sync_replica_count(self, topic: str, index: int) -> int:
+        """The size of the ISR of a local replica (0 when there is none here)."""
+        local = self._partitions.get((topic, index))
+        return 0 if local is None else len(local.isr)
+
     def partitions(self) -> Iterable[Partition]:
         return self._partitions.values()
 

@@ -5,6 +5,10 @@ partition count, replication factor (never above the live brokers), manual assig
 configs. The write itself is one fenced metadata-log append (``MetadataStore``); the call
 then waits, up to the request's timeout, until this broker's own image shows the change, so
 a client that reads Metadata right after sees its topic.
+
+``TopicAdmin`` takes the parts it needs -- the metadata view, the metadata store, the
+controller lease (writes carry its epoch) and the controller channel (a broker that is not
+the controller forwards config changes and auto-creations) -- never the broker.
 """
 
 from __future__ import annotations
@@ -28,7 +32,10 @@ from weir.metadata.placement import assign_new_partitions, assign_replicas
 from weir.topic_names import InvalidTopicName, collides, validate_topic_name
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.controller_channel import ControllerChannel
+    from weir.controller_lease import ControllerLease
+    from weir.metadata.store import MetadataStore
+    from weir.metadata_view import MetadataView, TopicView
 
 log = logging.getLogger("weir.admin")
 
@@ -67,106 +74,6 @@ def _fail(error: ErrorCode, message: str) -> TopicOutcome:
     return TopicOutcome(error=error, message=message)
 
 
-async def create_topic(
-    broker: Broker,
-    *,
-    name: str,
-    num_partitions: int,
-    replication_factor: int,
-    assignments: dict[int, list[int]],
-    configs: dict[str, str | None],
-    validate_only: bool,
-    timeout_ms: int,
-) -> TopicOutcome:
-    """Validate and create one topic (the caller checked that this broker is controller)."""
-    try:
-        validate_topic_name(name)
-    except InvalidTopicName as exc:
-        return _fail(ErrorCode.invalid_topic_exception, str(exc))
-    existing = broker.topic_views()
-    if name in existing:
-        return _fail(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-    for other in existing:
-        if collides(name, other):
-            return _fail(
-                ErrorCode.invalid_topic_exception,
-                f"Topic '{name}' collides with existing topic: {other}",
-            )
-    live = await broker.fresh_live_brokers()
-    if assignments:
-        if num_partitions != -1 or replication_factor != -1:
-            return _fail(
-                ErrorCode.invalid_request,
-                "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                "Both cannot be used at the same time.",
-            )
-        error = _check_assignments(assignments, {b.broker_id for b in live})
-        if error:
-            return _fail(ErrorCode.invalid_replica_assignment, error)
-        placement = [assignments[i] for i in range(len(assignments))]
-    else:
-        if num_partitions == -1:
-            num_partitions = int(broker.config.get("num.partitions"))
-        if replication_factor == -1:
-            replication_factor = int(broker.config.get("default.replication.factor"))
-        if num_partitions < 1:
-            return _fail(
-                ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
-            )
-        if replication_factor < 1:
-            return _fail(
-                ErrorCode.invalid_replication_factor,
-                "Replication factor must be larger than 0.",
-            )
-        if replication_factor > len(live):
-            return _fail(
-                ErrorCode.invalid_replication_factor,
-                f"Replication factor: {replication_factor} larger than available brokers: "
-                f"{len(live)}.",
-            )
-        placement = assign_replicas(
-            partitions=num_partitions,
-            replication_factor=replication_factor,
-            brokers=[(b.broker_id, b.rack) for b in live],
-        )
-    try:
-        clean_configs = validate_topic_configs(configs, broker=broker.config)
-    except InvalidConfigError as exc:
-        return _fail(ErrorCode(exc.error_code), exc.message)
-    described = tuple(describe_topic_config(broker.config, clean_configs, keys=None))
-    if validate_only:
-        return TopicOutcome(
-            error=ErrorCode.none,
-            name=name,
-            num_partitions=len(placement),
-            replication_factor=len(placement[0]),
-            configs=described,
-        )
-    assert broker.store is not None and broker.controller_epoch is not None
-    try:
-        topic_id = await broker.store.create_topic(
-            controller_epoch=broker.controller_epoch,
-            name=name,
-            assignments=placement,
-            configs=clean_configs,
-            live_brokers=[b.broker_id for b in live],
-        )
-    except MetadataError as exc:
-        return _fail(ErrorCode(exc.error_code), str(exc))
-    await broker.wait_for_metadata(lambda: name in broker.topic_views(), timeout_ms / 1000)
-    log.info(
-        "created topic %s with %d partitions x %d replicas", name, len(placement), len(placement[0])
-    )
-    return TopicOutcome(
-        error=ErrorCode.none,
-        name=name,
-        topic_id=uuid.UUID(str(topic_id)),
-        num_partitions=len(placement),
-        replication_factor=len(placement[0]),
-        configs=described,
-    )
-
-
 def _check_assignments(assignments: dict[int, list[int]], live: set[int]) -> str | None:
     if sorted(assignments) != list(range(len(assignments))):
         return "Partitions should be a consecutive 0-based integer sequence"
@@ -184,219 +91,387 @@ def _check_assignments(assignments: dict[int, list[int]], live: set[int]) -> str
     return None
 
 
-async def delete_topic(
-    broker: Broker, *, name: str | None, topic_id: uuid.UUID | None, timeout_ms: int
-) -> TopicOutcome:
-    views = broker.topic_views()
-    view = views.get(name) if name else None
-    if view is None and topic_id is not None and topic_id != _NULL_UUID:
-        view = broker.topic_view_by_id(topic_id)
-        if view is None:
-            return TopicOutcome(ErrorCode.unknown_topic_id, "Topic id not found", name=name)
-    if view is None:
-        return TopicOutcome(
-            ErrorCode.unknown_topic_or_partition,
-            "This server does not host this topic-partition.",
-            name=name,
-        )
-    if not broker.config.get("delete.topic.enable"):
-        return TopicOutcome(
-            ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.", name=view.name
-        )
-    assert broker.store is not None and broker.controller_epoch is not None
-    try:
-        await broker.store.delete_topic(
-            controller_epoch=broker.controller_epoch, name=view.name, topic_id=view.topic_id
-        )
-    except MetadataError as exc:
-        return TopicOutcome(ErrorCode(exc.error_code), str(exc), name=view.name)
-    await broker.wait_for_metadata(lambda: view.name not in broker.topic_views(), timeout_ms / 1000)
-    log.info("deleted topic %s", view.name)
-    return TopicOutcome(ErrorCode.none, None, name=view.name, topic_id=view.topic_id)
+class TopicAdmin:
+    """Topic and config changes, as the admin APIs, auto-creation and the group
+    coordinator ask for them; metadata writes only while this broker holds the controller
+    lease (config changes are forwarded to the controller otherwise)."""
 
+    def __init__(
+        self,
+        *,
+        view: MetadataView,
+        store: MetadataStore,
+        lease: ControllerLease,
+        channel: ControllerChannel,
+    ) -> None:
+        self._view = view
+        self._store = store
+        self._lease = lease
+        self._channel = channel
 
-async def create_partitions(
-    broker: Broker,
-    *,
-    name: str,
-    count: int,
-    assignments: list[list[int]] | None,
-    validate_only: bool,
-    timeout_ms: int,
-) -> TopicOutcome:
-    view = broker.topic_views().get(name)
-    if view is None:
-        return _fail(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
-    current = len(view.partitions)
-    if count == current:
-        return _fail(ErrorCode.invalid_partitions, f"Topic already has {current} partition(s).")
-    if count < current:
-        return _fail(
-            ErrorCode.invalid_partitions,
-            f"The topic {name} currently has {current} partition(s); {count} would not be an "
-            "increase.",
-        )
-    adding = count - current
-    replication_factor = len(view.partitions[0].replicas)
-    live = await broker.fresh_live_brokers()
-    if assignments is not None:
-        if len(assignments) != adding:
-            return _fail(
-                ErrorCode.invalid_replica_assignment,
-                f"Increasing the number of partitions by {adding} but {len(assignments)} "
-                "assignments provided.",
+    async def auto_create_topic(
+        self,
+        name: str,
+        *,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, str] | None = None,
+    ) -> tuple[ErrorCode, TopicView | None]:
+        """Create ``name`` (broker defaults unless given): Metadata auto-creation, and the
+        internal ``__consumer_offsets`` on first FindCoordinator.
+
+        The controller creates it; any other broker asks the controller with CreateTopics,
+        as Kafka's AutoTopicCreationManager does.
+        """
+        if self._lease.is_controller:
+            outcome = await self.create_topic(
+                name=name,
+                num_partitions=num_partitions,
+                replication_factor=replication_factor,
+                assignments={},
+                configs=dict(configs or {}),
+                validate_only=False,
+                timeout_ms=5000,
             )
-        numbered = {current + i: a for i, a in enumerate(assignments)}
-        for index, replicas in numbered.items():
-            if len(replicas) != replication_factor:
+            error = outcome.error
+        else:
+            error = await self._channel.create_topic(
+                name, num_partitions, replication_factor, configs or {}
+            )
+        if error not in (ErrorCode.none, ErrorCode.topic_already_exists):
+            return error, None
+        await self._view.wait_for_metadata(lambda: name in self._view.topic_views(), 5.0)
+        view = self._view.topic_views().get(name)
+        if view is None:
+            return ErrorCode.leader_not_available, None
+        return ErrorCode.none, view
+
+    async def create_topic(
+        self,
+        *,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        assignments: dict[int, list[int]],
+        configs: dict[str, str | None],
+        validate_only: bool,
+        timeout_ms: int,
+    ) -> TopicOutcome:
+        """Validate and create one topic (the caller checked that this broker is controller)."""
+        try:
+            validate_topic_name(name)
+        except InvalidTopicName as exc:
+            return _fail(ErrorCode.invalid_topic_exception, str(exc))
+        existing = self._view.topic_views()
+        if name in existing:
+            return _fail(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        for other in existing:
+            if collides(name, other):
+                return _fail(
+                    ErrorCode.invalid_topic_exception,
+                    f"Topic '{name}' collides with existing topic: {other}",
+                )
+        live = await self._view.fresh_live_brokers()
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                return _fail(
+                    ErrorCode.invalid_request,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time.",
+                )
+            error = _check_assignments(assignments, {b.broker_id for b in live})
+            if error:
+                return _fail(ErrorCode.invalid_replica_assignment, error)
+            placement = [assignments[i] for i in range(len(assignments))]
+        else:
+            if num_partitions == -1:
+                num_partitions = int(self._view.config.get("num.partitions"))
+            if replication_factor == -1:
+                replication_factor = int(self._view.config.get("default.replication.factor"))
+            if num_partitions < 1:
+                return _fail(
+                    ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
+                )
+            if replication_factor < 1:
+                return _fail(
+                    ErrorCode.invalid_replication_factor,
+                    "Replication factor must be larger than 0.",
+                )
+            if replication_factor > len(live):
+                return _fail(
+                    ErrorCode.invalid_replication_factor,
+                    f"Replication factor: {replication_factor} larger than available brokers: "
+                    f"{len(live)}.",
+                )
+            placement = assign_replicas(
+                partitions=num_partitions,
+                replication_factor=replication_factor,
+                brokers=[(b.broker_id, b.rack) for b in live],
+            )
+        try:
+            clean_configs = validate_topic_configs(configs, broker=self._view.config)
+        except InvalidConfigError as exc:
+            return _fail(ErrorCode(exc.error_code), exc.message)
+        described = tuple(describe_topic_config(self._view.config, clean_configs, keys=None))
+        if validate_only:
+            return TopicOutcome(
+                error=ErrorCode.none,
+                name=name,
+                num_partitions=len(placement),
+                replication_factor=len(placement[0]),
+                configs=described,
+            )
+        assert self._store is not None and self._lease.epoch is not None
+        try:
+            topic_id = await self._store.create_topic(
+                controller_epoch=self._lease.epoch,
+                name=name,
+                assignments=placement,
+                configs=clean_configs,
+                live_brokers=[b.broker_id for b in live],
+            )
+        except MetadataError as exc:
+            return _fail(ErrorCode(exc.error_code), str(exc))
+        await self._view.wait_for_metadata(
+            lambda: name in self._view.topic_views(), timeout_ms / 1000
+        )
+        log.info(
+            "created topic %s with %d partitions x %d replicas",
+            name,
+            len(placement),
+            len(placement[0]),
+        )
+        return TopicOutcome(
+            error=ErrorCode.none,
+            name=name,
+            topic_id=uuid.UUID(str(topic_id)),
+            num_partitions=len(placement),
+            replication_factor=len(placement[0]),
+            configs=described,
+        )
+
+    async def delete_topic(
+        self, *, name: str | None, topic_id: uuid.UUID | None, timeout_ms: int
+    ) -> TopicOutcome:
+        views = self._view.topic_views()
+        view = views.get(name) if name else None
+        if view is None and topic_id is not None and topic_id != _NULL_UUID:
+            view = self._view.topic_view_by_id(topic_id)
+            if view is None:
+                return TopicOutcome(ErrorCode.unknown_topic_id, "Topic id not found", name=name)
+        if view is None:
+            return TopicOutcome(
+                ErrorCode.unknown_topic_or_partition,
+                "This server does not host this topic-partition.",
+                name=name,
+            )
+        if not self._view.config.get("delete.topic.enable"):
+            return TopicOutcome(
+                ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.", name=view.name
+            )
+        assert self._store is not None and self._lease.epoch is not None
+        try:
+            await self._store.delete_topic(
+                controller_epoch=self._lease.epoch, name=view.name, topic_id=view.topic_id
+            )
+        except MetadataError as exc:
+            return TopicOutcome(ErrorCode(exc.error_code), str(exc), name=view.name)
+        await self._view.wait_for_metadata(
+            lambda: view.name not in self._view.topic_views(), timeout_ms / 1000
+        )
+        log.info("deleted topic %s", view.name)
+        return TopicOutcome(ErrorCode.none, None, name=view.name, topic_id=view.topic_id)
+
+    async def create_partitions(
+        self,
+        *,
+        name: str,
+        count: int,
+        assignments: list[list[int]] | None,
+        validate_only: bool,
+        timeout_ms: int,
+    ) -> TopicOutcome:
+        view = self._view.topic_views().get(name)
+        if view is None:
+            return _fail(
+                ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
+            )
+        current = len(view.partitions)
+        if count == current:
+            return _fail(ErrorCode.invalid_partitions, f"Topic already has {current} partition(s).")
+        if count < current:
+            return _fail(
+                ErrorCode.invalid_partitions,
+                f"The topic {name} currently has {current} partition(s); {count} would not be an "
+                "increase.",
+            )
+        adding = count - current
+        replication_factor = len(view.partitions[0].replicas)
+        live = await self._view.fresh_live_brokers()
+        if assignments is not None:
+            if len(assignments) != adding:
                 return _fail(
                     ErrorCode.invalid_replica_assignment,
-                    f"Inconsistent replication factor between partitions, partition {index} "
-                    f"has {len(replicas)} while partitions [0] have replication factors "
-                    f"[{replication_factor}], respectively.",
+                    f"Increasing the number of partitions by {adding} but {len(assignments)} "
+                    "assignments provided.",
                 )
-        error = _check_assignments(
-            {i - current: r for i, r in numbered.items()}, {b.broker_id for b in live}
-        )
-        if error:
-            return _fail(ErrorCode.invalid_replica_assignment, error)
-        new_assignments = [list(a) for a in assignments]
-    else:
-        if replication_factor > len(live):
-            return _fail(
-                ErrorCode.invalid_replication_factor,
-                f"Replication factor: {replication_factor} larger than available brokers: "
-                f"{len(live)}.",
+            numbered = {current + i: a for i, a in enumerate(assignments)}
+            for index, replicas in numbered.items():
+                if len(replicas) != replication_factor:
+                    return _fail(
+                        ErrorCode.invalid_replica_assignment,
+                        f"Inconsistent replication factor between partitions, partition {index} "
+                        f"has {len(replicas)} while partitions [0] have replication factors "
+                        f"[{replication_factor}], respectively.",
+                    )
+            error = _check_assignments(
+                {i - current: r for i, r in numbered.items()}, {b.broker_id for b in live}
             )
-        new_assignments = assign_new_partitions(
-            existing=[list(p.replicas) for p in view.partitions],
-            count=adding,
-            brokers=[(b.broker_id, b.rack) for b in live],
+            if error:
+                return _fail(ErrorCode.invalid_replica_assignment, error)
+            new_assignments = [list(a) for a in assignments]
+        else:
+            if replication_factor > len(live):
+                return _fail(
+                    ErrorCode.invalid_replication_factor,
+                    f"Replication factor: {replication_factor} larger than available brokers: "
+                    f"{len(live)}.",
+                )
+            new_assignments = assign_new_partitions(
+                existing=[list(p.replicas) for p in view.partitions],
+                count=adding,
+                brokers=[(b.broker_id, b.rack) for b in live],
+            )
+        if validate_only:
+            return TopicOutcome(ErrorCode.none, name=name)
+        assert self._store is not None and self._lease.epoch is not None
+        try:
+            await self._store.create_partitions(
+                controller_epoch=self._lease.epoch,
+                name=name,
+                assignments=new_assignments,
+                live_brokers=[b.broker_id for b in live],
+            )
+        except MetadataError as exc:
+            return _fail(ErrorCode(exc.error_code), str(exc))
+        await self._view.wait_for_metadata(
+            lambda: (
+                len(self._view.topic_views()[name].partitions) >= count
+                if name in self._view.topic_views()
+                else True
+            ),
+            timeout_ms / 1000,
         )
-    if validate_only:
         return TopicOutcome(ErrorCode.none, name=name)
-    assert broker.store is not None and broker.controller_epoch is not None
-    try:
-        await broker.store.create_partitions(
-            controller_epoch=broker.controller_epoch,
-            name=name,
-            assignments=new_assignments,
-            live_brokers=[b.broker_id for b in live],
-        )
-    except MetadataError as exc:
-        return _fail(ErrorCode(exc.error_code), str(exc))
-    await broker.wait_for_metadata(
-        lambda: (
-            len(broker.topic_views()[name].partitions) >= count
-            if name in broker.topic_views()
-            else True
-        ),
-        timeout_ms / 1000,
-    )
-    return TopicOutcome(ErrorCode.none, name=name)
 
-
-def describe_configs(
-    broker: Broker, *, resource_type: int, resource_name: str, keys: list[str] | None
-) -> ConfigsOutcome:
-    if resource_type == RESOURCE_TOPIC:
-        if resource_name not in broker.topic_views():
-            return ConfigsOutcome(
-                ErrorCode.unknown_topic_or_partition,
-                f"Topic {resource_name} does not exist",
+    def describe_configs(
+        self, *, resource_type: int, resource_name: str, keys: list[str] | None
+    ) -> ConfigsOutcome:
+        if resource_type == RESOURCE_TOPIC:
+            if resource_name not in self._view.topic_views():
+                return ConfigsOutcome(
+                    ErrorCode.unknown_topic_or_partition,
+                    f"Topic {resource_name} does not exist",
+                )
+            entries = describe_topic_config(
+                self._view.config, self._view.topic_overrides(resource_name), keys=keys
             )
-        entries = describe_topic_config(
-            broker.config, broker.topic_overrides(resource_name), keys=keys
-        )
-        return ConfigsOutcome(ErrorCode.none, None, tuple(entries))
-    if resource_type == RESOURCE_BROKER:
-        if resource_name not in ("", str(broker.broker_id)):
-            return ConfigsOutcome(
-                ErrorCode.invalid_request,
-                f"Unexpected broker id, expected {broker.broker_id} or empty string, "
-                f"but received {resource_name}",
-            )
-        entries = describe_broker_config(broker.config, keys=keys)
-        return ConfigsOutcome(ErrorCode.none, None, tuple(entries))
-    return ConfigsOutcome(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
-
-
-async def alter_configs(
-    broker: Broker,
-    *,
-    resource_type: int,
-    resource_name: str,
-    operations: list[tuple[str, int, str | None]],
-    replace: bool,
-    validate_only: bool,
-) -> ConfigsOutcome:
-    """Apply SET/DELETE/APPEND/SUBTRACT (or, with ``replace``, the whole set) to a resource."""
-    assert broker.store is not None
-    names = [name for name, _, _ in operations]
-    duplicates = {n for n in names if names.count(n) > 1}
-    if duplicates:
-        return ConfigsOutcome(
-            ErrorCode.invalid_request,
-            f"Error due to duplicate config keys: {', '.join(sorted(duplicates))}",
-        )
-    if resource_type == RESOURCE_TOPIC:
-        if resource_name not in broker.topic_views():
-            return ConfigsOutcome(
-                ErrorCode.unknown_topic_or_partition, f"Topic {resource_name} does not exist"
-            )
-        current = {} if replace else broker.topic_overrides(resource_name)
-
-        def validator(values: dict[str, str | None]) -> dict[str, str]:
-            return validate_topic_configs(values, broker=broker.config)
-
-        scope = ("topic", resource_name)
-    elif resource_type == RESOURCE_BROKER:
-        if resource_name not in ("", str(broker.broker_id)) and not resource_name.isdigit():
-            return ConfigsOutcome(ErrorCode.invalid_request, f"Invalid broker id {resource_name!r}")
-        current = {} if replace else broker.broker_dynamic_overrides(resource_name)
-
-        def validator(values: dict[str, str | None]) -> dict[str, str]:
-            return validate_broker_dynamic_configs(values, per_broker=resource_name != "")
-
-        scope = ("broker", resource_name)
-    else:
+            return ConfigsOutcome(ErrorCode.none, None, tuple(entries))
+        if resource_type == RESOURCE_BROKER:
+            if resource_name not in ("", str(self._view.broker_id)):
+                return ConfigsOutcome(
+                    ErrorCode.invalid_request,
+                    f"Unexpected broker id, expected {self._view.broker_id} or empty string, "
+                    f"but received {resource_name}",
+                )
+            entries = describe_broker_config(self._view.config, keys=keys)
+            return ConfigsOutcome(ErrorCode.none, None, tuple(entries))
         return ConfigsOutcome(
             ErrorCode.invalid_request, f"Unsupported resource type {resource_type}"
         )
-    try:
-        updated = _apply_operations(current, operations, broker, scope)
-        clean = validator(updated)
-    except InvalidConfigError as exc:
-        return ConfigsOutcome(ErrorCode(exc.error_code), exc.message)
-    if validate_only:
-        return ConfigsOutcome(ErrorCode.none)
-    if broker.is_controller:
-        assert broker.controller_epoch is not None
-        try:
-            await broker.store.replace_configs(
-                controller_epoch=broker.controller_epoch,
-                resource_type=scope[0],
-                resource_name=scope[1],
-                configs=clean,
+
+    async def alter_configs(
+        self,
+        *,
+        resource_type: int,
+        resource_name: str,
+        operations: list[tuple[str, int, str | None]],
+        replace: bool,
+        validate_only: bool,
+    ) -> ConfigsOutcome:
+        """Apply SET/DELETE/APPEND/SUBTRACT (or, with ``replace``, the whole set) to a resource."""
+        assert self._store is not None
+        names = [name for name, _, _ in operations]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            return ConfigsOutcome(
+                ErrorCode.invalid_request,
+                f"Error due to duplicate config keys: {', '.join(sorted(duplicates))}",
             )
-        except MetadataError as exc:
-            return ConfigsOutcome(ErrorCode(exc.error_code), str(exc))
-    else:
-        # Metadata writes are the controller's: forward the change (KIP-590's idea).
-        previous = broker.current_overrides(scope)
-        changes = [(k, OP_SET, v) for k, v in clean.items() if previous.get(k) != v]
-        changes += [(k, OP_DELETE, None) for k in previous if k not in clean]
-        error, message = await broker.forward_config_change(resource_type, resource_name, changes)
-        if error is not ErrorCode.none:
-            return ConfigsOutcome(error, message)
-    await broker.wait_for_metadata(lambda: broker.current_overrides(scope) == clean, 5.0)
-    return ConfigsOutcome(ErrorCode.none)
+        if resource_type == RESOURCE_TOPIC:
+            if resource_name not in self._view.topic_views():
+                return ConfigsOutcome(
+                    ErrorCode.unknown_topic_or_partition, f"Topic {resource_name} does not exist"
+                )
+            current = {} if replace else self._view.topic_overrides(resource_name)
+
+            def validator(values: dict[str, str | None]) -> dict[str, str]:
+                return validate_topic_configs(values, broker=self._view.config)
+
+            scope = ("topic", resource_name)
+        elif resource_type == RESOURCE_BROKER:
+            if resource_name not in ("", str(self._view.broker_id)) and not resource_name.isdigit():
+                return ConfigsOutcome(
+                    ErrorCode.invalid_request, f"Invalid broker id {resource_name!r}"
+                )
+            current = {} if replace else self._view.broker_dynamic_overrides(resource_name)
+
+            def validator(values: dict[str, str | None]) -> dict[str, str]:
+                return validate_broker_dynamic_configs(values, per_broker=resource_name != "")
+
+            scope = ("broker", resource_name)
+        else:
+            return ConfigsOutcome(
+                ErrorCode.invalid_request, f"Unsupported resource type {resource_type}"
+            )
+        try:
+            updated = _apply_operations(current, operations, self._view, scope)
+            clean = validator(updated)
+        except InvalidConfigError as exc:
+            return ConfigsOutcome(ErrorCode(exc.error_code), exc.message)
+        if validate_only:
+            return ConfigsOutcome(ErrorCode.none)
+        if self._lease.is_controller:
+            assert self._lease.epoch is not None
+            try:
+                await self._store.replace_configs(
+                    controller_epoch=self._lease.epoch,
+                    resource_type=scope[0],
+                    resource_name=scope[1],
+                    configs=clean,
+                )
+            except MetadataError as exc:
+                return ConfigsOutcome(ErrorCode(exc.error_code), str(exc))
+        else:
+            # Metadata writes are the controller's: forward the change (KIP-590's idea).
+            previous = self._view.current_overrides(scope)
+            changes = [(k, OP_SET, v) for k, v in clean.items() if previous.get(k) != v]
+            changes += [(k, OP_DELETE, None) for k in previous if k not in clean]
+            error, message = await self._channel.alter_configs(
+                resource_type, resource_name, changes
+            )
+            if error is not ErrorCode.none:
+                return ConfigsOutcome(error, message)
+        await self._view.wait_for_metadata(
+            lambda: self._view.current_overrides(scope) == clean, 5.0
+        )
+        return ConfigsOutcome(ErrorCode.none)
 
 
 def _apply_operations(
     current: dict[str, str],
     operations: list[tuple[str, int, str | None]],
-    broker: Broker,
+    view: MetadataView,
     scope: tuple[str, str],
 ) -> dict[str, str | None]:
     result: dict[str, str | None] = dict(current)
@@ -408,7 +483,7 @@ def _apply_operations(
         elif op in (OP_APPEND, OP_SUBTRACT):
             base = result.get(name)
             if base is None:
-                base = broker.effective_config_value(scope, name) or ""
+                base = view.effective_config_value(scope, name) or ""
             items = [v for v in base.split(",") if v]
             extra = [v for v in (value or "").split(",") if v]
             if op == OP_APPEND:

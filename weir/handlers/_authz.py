@@ -1,26 +1,57 @@
-"""The ``authorized_operations`` fields of Metadata, DescribeGroups and DescribeCluster.
+"""Authorization as handlers see it: ``Access`` answers "may this connection do that?".
 
-Kafka fills them only when the request asks (``include_*_authorized_operations``); without
-an authorizer every supported operation is reported, as Kafka's ``AuthHelper`` does.
+Without an authorizer (``authorizer.class.name`` empty) everything is allowed. It also fills
+the ``authorized_operations`` fields of Metadata, DescribeGroups and DescribeCluster: Kafka
+fills them only when the request asks (``include_*_authorized_operations``); without an
+authorizer every supported operation is reported, as Kafka's ``AuthHelper`` does.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from weir.security.acl import AUTHORIZED_OPERATIONS_OMITTED, ResourceType, authorized_operations
+from weir.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    AclOperation,
+    Authorizer,
+    ResourceType,
+    authorized_operations,
+)
 from weir.server import ConnectionContext
 
-if TYPE_CHECKING:
-    from weir.broker import Broker
-
-__all__ = ["operations_field"]
+__all__ = ["Access"]
 
 
-def operations_field(
-    broker: Broker, ctx: ConnectionContext, requested: bool, rtype: ResourceType, name: str
-) -> int:
-    """The bit field for ``name`` if ``requested``, else Kafka's "omitted" marker."""
-    if not requested:
-        return AUTHORIZED_OPERATIONS_OMITTED
-    return authorized_operations(lambda op: broker.authorize(ctx, op, rtype, name), rtype)
+@dataclass(frozen=True, slots=True)
+class Access:
+    """The broker's authorizer (or none), asked per connection."""
+
+    authorizer: Authorizer | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """Is an authorizer configured? (Some checks are skipped entirely without one.)"""
+        return self.authorizer is not None
+
+    def authorize(
+        self, ctx: ConnectionContext, op: AclOperation, rtype: ResourceType, name: str
+    ) -> bool:
+        """May the connection's principal do ``op`` on the resource?"""
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize_connection(ctx, op, rtype, name)
+
+    def may_create_topic(self, ctx: ConnectionContext, name: str) -> bool:
+        """Creating a topic needs Create on the cluster or on the topic (Kafka's rule)."""
+        return self.authorize(
+            ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+        ) or self.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
+
+    def operations_field(
+        self, ctx: ConnectionContext, requested: bool, rtype: ResourceType, name: str
+    ) -> int:
+        """The bit field for ``name`` if ``requested``, else Kafka's "omitted" marker."""
+        if not requested:
+            return AUTHORIZED_OPERATIONS_OMITTED
+        return authorized_operations(lambda op: self.authorize(ctx, op, rtype, name), rtype)

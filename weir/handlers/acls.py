@@ -42,7 +42,8 @@ from weir.security.acl import (
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.handlers._authz import Access
+    from weir.security.acl_store import AclCache
 
 log = logging.getLogger("weir.handlers.acls")
 
@@ -81,11 +82,17 @@ def _binding(raw: Any) -> AclBinding:
     )
 
 
-def _cluster_allowed(broker: Broker, ctx: ConnectionContext, op: AclOperation) -> bool:
-    return broker.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+def _cluster_allowed(access: Access, ctx: ConnectionContext, op: AclOperation) -> bool:
+    return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
-async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_describe(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    acls: AclCache,
+) -> Any:
     version = request.api_version
     types = response_types(DESCRIBE_KEY, version)
     cls = response_class(DESCRIBE_KEY, version)
@@ -95,14 +102,14 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
             cls, throttle_time=NO_THROTTLE, error_code=code, error_message=message, resources=()
         )
 
-    if not _cluster_allowed(broker, ctx, AclOperation.DESCRIBE):
+    if not _cluster_allowed(access, ctx, AclOperation.DESCRIBE):
         return fail(ErrorCode.cluster_authorization_failed, _DENIED.format(what="describe"))
     flt = _filter(request.body)
     try:
         validate_filter(flt)
     except InvalidAclError as exc:
         return fail(ErrorCode.invalid_request, str(exc))
-    matched = broker.acls.index.select(flt)
+    matched = acls.index.select(flt)
     resources = []
     for (rtype, name, ptype), group in groupby(
         matched, key=lambda b: (b.resource_type, b.resource_name, b.pattern_type)
@@ -134,13 +141,19 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
     )
 
 
-async def handle_create(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_create(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    acls: AclCache,
+) -> Any:
     version = request.api_version
     types = response_types(CREATE_KEY, version)
     creations = request.body.creations
     outcomes: list[tuple[ErrorCode, str | None]] = []
     valid: list[AclBinding] = []
-    allowed = _cluster_allowed(broker, ctx, AclOperation.ALTER)
+    allowed = _cluster_allowed(access, ctx, AclOperation.ALTER)
     for raw in creations:
         if not allowed:
             outcomes.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="create")))
@@ -155,8 +168,8 @@ async def handle_create(broker: Broker, ctx: ConnectionContext, request: Request
         outcomes.append((ErrorCode.none, None))
     if valid:
         try:
-            await broker.acls.store.add(valid)
-            await broker.acls.reload()
+            await acls.store.add(valid)
+            await acls.reload()
         except (RedisError, OSError) as exc:
             log.warning("CreateAcls: %s", exc)
             failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))
@@ -171,12 +184,18 @@ async def handle_create(broker: Broker, ctx: ConnectionContext, request: Request
     )
 
 
-async def handle_delete(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_delete(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    acls: AclCache,
+) -> Any:
     version = request.api_version
     types = response_types(DELETE_KEY, version)
     filters = [_filter(raw) for raw in request.body.filters]
     errors: list[tuple[ErrorCode, str | None]] = []
-    allowed = _cluster_allowed(broker, ctx, AclOperation.ALTER)
+    allowed = _cluster_allowed(access, ctx, AclOperation.ALTER)
     for flt in filters:
         if not allowed:
             errors.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="delete")))
@@ -191,9 +210,9 @@ async def handle_delete(broker: Broker, ctx: ConnectionContext, request: Request
     matches: dict[int, list[AclBinding]] = {}
     if runnable:
         try:
-            found = await broker.acls.store.delete_matching([filters[i] for i in runnable])
+            found = await acls.store.delete_matching([filters[i] for i in runnable])
             matches = dict(zip(runnable, found, strict=True))
-            await broker.acls.reload()
+            await acls.reload()
         except (RedisError, OSError) as exc:
             log.warning("DeleteAcls: %s", exc)
             failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))

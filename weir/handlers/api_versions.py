@@ -6,7 +6,8 @@ which mis-skips tagged fields in this response (DESIGN §5).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -14,14 +15,16 @@ from weir.handlers._build import NO_THROTTLE, make, response_class, response_typ
 from weir.protocol.codec import Request
 from weir.server import ConnectionContext
 
-if TYPE_CHECKING:
-    from weir.broker import Broker
-
 API_KEY = 18
 VERSIONS = (0, 3)
 
 
-async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    supported_versions: Mapping[int, tuple[int, int]],
+) -> Any:
     version = request.api_version
     types = response_types(API_KEY, version)
     return make(
@@ -29,7 +32,7 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
         error_code=ErrorCode.none,
         api_keys=tuple(
             make(types.ApiVersion, api_key=key, min_version=low, max_version=high)
-            for key, (low, high) in sorted(broker.supported_versions.items())
+            for key, (low, high) in sorted(supported_versions.items())
         ),
         throttle_time=NO_THROTTLE,
     )

@@ -18,7 +18,10 @@ from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.controller import Controller
+    from weir.controller_lease import ControllerLease
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
 
 ALTER_PARTITION_KEY = 56
 ALTER_PARTITION_VERSIONS = (2, 2)
@@ -29,18 +32,26 @@ PREFERRED = 0
 UNCLEAN = 1
 
 
-async def handle_alter_partition(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_alter_partition(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    lease: ControllerLease,
+    controller: Controller,
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(ALTER_PARTITION_KEY, version)
-    if not broker.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
         return make(
             response_class(ALTER_PARTITION_KEY, version),
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.cluster_authorization_failed,
             topics=(),
         )
-    epoch = broker.controller_epoch
+    epoch = lease.epoch
     if epoch is None:
         return make(
             response_class(ALTER_PARTITION_KEY, version),
@@ -50,13 +61,13 @@ async def handle_alter_partition(broker: Broker, ctx: ConnectionContext, request
         )
     topics = []
     for topic in body.topics:
-        view = broker.topic_view_by_id(topic.topic_id)
+        view = metadata.topic_view_by_id(topic.topic_id)
         results = []
         for p in topic.partitions:
             if view is None:
                 error, state = ErrorCode.unknown_topic_id, None
             else:
-                error, state = await broker.controller.alter_isr(
+                error, state = await controller.alter_isr(
                     epoch,
                     view.name,
                     p.partition_index,
@@ -88,20 +99,27 @@ async def handle_alter_partition(broker: Broker, ctx: ConnectionContext, request
     )
 
 
-async def handle_elect_leaders(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_elect_leaders(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    lease: ControllerLease,
+    controller: Controller,
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(ELECT_LEADERS_KEY, version)
     cls = response_class(ELECT_LEADERS_KEY, version)
     election_type = getattr(body, "election_type", PREFERRED)
-    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         return make(
             cls,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.cluster_authorization_failed,
             replica_election_results=(),
         )
-    epoch = broker.controller_epoch
+    epoch = lease.epoch
     if epoch is None:
         return make(
             cls,
@@ -114,9 +132,9 @@ async def handle_elect_leaders(broker: Broker, ctx: ConnectionContext, request: 
     else:
         targets = [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
     if election_type == PREFERRED:
-        results = await broker.controller.elect_preferred(epoch, targets=targets)
+        results = await controller.elect_preferred(epoch, targets=targets)
     elif election_type == UNCLEAN:
-        results = await broker.controller.elect_unclean(epoch, targets=targets)
+        results = await controller.elect_unclean(epoch, targets=targets)
     else:
         return make(
             cls,

@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir import topic_admin as admin
+from weir import topic_admin
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.protocol.codec import Request
 from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.handlers._authz import Access
+    from weir.topic_admin import TopicAdmin
 
 DESCRIBE_KEY = 32
 DESCRIBE_VERSIONS = (1, 4)
@@ -31,11 +32,11 @@ INCREMENTAL_VERSIONS = (0, 1)
 _TOPIC_CONFIG = 2
 
 
-def _may(broker: Broker, ctx: ConnectionContext, op: AclOperation, resource: Any) -> bool:
+def _may(access: Access, ctx: ConnectionContext, op: AclOperation, resource: Any) -> bool:
     """Kafka: ``op`` on the topic for topic configs, on the cluster for broker configs."""
     if resource.resource_type == _TOPIC_CONFIG:
-        return broker.authorize(ctx, op, ResourceType.TOPIC, resource.resource_name)
-    return broker.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+        return access.authorize(ctx, op, ResourceType.TOPIC, resource.resource_name)
+    return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def _denied(resource: Any) -> ErrorCode:
@@ -54,7 +55,9 @@ def _alter_denied(types: Any, resource: Any) -> Any:
     )
 
 
-async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_describe(
+    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(DESCRIBE_KEY, version)
@@ -62,11 +65,10 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
     include_docs = getattr(body, "include_documentation", False)
     results = []
     for resource in body.resources:
-        if not _may(broker, ctx, AclOperation.DESCRIBE_CONFIGS, resource):
-            outcome = admin.ConfigsOutcome(_denied(resource), "not authorized")
+        if not _may(access, ctx, AclOperation.DESCRIBE_CONFIGS, resource):
+            outcome = topic_admin.ConfigsOutcome(_denied(resource), "not authorized")
         else:
             outcome = admin.describe_configs(
-                broker,
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
                 keys=list(resource.configuration_keys)
@@ -111,21 +113,22 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
     )
 
 
-async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_alter(
+    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
+) -> Any:
     """Legacy AlterConfigs: the given set replaces every dynamic config of the resource."""
     body = request.body
     version = request.api_version
     types = response_types(ALTER_KEY, version)
     responses = []
     for resource in body.resources:
-        if not _may(broker, ctx, AclOperation.ALTER_CONFIGS, resource):
+        if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
             responses.append(_alter_denied(types, resource))
             continue
         outcome = await admin.alter_configs(
-            broker,
             resource_type=resource.resource_type,
             resource_name=resource.resource_name,
-            operations=[(c.name, admin.OP_SET, c.value) for c in resource.configs],
+            operations=[(c.name, topic_admin.OP_SET, c.value) for c in resource.configs],
             replace=True,
             validate_only=body.validate_only,
         )
@@ -143,18 +146,19 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
     )
 
 
-async def handle_incremental(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_incremental(
+    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
+) -> Any:
     """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT per config (KIP-339)."""
     body = request.body
     version = request.api_version
     types = response_types(INCREMENTAL_KEY, version)
     responses = []
     for resource in body.resources:
-        if not _may(broker, ctx, AclOperation.ALTER_CONFIGS, resource):
+        if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
             responses.append(_alter_denied(types, resource))
             continue
         outcome = await admin.alter_configs(
-            broker,
             resource_type=resource.resource_type,
             resource_name=resource.resource_name,
             operations=[(c.name, c.config_operation, c.value) for c in resource.configs],

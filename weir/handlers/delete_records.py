@@ -12,27 +12,37 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._leader import led_partition
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
+    from weir.replica_manager import ReplicaManager
 
 API_KEY = 21
 VERSIONS = (0, 2)
 
 
-async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    replicas: ReplicaManager,
+    access: Access,
+) -> Any:
     version = request.api_version
     types = response_types(API_KEY, version)
     topics = []
     for topic in request.body.topics:
         partitions = []
-        allowed = broker.authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
+        allowed = access.authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
             if allowed:
-                error, low = _delete(broker, topic.name, p.partition_index, p.offset)
+                error, low = _delete(metadata, replicas, topic.name, p.partition_index, p.offset)
             else:
                 error, low = ErrorCode.topic_authorization_failed, -1
             partitions.append(
@@ -49,12 +59,12 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     return make(response_class(API_KEY, version), throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _delete(broker: Broker, topic: str, index: int, offset: int) -> tuple[ErrorCode, int]:
-    error = broker.leader_error(topic, index)
-    if error is not ErrorCode.none:
+def _delete(
+    metadata: MetadataView, replicas: ReplicaManager, topic: str, index: int, offset: int
+) -> tuple[ErrorCode, int]:
+    error, partition = led_partition(metadata, replicas, topic, index)
+    if partition is None:
         return error, -1
-    partition = broker.replicas.get(topic, index)
-    assert partition is not None
     hw = partition.high_watermark
     if offset == -1:
         offset = hw

@@ -21,20 +21,26 @@ handles by sending full fetch requests.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._leader import led_partition
 from weir.log.errors import OffsetOutOfRangeError
 from weir.protocol.codec import RecordsRegion, Request
 from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
     from weir.partition import Partition
+    from weir.replica_manager import ReplicaManager
+    from weir.replication.isr_manager import IsrManager
+    from weir.replication.throttle import ReplicationThrottle
 
 API_KEY = 1
 VERSIONS = (4, 12)
@@ -60,44 +66,58 @@ class _ThrottleBudget:
 
     remaining: int | None = None
 
-    def take(self, broker: Broker) -> int:
+    def take(self, throttle: ReplicationThrottle) -> int:
         if self.remaining is None:
-            self.remaining = broker.replication_quota_remaining()
+            self.remaining = throttle.remaining()
         return self.remaining
 
 
-async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    replicas: ReplicaManager,
+    access: Access,
+    isr: IsrManager,
+    throttle: ReplicationThrottle,
+    time_ms: Callable[[], int],
+) -> Any:
     body = request.body
     replica_id = getattr(body, "replica_id", -1)
     wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
-    wanted, denied = _authorized(broker, ctx, wanted, replica_id)
+    wanted, denied = _authorized(access, ctx, wanted, replica_id)
     if replica_id >= 0:
-        _record_follower_positions(broker, replica_id, wanted)
-    reads = _read_all(broker, wanted, body.max_bytes, replica_id)
+        _record_follower_positions(replicas, isr, time_ms(), replica_id, wanted)
+
+    def read_all() -> list[_PartitionRead]:
+        return _read_all(metadata, replicas, throttle, wanted, body.max_bytes, replica_id)
+
+    reads = read_all()
     max_wait_s = body.max_wait.total_seconds()
     if not denied and _should_park(reads, body.min_bytes, max_wait_s, ctx):
-        await _park(broker, wanted, body, replica_id, max_wait_s, ctx)
-        reads = _read_all(broker, wanted, body.max_bytes, replica_id)
+        await _park(replicas, wanted, body.min_bytes, max_wait_s, ctx, read_all)
+        reads = read_all()
     # Charge the replication throttle for what is sent, not for parked re-reads.
     throttled = sum(r.size for r in reads if r.throttled)
     if throttled:
-        broker.record_replication_bytes(throttled)
+        throttle.record(throttled)
     return _response(request.api_version, reads + denied)
 
 
 def _authorized(
-    broker: Broker, ctx: ConnectionContext, wanted: list[tuple[str, Any]], replica_id: int
+    access: Access, ctx: ConnectionContext, wanted: list[tuple[str, Any]], replica_id: int
 ) -> tuple[list[tuple[str, Any]], list[_PartitionRead]]:
     """Kafka's checks: a follower needs ClusterAction on the cluster, a consumer Read on
     each topic; denied partitions answer TOPIC_AUTHORIZATION_FAILED and are not read."""
-    if broker.authorizer is None:
+    if not access.enabled:
         return wanted, []
     if replica_id >= 0:
-        ok = broker.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+        ok = access.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
         allowed = {topic: ok for topic, _ in wanted}
     else:
         allowed = {
-            topic: broker.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic)
+            topic: access.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic)
             for topic, _ in wanted
         }
     denied = [
@@ -117,32 +137,42 @@ def _should_park(
 
 
 def _record_follower_positions(
-    broker: Broker, replica_id: int, wanted: list[tuple[str, Any]]
+    replicas: ReplicaManager,
+    isr: IsrManager,
+    now: int,
+    replica_id: int,
+    wanted: list[tuple[str, Any]],
 ) -> None:
     """A follower's fetch offset is its LEO: the leader's HW may move."""
-    now = broker.time_ms()
     for topic, p in wanted:
-        partition = broker.replicas.get(topic, p.partition)
+        partition = replicas.get(topic, p.partition)
         if partition is not None and partition.is_leader:
             partition.on_follower_fetch(replica_id, p.fetch_offset, now)
-            broker.maybe_expand_isr(partition)
+            isr.maybe_expand(partition)
 
 
 def _read_all(
-    broker: Broker, wanted: list[tuple[str, Any]], max_bytes: int, replica_id: int
+    metadata: MetadataView,
+    replicas: ReplicaManager,
+    throttle: ReplicationThrottle,
+    wanted: list[tuple[str, Any]],
+    max_bytes: int,
+    replica_id: int,
 ) -> list[_PartitionRead]:
     budget = max_bytes
-    throttle = _ThrottleBudget()
+    allowance = _ThrottleBudget()
     reads = []
     for topic, p in wanted:
         read = _read_one(
-            broker,
+            metadata,
+            replicas,
+            throttle,
             topic,
             p,
             budget,
             first=budget == max_bytes,
             replica_id=replica_id,
-            throttle=throttle,
+            allowance=allowance,
         )
         budget = max(0, budget - read.size)
         reads.append(read)
@@ -150,18 +180,19 @@ def _read_all(
 
 
 def _read_one(
-    broker: Broker,
+    metadata: MetadataView,
+    replicas: ReplicaManager,
+    throttle: ReplicationThrottle,
     topic: str,
     p: Any,
     budget: int,
     *,
     first: bool,
     replica_id: int,
-    throttle: _ThrottleBudget,
+    allowance: _ThrottleBudget,
 ) -> _PartitionRead:
     index = p.partition
-    error = broker.leader_error(topic, index)
-    partition = broker.replicas.get(topic, index) if error is ErrorCode.none else None
+    error, partition = led_partition(metadata, replicas, topic, index)
     if partition is None:
         return _PartitionRead(topic, index, error, -1, -1, _EMPTY, 0)
     epoch_error = _check_epoch(partition, getattr(p, "current_leader_epoch", -1))
@@ -174,13 +205,13 @@ def _read_one(
         return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
     # Followers read up to the LEO; consumers only what the ISR has (below the HW).
     max_offset = None if replica_id >= 0 else hw
-    throttled = replica_id >= 0 and broker.replication_throttled(topic, index, replica_id)
+    throttled = replica_id >= 0 and throttle.throttled(topic, index, replica_id)
     min_one_batch = first or limit > 0
     if throttled:
-        allowance = throttle.take(broker)
-        if allowance <= 0:
+        allowed = allowance.take(throttle)
+        if allowed <= 0:
             return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
-        limit = min(limit, allowance)
+        limit = min(limit, allowed)
         min_one_batch = True  # a batch larger than the allowance must still move
     try:
         slices = partition.log.read(
@@ -192,7 +223,7 @@ def _read_one(
         return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
     region = RecordsRegion(slices)
     if throttled:
-        throttle.remaining = (throttle.remaining or 0) - region.total
+        allowance.remaining = (allowance.remaining or 0) - region.total
     return _PartitionRead(
         topic, index, ErrorCode.none, hw, start, region, region.total, throttled=throttled
     )
@@ -208,12 +239,12 @@ def _check_epoch(partition: Partition, requested: int) -> ErrorCode:
 
 
 async def _park(
-    broker: Broker,
+    replicas: ReplicaManager,
     wanted: list[tuple[str, Any]],
-    body: Any,
-    replica_id: int,
+    min_bytes: int,
     timeout: float,
     ctx: ConnectionContext,
+    read_all: Callable[[], list[_PartitionRead]],
 ) -> None:
     """Wait until the partitions hold ``min_bytes`` for this reader, or ``timeout``.
 
@@ -229,7 +260,7 @@ async def _park(
 
     partitions = []
     for topic, p in wanted:
-        partition = broker.replicas.get(topic, p.partition)
+        partition = replicas.get(topic, p.partition)
         if partition is not None:
             partition.add_waiter(on_change)
             partitions.append(partition)
@@ -244,8 +275,8 @@ async def _park(
             except TimeoutError:
                 return
             wake.clear()
-            reads = _read_all(broker, wanted, body.max_bytes, replica_id)
-            if not _should_park(reads, body.min_bytes, 1.0, ctx):
+            reads = read_all()
+            if not _should_park(reads, min_bytes, 1.0, ctx):
                 return
     finally:
         for partition in partitions:

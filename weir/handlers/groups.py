@@ -2,13 +2,14 @@
 LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16), DeleteGroups (42).
 
 Each handler turns a request into calls on the group's pure state machine through
-``broker.groups`` (``weir.group_coordinator``) and the result into the version's
+``groups`` (``weir.group_coordinator``) and the result into the version's
 response. A JoinGroup or SyncGroup that must wait parks on a future the coordinator
 resolves; requests for a group this broker does not coordinate answer NOT_COORDINATOR.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,6 @@ from kio.schema.errors import ErrorCode
 
 from weir.coordinator import MemberIdentity, Pending
 from weir.group_coordinator import CoordinatorError
-from weir.handlers._authz import operations_field
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -26,9 +26,10 @@ from weir.security.acl import (
 )
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
     from weir.coordinator import Group
-    from weir.group_coordinator import Shard
+    from weir.group_coordinator import GroupCoordinator, Shard
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
     from weir.protocol.codec import Request
     from weir.server import ConnectionContext
 
@@ -52,9 +53,9 @@ def _ms(value: timedelta | int | None) -> int:
     return int(value)
 
 
-def _may(broker: Broker, ctx: ConnectionContext, op: AclOperation, group_id: str) -> bool:
+def _may(access: Access, ctx: ConnectionContext, op: AclOperation, group_id: str) -> bool:
     """``op`` on the group (Kafka: Read for membership and offsets, Describe to look it up)."""
-    return broker.authorize(ctx, op, ResourceType.GROUP, group_id)
+    return access.authorize(ctx, op, ResourceType.GROUP, group_id)
 
 
 def _client_host(ctx: ConnectionContext) -> str:
@@ -62,12 +63,19 @@ def _client_host(ctx: ConnectionContext) -> str:
 
 
 # FindCoordinator ------------------------------------------------------------------------------
-async def handle_find_coordinator(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_find_coordinator(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    groups: GroupCoordinator,
+) -> Any:
     body = request.body
     version = request.api_version
     key_type = getattr(body, "key_type", _GROUP_KEY_TYPE)
     keys = list(body.coordinator_keys) if version >= 4 else [body.key]
-    answers = [await _find(broker, ctx, key_type, key) for key in keys]
+    answers = [await _find(access, groups, metadata, ctx, key_type, key) for key in keys]
     cls = response_class(FIND_COORDINATOR_KEY, version)
     if version >= 4:
         types = response_types(FIND_COORDINATOR_KEY, version)
@@ -100,9 +108,14 @@ async def handle_find_coordinator(broker: Broker, ctx: ConnectionContext, reques
 
 
 async def _find(
-    broker: Broker, ctx: ConnectionContext, key_type: int, key: str
+    access: Access,
+    groups: GroupCoordinator,
+    metadata: MetadataView,
+    ctx: ConnectionContext,
+    key_type: int,
+    key: str,
 ) -> tuple[ErrorCode, str | None, int, str, int]:
-    if key_type == _GROUP_KEY_TYPE and not _may(broker, ctx, AclOperation.DESCRIBE, key):
+    if key_type == _GROUP_KEY_TYPE and not _may(access, ctx, AclOperation.DESCRIBE, key):
         return ErrorCode.group_authorization_failed, None, -1, "", -1
     if key_type != _GROUP_KEY_TYPE:
         return (
@@ -114,22 +127,28 @@ async def _find(
         )
     if not key:
         return ErrorCode.invalid_request, "the group id must not be empty", -1, "", -1
-    error = await broker.groups.ensure_offsets_topic()
+    error = await groups.ensure_offsets_topic()
     if error is not ErrorCode.none:
         return ErrorCode.coordinator_not_available, None, -1, "", -1
-    _, leader = broker.groups.coordinator_of(key)
-    endpoint = next((b for b in broker.live_brokers() if b.broker_id == leader), None)
+    _, leader = groups.coordinator_of(key)
+    endpoint = next((b for b in metadata.live_brokers() if b.broker_id == leader), None)
     if endpoint is None:
         return ErrorCode.coordinator_not_available, None, -1, "", -1
     return ErrorCode.none, None, endpoint.broker_id, endpoint.host, endpoint.port
 
 
 # JoinGroup ------------------------------------------------------------------------------------
-async def handle_join_group(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_join_group(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    groups: GroupCoordinator,
+    time_ms: Callable[[], int],
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(JOIN_GROUP_KEY, version)
-    coordinator = broker.groups
 
     def reply(error: ErrorCode, **fields: Any) -> Any:
         return make(
@@ -145,17 +164,17 @@ async def handle_join_group(broker: Broker, ctx: ConnectionContext, request: Req
             members=fields.get("members", ()),
         )
 
-    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+    if not _may(access, ctx, AclOperation.READ, body.group_id):
         return reply(ErrorCode.group_authorization_failed)
     try:
-        shard = coordinator.shard_for(body.group_id)
+        shard = groups.shard_for(body.group_id)
     except CoordinatorError as exc:
         return reply(exc.error)
     group = shard.groups.get(body.group_id)
     if group is None:
         if body.member_id:
             return reply(ErrorCode.unknown_member_id)
-        group = coordinator.new_group(shard, body.group_id)
+        group = groups.new_group(shard, body.group_id)
     session_ms = _ms(body.session_timeout)
     rebalance = getattr(body, "rebalance_timeout", None)
     outcome = group.join(
@@ -168,9 +187,9 @@ async def handle_join_group(broker: Broker, ctx: ConnectionContext, request: Req
         protocol_type=body.protocol_type,
         protocols=[(p.name, p.metadata) for p in body.protocols],
         api_version=version,
-        now_ms=broker.time_ms(),
+        now_ms=time_ms(),
     )
-    response = await _settle(coordinator, shard, group, outcome)
+    response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
         return reply(response)
     _forget_if_unused(shard, group)
@@ -198,7 +217,7 @@ async def handle_join_group(broker: Broker, ctx: ConnectionContext, request: Req
     )
 
 
-async def _settle(coordinator: Any, shard: Shard, group: Group, outcome: Any) -> Any:
+async def _settle(coordinator: GroupCoordinator, shard: Shard, group: Group, outcome: Any) -> Any:
     """Process an outcome's completions; wait for a parked request's own answer."""
     reply = outcome.reply
     future = coordinator.park(shard, group, reply.ticket) if isinstance(reply, Pending) else None
@@ -224,10 +243,16 @@ def _forget_if_unused(shard: Shard, group: Group) -> None:
 
 
 # SyncGroup ------------------------------------------------------------------------------------
-async def handle_sync_group(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_sync_group(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    groups: GroupCoordinator,
+    time_ms: Callable[[], int],
+) -> Any:
     body = request.body
     version = request.api_version
-    coordinator = broker.groups
 
     def reply(error: ErrorCode, assignment: bytes = b"", **fields: Any) -> Any:
         return make(
@@ -239,10 +264,10 @@ async def handle_sync_group(broker: Broker, ctx: ConnectionContext, request: Req
             assignment=assignment,
         )
 
-    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+    if not _may(access, ctx, AclOperation.READ, body.group_id):
         return reply(ErrorCode.group_authorization_failed)
     try:
-        shard = coordinator.shard_for(body.group_id)
+        shard = groups.shard_for(body.group_id)
     except CoordinatorError as exc:
         return reply(exc.error)
     group = shard.groups.get(body.group_id)
@@ -255,9 +280,9 @@ async def handle_sync_group(broker: Broker, ctx: ConnectionContext, request: Req
         protocol_type=getattr(body, "protocol_type", None),
         protocol_name=getattr(body, "protocol_name", None),
         assignments={a.member_id: a.assignment for a in body.assignments},
-        now_ms=broker.time_ms(),
+        now_ms=time_ms(),
     )
-    response = await _settle(coordinator, shard, group, outcome)
+    response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
         return reply(response)
     return reply(
@@ -269,13 +294,20 @@ async def handle_sync_group(broker: Broker, ctx: ConnectionContext, request: Req
 
 
 # Heartbeat ------------------------------------------------------------------------------------
-async def handle_heartbeat(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_heartbeat(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    groups: GroupCoordinator,
+    time_ms: Callable[[], int],
+) -> Any:
     body = request.body
     cls = response_class(HEARTBEAT_KEY, request.api_version)
-    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+    if not _may(access, ctx, AclOperation.READ, body.group_id):
         return make(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.group_authorization_failed)
     try:
-        shard = broker.groups.shard_for(body.group_id)
+        shard = groups.shard_for(body.group_id)
     except CoordinatorError as exc:
         return make(cls, throttle_time=NO_THROTTLE, error_code=exc.error)
     group = shard.groups.get(body.group_id)
@@ -285,14 +317,21 @@ async def handle_heartbeat(broker: Broker, ctx: ConnectionContext, request: Requ
         member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
         generation_id=body.generation_id,
-        now_ms=broker.time_ms(),
+        now_ms=time_ms(),
     )
     shard.wake.set()  # the member's session deadline moved
     return make(cls, throttle_time=NO_THROTTLE, error_code=error)
 
 
 # LeaveGroup -----------------------------------------------------------------------------------
-async def handle_leave_group(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_leave_group(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    groups: GroupCoordinator,
+    time_ms: Callable[[], int],
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(LEAVE_GROUP_KEY, version)
@@ -321,17 +360,17 @@ async def handle_leave_group(broker: Broker, ctx: ConnectionContext, request: Re
             ),
         )
 
-    if not _may(broker, ctx, AclOperation.READ, body.group_id):
+    if not _may(access, ctx, AclOperation.READ, body.group_id):
         return reply(ErrorCode.group_authorization_failed)
     try:
-        shard = broker.groups.shard_for(body.group_id)
+        shard = groups.shard_for(body.group_id)
     except CoordinatorError as exc:
         return reply(exc.error)
     group = shard.groups.get(body.group_id)
     if group is None:
         return reply(ErrorCode.unknown_member_id)
-    outcome = group.leave(members, now_ms=broker.time_ms())
-    broker.groups.process(shard, group, outcome.completions)
+    outcome = group.leave(members, now_ms=time_ms())
+    groups.process(shard, group, outcome.completions)
     response = outcome.reply
     if version < 3 and response.members:
         # One member: its error is the response's error, as Kafka answers v0-v2.
@@ -342,25 +381,31 @@ async def handle_leave_group(broker: Broker, ctx: ConnectionContext, request: Re
 
 
 # DescribeGroups -------------------------------------------------------------------------------
-async def handle_describe_groups(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_describe_groups(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    groups: GroupCoordinator,
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(DESCRIBE_GROUPS_KEY, version)
     want_ops = bool(getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
-        if not _may(broker, ctx, AclOperation.DESCRIBE, group_id):
+        if not _may(access, ctx, AclOperation.DESCRIBE, group_id):
             denied = ErrorCode.group_authorization_failed
             described.append(_described(types, group_id, denied, "", "", "", ()))
             continue
         try:
-            shard = broker.groups.shard_for(group_id)
+            shard = groups.shard_for(group_id)
         except CoordinatorError as exc:
             described.append(_described(types, group_id, exc.error, "", "", "", ()))
             continue
         group = shard.groups.get(group_id)
         if group is None:
-            ops = operations_field(broker, ctx, want_ops, ResourceType.GROUP, group_id)
+            ops = access.operations_field(ctx, want_ops, ResourceType.GROUP, group_id)
             described.append(_described(types, group_id, ErrorCode.none, "Dead", "", "", (), ops))
             continue
         info = group.describe()
@@ -385,7 +430,7 @@ async def handle_describe_groups(broker: Broker, ctx: ConnectionContext, request
                 info.protocol_type,
                 info.protocol_name,
                 members,
-                operations_field(broker, ctx, want_ops, ResourceType.GROUP, group_id),
+                access.operations_field(ctx, want_ops, ResourceType.GROUP, group_id),
             )
         )
     return make(
@@ -418,18 +463,24 @@ def _described(
 
 
 # ListGroups -----------------------------------------------------------------------------------
-async def handle_list_groups(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_list_groups(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    groups: GroupCoordinator,
+) -> Any:
     version = request.api_version
     types = response_types(LIST_GROUPS_KEY, version)
     wanted = {s.lower() for s in getattr(request.body, "states_filter", ()) or ()}
-    loading = any(not shard.loaded for shard in broker.groups.shards.values())
+    loading = any(not shard.loaded for shard in groups.shards.values())
     listed = []
-    everything = broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
-    for _, group in broker.groups.all_groups():
+    everything = access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+    for _, group in groups.all_groups():
         state = group.state.value
         if state == "Dead" or (wanted and state.lower() not in wanted):
             continue
-        if not everything and not _may(broker, ctx, AclOperation.DESCRIBE, group.group_id):
+        if not everything and not _may(access, ctx, AclOperation.DESCRIBE, group.group_id):
             continue
         listed.append(
             make(
@@ -448,18 +499,24 @@ async def handle_list_groups(broker: Broker, ctx: ConnectionContext, request: Re
 
 
 # DeleteGroups ---------------------------------------------------------------------------------
-async def handle_delete_groups(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_delete_groups(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    groups: GroupCoordinator,
+) -> Any:
     version = request.api_version
     types = response_types(DELETE_GROUPS_KEY, version)
     results = []
     for group_id in request.body.groups_names:
-        if not _may(broker, ctx, AclOperation.DELETE, group_id):
+        if not _may(access, ctx, AclOperation.DELETE, group_id):
             denied = ErrorCode.group_authorization_failed
             results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=denied))
             continue
         try:
-            shard = broker.groups.shard_for(group_id)
-            error = await broker.groups.delete_group(shard, group_id)
+            shard = groups.shard_for(group_id)
+            error = await groups.delete_group(shard, group_id)
         except CoordinatorError as exc:
             error = exc.error
         results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=error))

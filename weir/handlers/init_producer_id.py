@@ -8,6 +8,7 @@ are refused with a clear error instead of half-working.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -18,7 +19,8 @@ from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
 
 API_KEY = 22
 VERSIONS = (0, 4)
@@ -26,18 +28,25 @@ VERSIONS = (0, 4)
 _MAX_EPOCH = 32767
 
 
-def _may_write_idempotently(broker: Broker, ctx: ConnectionContext) -> bool:
+def _may_write_idempotently(metadata: MetadataView, access: Access, ctx: ConnectionContext) -> bool:
     """Kafka 3.x: IdempotentWrite on the cluster, or Write on any topic (checked against the
     topics that exist, where Kafka asks whether any Write ACL could match)."""
-    if broker.authorize(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+    if access.authorize(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
         return True
     return any(
-        broker.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, name)
-        for name in broker.topic_views()
+        access.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, name)
+        for name in metadata.topic_views()
     )
 
 
-async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    allocate_producer_id: Callable[[], Awaitable[int]],
+) -> Any:
     body = request.body
     cls = response_class(API_KEY, request.api_version)
     if body.transactional_id is not None:
@@ -48,7 +57,7 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
             producer_id=-1,
             producer_epoch=-1,
         )
-    if not _may_write_idempotently(broker, ctx):
+    if not _may_write_idempotently(metadata, access, ctx):
         return make(
             cls,
             throttle_time=NO_THROTTLE,
@@ -67,7 +76,7 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
             producer_epoch=epoch + 1,
         )
     try:
-        new_id = await broker.allocate_producer_id()
+        new_id = await allocate_producer_id()
     except ConnectionError:
         return make(
             cls,

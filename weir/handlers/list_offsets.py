@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._leader import led_partition
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
+    from weir.replica_manager import ReplicaManager
 
 API_KEY = 2
 VERSIONS = (1, 7)
@@ -29,16 +32,23 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 
 
-async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    replicas: ReplicaManager,
+    access: Access,
+) -> Any:
     version = request.api_version
     types = response_types(API_KEY, version)
     topics = []
     for topic in request.body.topics:
         partitions = []
-        allowed = broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
+        allowed = access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
             if allowed:
-                error, offset, timestamp, epoch = _lookup(broker, topic.name, p)
+                error, offset, timestamp, epoch = _lookup(metadata, replicas, topic.name, p)
             else:
                 error, offset, timestamp, epoch = ErrorCode.topic_authorization_failed, -1, -1, -1
             partitions.append(
@@ -58,12 +68,12 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     return make(response_class(API_KEY, version), throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _lookup(broker: Broker, topic: str, p: Any) -> tuple[ErrorCode, int, int, int]:
-    error = broker.leader_error(topic, p.partition_index)
-    if error is not ErrorCode.none:
+def _lookup(
+    metadata: MetadataView, replicas: ReplicaManager, topic: str, p: Any
+) -> tuple[ErrorCode, int, int, int]:
+    error, partition = led_partition(metadata, replicas, topic, p.partition_index)
+    if partition is None:
         return error, -1, -1, -1
-    partition = broker.replicas.get(topic, p.partition_index)
-    assert partition is not None
     requested_epoch = getattr(p, "current_leader_epoch", -1)
     if requested_epoch >= 0 and requested_epoch != partition.leader_epoch:
         error = (

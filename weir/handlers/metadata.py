@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._authz import operations_field
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.protocol.codec import Request
 from weir.security.acl import (
@@ -26,7 +25,9 @@ from weir.security.acl import (
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker, TopicView
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView, TopicView
+    from weir.topic_admin import TopicAdmin
 
 METADATA_KEY = 3
 METADATA_VERSIONS = (0, 12)
@@ -36,7 +37,14 @@ DESCRIBE_CLUSTER_VERSIONS = (0, 1)
 _NULL_UUID = uuid.UUID(int=0)
 
 
-async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_metadata(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    admin: TopicAdmin,
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(METADATA_KEY, version)
@@ -47,12 +55,12 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
     want_topic_ops = bool(getattr(body, "include_topic_authorized_operations", False))
 
     def topic_entry(view: TopicView) -> Any:
-        ops = operations_field(broker, ctx, want_topic_ops, ResourceType.TOPIC, view.name)
+        ops = access.operations_field(ctx, want_topic_ops, ResourceType.TOPIC, view.name)
         return _topic(types, view, ops)
 
     if requested is None:
-        for view in sorted(broker.topic_views().values(), key=lambda v: v.name):
-            if broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name):
+        for view in sorted(metadata.topic_views().values(), key=lambda v: v.name):
+            if access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name):
                 topics.append(topic_entry(view))
     else:
         allow_auto = getattr(body, "allow_auto_topic_creation", True)
@@ -60,15 +68,15 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
             name = wanted.name
             view = None
             if name is None:
-                view = broker.topic_view_by_id(wanted.topic_id)
+                view = metadata.topic_view_by_id(wanted.topic_id)
                 if view is None:
                     topics.append(
                         _missing(types, None, wanted.topic_id, ErrorCode.unknown_topic_id)
                     )
                     continue
             else:
-                view = broker.topic_views().get(name)
-            if view is not None and not broker.authorize(
+                view = metadata.topic_views().get(name)
+            if view is not None and not access.authorize(
                 ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name
             ):
                 denied = ErrorCode.topic_authorization_failed
@@ -76,15 +84,15 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
                 continue
             if view is None and name is not None:
                 error = ErrorCode.unknown_topic_or_partition
-                if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                if not access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     error = ErrorCode.topic_authorization_failed
-                elif allow_auto and broker.auto_create_topics:
-                    if not _may_create(broker, ctx, name):
+                elif allow_auto and metadata.auto_create_topics:
+                    if not access.may_create_topic(ctx, name):
                         topics.append(
                             _missing(types, name, _NULL_UUID, ErrorCode.topic_authorization_failed)
                         )
                         continue
-                    error, view = await broker.auto_create_topic(name)
+                    error, view = await admin.auto_create_topic(name)
                 if view is None:
                     topics.append(_missing(types, name, _NULL_UUID, error))
                     continue
@@ -101,13 +109,12 @@ async def handle_metadata(broker: Broker, ctx: ConnectionContext, request: Reque
                 port=b.port,
                 rack=b.rack,
             )
-            for b in broker.live_brokers()
+            for b in metadata.live_brokers()
         ),
-        cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id(),
+        cluster_id=metadata.cluster_id,
+        controller_id=metadata.controller_id(),
         topics=tuple(topics),
-        cluster_authorized_operations=operations_field(
-            broker,
+        cluster_authorized_operations=access.operations_field(
             ctx,
             bool(getattr(body, "include_cluster_authorized_operations", False)),
             ResourceType.CLUSTER,
@@ -152,14 +159,9 @@ def _topic(types: Any, view: TopicView, ops: int) -> Any:
     )
 
 
-def _may_create(broker: Broker, ctx: ConnectionContext, name: str) -> bool:
-    """Creating a topic needs Create on the cluster or on the topic (Kafka's rule)."""
-    return broker.authorize(
-        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
-    ) or broker.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
-
-
-async def handle_describe_cluster(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_describe_cluster(
+    ctx: ConnectionContext, request: Request, *, metadata: MetadataView, access: Access
+) -> Any:
     version = request.api_version
     types = response_types(DESCRIBE_CLUSTER_KEY, version)
     return make(
@@ -168,8 +170,8 @@ async def handle_describe_cluster(broker: Broker, ctx: ConnectionContext, reques
         error_code=ErrorCode.none,
         error_message=None,
         endpoint_type=1,  # brokers
-        cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id(),
+        cluster_id=metadata.cluster_id,
+        controller_id=metadata.controller_id(),
         brokers=tuple(
             make(
                 types.DescribeClusterBroker,
@@ -178,10 +180,9 @@ async def handle_describe_cluster(broker: Broker, ctx: ConnectionContext, reques
                 port=b.port,
                 rack=b.rack,
             )
-            for b in broker.live_brokers()
+            for b in metadata.live_brokers()
         ),
-        cluster_authorized_operations=operations_field(
-            broker,
+        cluster_authorized_operations=access.operations_field(
             ctx,
             request.body.include_cluster_authorized_operations,
             ResourceType.CLUSTER,

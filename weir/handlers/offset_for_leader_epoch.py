@@ -12,35 +12,50 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._leader import led_partition
 from weir.protocol.codec import Request
 from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
+    from weir.replica_manager import ReplicaManager
 
 API_KEY = 23
 VERSIONS = (2, 4)
 
 
-async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    replicas: ReplicaManager,
+    access: Access,
+) -> Any:
     version = request.api_version
     types = response_types(API_KEY, version)
     topics = []
     replica = getattr(request.body, "replica_id", -1) >= 0
-    cluster_ok = replica and broker.authorize(
+    cluster_ok = replica and access.authorize(
         ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
     )
     for topic in request.body.topics:
         partitions = []
         allowed = cluster_ok or (
             not replica
-            and broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.topic)
+            and access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.topic)
         )
         for p in topic.partitions:
             if allowed:
                 error, epoch, end_offset = _lookup(
-                    broker, topic.topic, p.partition, p.current_leader_epoch, p.leader_epoch
+                    metadata,
+                    replicas,
+                    topic.topic,
+                    p.partition,
+                    p.current_leader_epoch,
+                    p.leader_epoch,
                 )
             else:
                 error, epoch, end_offset = ErrorCode.topic_authorization_failed, -1, -1
@@ -60,13 +75,16 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
 
 
 def _lookup(
-    broker: Broker, topic: str, index: int, current_epoch: int, epoch: int
+    metadata: MetadataView,
+    replicas: ReplicaManager,
+    topic: str,
+    index: int,
+    current_epoch: int,
+    epoch: int,
 ) -> tuple[ErrorCode, int, int]:
-    error = broker.leader_error(topic, index)
-    if error is not ErrorCode.none:
+    error, partition = led_partition(metadata, replicas, topic, index)
+    if partition is None:
         return error, -1, -1
-    partition = broker.replicas.get(topic, index)
-    assert partition is not None
     if current_epoch >= 0 and current_epoch != partition.leader_epoch:
         fenced = current_epoch < partition.leader_epoch
         return (

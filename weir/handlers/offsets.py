@@ -7,6 +7,7 @@ a commit is validated by the group state machine, appended as offset records, an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,9 @@ from weir.handlers._build import NO_THROTTLE, make, response_class, response_typ
 from weir.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.group_coordinator import GroupCoordinator
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
     from weir.protocol.codec import Request
     from weir.server import ConnectionContext
 
@@ -28,21 +31,29 @@ OFFSET_DELETE_KEY, OFFSET_DELETE_VERSIONS = 47, (0, 0)
 
 
 # OffsetCommit ---------------------------------------------------------------------------------
-async def handle_offset_commit(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_offset_commit(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    groups: GroupCoordinator,
+    time_ms: Callable[[], int],
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(OFFSET_COMMIT_KEY, version)
     requested = [(t.name, p) for t in body.topics for p in t.partitions]
     errors: dict[tuple[str, int], ErrorCode] = {}
     commits: list[PartitionCommit] = []
-    views = broker.topic_views()
-    group_ok = broker.authorize(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id)
+    views = metadata.topic_views()
+    group_ok = access.authorize(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id)
     for topic, p in requested:
         view = views.get(topic)
         if not group_ok:
             errors[(topic, p.partition_index)] = ErrorCode.group_authorization_failed
             continue
-        if not broker.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic):
+        if not access.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic):
             errors[(topic, p.partition_index)] = ErrorCode.topic_authorization_failed
             continue
         if view is None or p.partition_index >= len(view.partitions):
@@ -59,7 +70,7 @@ async def handle_offset_commit(broker: Broker, ctx: ConnectionContext, request: 
         )
     try:
         if group_ok:
-            await _commit(broker, body, version, commits, errors)
+            await _commit(groups, time_ms, body, version, commits, errors)
     except CoordinatorError as exc:
         for c in commits:
             errors[(c.topic, c.partition)] = exc.error
@@ -83,14 +94,14 @@ async def handle_offset_commit(broker: Broker, ctx: ConnectionContext, request: 
 
 
 async def _commit(
-    broker: Broker,
+    groups: GroupCoordinator,
+    time_ms: Callable[[], int],
     body: Any,
     version: int,
     commits: list[PartitionCommit],
     errors: dict[tuple[str, int], ErrorCode],
 ) -> None:
-    coordinator = broker.groups
-    shard = coordinator.shard_for(body.group_id)
+    shard = groups.shard_for(body.group_id)
     group = shard.groups.get(body.group_id)
     generation = body.generation_id_or_member_epoch
     retention = getattr(body, "retention_time", None)
@@ -105,36 +116,43 @@ async def _commit(
         generation_id=generation,
         partitions=commits,
         api_version=version,
-        now_ms=broker.time_ms(),
+        now_ms=time_ms(),
         retention_time_ms=retention_ms if retention_ms >= 0 else -1,
     )
     shard.wake.set()  # a member's commit refreshes its session
     for result in outcome.partitions:
         if result.error is not ErrorCode.none:
             errors[(result.topic, result.partition)] = result.error
-    error = await coordinator.commit_offsets(shard, outcome.records)
+    error = await groups.commit_offsets(shard, outcome.records)
     if error is not ErrorCode.none:
         for record in outcome.records:
             errors[(record.topic, record.partition)] = error
     elif outcome.records and group is None and body.group_id not in shard.groups:
         # A simple (generation -1) commit to an unknown group: Kafka keeps an Empty group
         # so ListGroups and DescribeGroups show it.
-        coordinator.new_group(shard, body.group_id)
+        groups.new_group(shard, body.group_id)
 
 
 # OffsetFetch ----------------------------------------------------------------------------------
-async def handle_offset_fetch(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_offset_fetch(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    groups: GroupCoordinator,
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(OFFSET_FETCH_KEY, version)
     cls = response_class(OFFSET_FETCH_KEY, version)
     if version >= 8:
-        groups = [
+        answers = [
             make(
                 types.OffsetFetchResponseGroup,
                 group_id=g.group_id,
                 **_fetch_group(
-                    broker,
+                    access,
+                    groups,
                     ctx,
                     g.group_id,
                     g.topics,
@@ -145,9 +163,10 @@ async def handle_offset_fetch(broker: Broker, ctx: ConnectionContext, request: R
             )
             for g in body.groups
         ]
-        return make(cls, throttle_time=NO_THROTTLE, groups=tuple(groups))
+        return make(cls, throttle_time=NO_THROTTLE, groups=tuple(answers))
     fetched = _fetch_group(
-        broker,
+        access,
+        groups,
         ctx,
         body.group_id,
         body.topics,
@@ -160,7 +179,8 @@ async def handle_offset_fetch(broker: Broker, ctx: ConnectionContext, request: R
 
 
 def _fetch_group(
-    broker: Broker,
+    access: Access,
+    groups: GroupCoordinator,
     ctx: ConnectionContext,
     group_id: str,
     topics: Any,
@@ -176,14 +196,14 @@ def _fetch_group(
         if topics is None
         else [(t.name, index) for t in topics for index in t.partition_indexes]
     )
-    if not broker.authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+    if not access.authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
         denied = ErrorCode.group_authorization_failed
         if not per_partition_errors or wanted is None:
             return {"topics": (), "error_code": denied}
         rows = [(t, p, -1, -1, "", denied) for t, p in wanted]
         return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": denied}
     try:
-        shard = broker.groups.shard_for(group_id)
+        shard = groups.shard_for(group_id)
     except CoordinatorError as exc:
         if not per_partition_errors or wanted is None:
             return {"topics": (), "error_code": exc.error}
@@ -191,8 +211,8 @@ def _fetch_group(
         return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": exc.error}
     fetched = shard.offsets.fetch(group_id, wanted)
     rows = [(f.topic, f.partition, f.offset, f.leader_epoch, f.metadata, f.error) for f in fetched]
-    if broker.authorizer is not None:
-        rows = _describable(broker, ctx, rows, listing_all=wanted is None)
+    if access.enabled:
+        rows = _describable(access, ctx, rows, listing_all=wanted is None)
     return {
         "topics": _topics(types, topic_type, partition_type, rows),
         "error_code": ErrorCode.none,
@@ -200,13 +220,13 @@ def _fetch_group(
 
 
 def _describable(
-    broker: Broker, ctx: ConnectionContext, rows: list[tuple[Any, ...]], *, listing_all: bool
+    access: Access, ctx: ConnectionContext, rows: list[tuple[Any, ...]], *, listing_all: bool
 ) -> list[tuple[Any, ...]]:
     """Kafka's OffsetFetch: topics without Describe are left out of a fetch of all offsets
     and answer TOPIC_AUTHORIZATION_FAILED when named."""
     kept = []
     for row in rows:
-        if broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, row[0]):
+        if access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, row[0]):
             kept.append(row)
         elif not listing_all:
             kept.append((row[0], row[1], -1, -1, "", ErrorCode.topic_authorization_failed))
@@ -233,7 +253,12 @@ def _topics(types: Any, topic_type: str, partition_type: str, rows: list[tuple[A
 
 
 # OffsetDelete ---------------------------------------------------------------------------------
-async def handle_offset_delete(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_offset_delete(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    groups: GroupCoordinator,
+) -> Any:
     body = request.body
     types = response_types(OFFSET_DELETE_KEY, request.api_version)
     cls = response_class(OFFSET_DELETE_KEY, request.api_version)
@@ -261,9 +286,8 @@ async def handle_offset_delete(broker: Broker, ctx: ConnectionContext, request: 
             else (),
         )
 
-    coordinator = broker.groups
     try:
-        shard = coordinator.shard_for(body.group_id)
+        shard = groups.shard_for(body.group_id)
     except CoordinatorError as exc:
         return reply(exc.error, {})
     outcome = shard.offsets.delete(
@@ -272,7 +296,7 @@ async def handle_offset_delete(broker: Broker, ctx: ConnectionContext, request: 
     if outcome.error is not ErrorCode.none:
         return reply(outcome.error, {})
     results = {(r.topic, r.partition): r.error for r in outcome.partitions}
-    error = await coordinator.commit_offsets(shard, outcome.records)
+    error = await groups.commit_offsets(shard, outcome.records)
     if error is not ErrorCode.none:
         return reply(error, {})
     return reply(ErrorCode.none, results)

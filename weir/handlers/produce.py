@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._leader import led_partition
 from weir.log.errors import LogError
 from weir.protocol.codec import Request
 from weir.protocol.records import CorruptBatchError, validate_batches
@@ -28,8 +29,10 @@ from weir.server import ConnectionContext
 from weir.topic_names import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
     from weir.partition import Partition
+    from weir.replica_manager import ReplicaManager
 
 API_KEY = 0
 VERSIONS = (3, 9)
@@ -37,7 +40,14 @@ VERSIONS = (3, 9)
 log = logging.getLogger("weir.produce")
 
 
-async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    replicas: ReplicaManager,
+    access: Access,
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(API_KEY, version)
@@ -46,14 +56,15 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
     waits: list[tuple[list[Any], Partition, int, int]] = []
     for topic_data in body.topic_data:
         rows = []
-        allowed = broker.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic_data.name)
+        allowed = access.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic_data.name)
         for partition_data in topic_data.partition_data:
             if not allowed:
                 denied = ErrorCode.topic_authorization_failed
                 rows.append([partition_data.index, denied, -1, -1, -1, None])
                 continue
             error, base_offset, append_time, log_start, message = _append_one(
-                broker,
+                metadata,
+                replicas,
                 topic_data.name,
                 partition_data.index,
                 partition_data.records,
@@ -63,7 +74,7 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
             row = [partition_data.index, error, base_offset, append_time, log_start, message]
             rows.append(row)
             if acks == -1 and error is ErrorCode.none:
-                partition = broker.replicas.get(topic_data.name, partition_data.index)
+                partition = replicas.get(topic_data.name, partition_data.index)
                 assert partition is not None
                 waits.append((row, partition, partition.leader_epoch, _required_hw(partition)))
         results.append((topic_data.name, rows))
@@ -71,7 +82,7 @@ async def handle(broker: Broker, ctx: ConnectionContext, request: Request) -> An
         return None
     if waits:
         timeout_s = body.timeout.total_seconds()
-        await asyncio.gather(*(_await_commit(broker, w, timeout_s) for w in waits))
+        await asyncio.gather(*(_await_commit(metadata, w, timeout_s) for w in waits))
     return make(
         response_class(API_KEY, version),
         responses=tuple(
@@ -104,17 +115,20 @@ def _required_hw(partition: Partition) -> int:
 
 
 async def _await_commit(
-    broker: Broker, wait: tuple[list[Any], Partition, int, int], timeout_s: float
+    metadata: MetadataView, wait: tuple[list[Any], Partition, int, int], timeout_s: float
 ) -> None:
     """The purgatory for one partition of a produce request; the row's error is set in place."""
     row, partition, epoch, required = wait
-    row[1] = await await_commit(broker, partition, epoch, required, timeout_s)
+    row[1] = await await_commit(
+        partition, epoch, required, timeout_s, topic_config=metadata.topic_config
+    )
     if row[1] is not ErrorCode.none:
         row[5] = f"not committed by the in-sync replicas: {row[1].name}"
 
 
 def _append_one(
-    broker: Broker,
+    metadata: MetadataView,
+    replicas: ReplicaManager,
     topic: str,
     index: int,
     records: bytes | None,
@@ -141,14 +155,12 @@ def _append_one(
             -1,
             f"Cannot append to internal topic {topic}",
         )
-    error = broker.leader_error(topic, index)
-    if error is not ErrorCode.none:
+    error, partition = led_partition(metadata, replicas, topic, index)
+    if partition is None:
         return error, -1, -1, -1, None
-    partition = broker.replicas.get(topic, index)
-    assert partition is not None
     if not records:
         return ErrorCode.corrupt_message, -1, -1, -1, "empty record set"
-    config = broker.topic_config(topic)
+    config = metadata.topic_config(topic)
     try:
         batches = validate_batches(records)
     except CorruptBatchError as exc:
@@ -171,7 +183,7 @@ def _append_one(
                 -1,
                 "transactional batches are not supported by this Weir version",
             )
-    if acks == -1 and broker.in_sync_replica_count(topic, index) < config.min_insync_replicas:
+    if acks == -1 and replicas.in_sync_replica_count(topic, index) < config.min_insync_replicas:
         return (
             ErrorCode.not_enough_replicas,
             -1,

@@ -16,7 +16,10 @@ from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.controller import Controller
+    from weir.controller_lease import ControllerLease
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
 
 ALTER_KEY = 45
 ALTER_VERSIONS = (0, 0)
@@ -24,12 +27,19 @@ LIST_KEY = 46
 LIST_VERSIONS = (0, 0)
 
 
-async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_alter(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    lease: ControllerLease,
+    controller: Controller,
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(ALTER_KEY, version)
     cls = response_class(ALTER_KEY, version)
-    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         return make(
             cls,
             throttle_time=NO_THROTTLE,
@@ -37,8 +47,8 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
             error_message=None,
             responses=(),
         )
-    epoch = broker.controller_epoch
-    if epoch is None or broker.controller is None:
+    epoch = lease.epoch
+    if epoch is None:
         return make(
             cls,
             throttle_time=NO_THROTTLE,
@@ -51,7 +61,7 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
         for t in body.topics
         for p in t.partitions
     ]
-    results = await broker.controller.alter_reassignments(epoch, requests)
+    results = await controller.alter_reassignments(epoch, requests)
     return make(
         cls,
         throttle_time=NO_THROTTLE,
@@ -76,11 +86,17 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
     )
 
 
-async def handle_list(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_list(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(LIST_KEY, version)
-    if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         return make(
             response_class(LIST_KEY, version),
             throttle_time=NO_THROTTLE,
@@ -88,8 +104,7 @@ async def handle_list(broker: Broker, ctx: ConnectionContext, request: Request) 
             error_message=None,
             topics=(),
         )
-    assert broker.metadata is not None
-    image = broker.metadata.image
+    image = metadata.image
     wanted = (
         None
         if body.topics is None

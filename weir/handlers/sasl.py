@@ -20,13 +20,13 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import make, response_class
 from weir.protocol.codec import Request
-from weir.security.credentials import get_credential
 from weir.security.sasl import MAX_TOKEN_BYTES, SUPPORTED_MECHANISMS, SaslFailure, SaslSession
-from weir.security.scram import ScramCredential
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.config import BrokerConfig
+    from weir.credential_store import ScramCredentialStore
+    from weir.metadata_view import MetadataView
 
 HANDSHAKE_KEY = 17
 HANDSHAKE_VERSIONS = (0, 1)
@@ -36,14 +36,20 @@ AUTHENTICATE_VERSIONS = (0, 2)
 log = logging.getLogger("weir.sasl")
 
 
-def enabled_mechanisms(broker: Broker) -> tuple[str, ...]:
-    value = broker.config.get("sasl.enabled.mechanisms")
+def enabled_mechanisms(config: BrokerConfig) -> tuple[str, ...]:
+    value = config.get("sasl.enabled.mechanisms")
     names = value.split(",") if isinstance(value, str) else list(value or ())
     return tuple(n.strip() for n in names if n.strip() in SUPPORTED_MECHANISMS)
 
 
-async def handle_handshake(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
-    mechanisms = enabled_mechanisms(broker)
+async def handle_handshake(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    credentials: ScramCredentialStore,
+) -> Any:
+    mechanisms = enabled_mechanisms(metadata.config)
     cls = response_class(HANDSHAKE_KEY, request.api_version)
     if not ctx.security_protocol.startswith("SASL_") or ctx.sasl is not None:
         ctx.close_after_response = ctx.security_protocol.startswith("SASL_")
@@ -53,15 +59,11 @@ async def handle_handshake(broker: Broker, ctx: ConnectionContext, request: Requ
         ctx.close_after_response = True
         return make(cls, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms)
 
-    async def lookup(scram_mechanism: str, user: str) -> ScramCredential | None:
-        assert broker.redis is not None
-        return await get_credential(broker.redis, broker.cluster_id, scram_mechanism, user)
-
-    ctx.sasl = SaslSession(mechanism, lookup, raw=request.api_version == 0)
+    ctx.sasl = SaslSession(mechanism, credentials.lookup, raw=request.api_version == 0)
     return make(cls, error_code=ErrorCode.none, mechanisms=mechanisms)
 
 
-async def handle_authenticate(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_authenticate(ctx: ConnectionContext, request: Request) -> Any:
     cls = response_class(AUTHENTICATE_KEY, request.api_version)
     session = ctx.sasl
     if session is None or session.raw or ctx.authenticated:

@@ -19,7 +19,6 @@ from kio.schema.errors import ErrorCode
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.protocol.codec import Request
 from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from weir.security.credentials import describe_users, encode_credential, scram_key
 from weir.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_BY_ID,
@@ -30,7 +29,8 @@ from weir.security.scram import (
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.credential_store import ScramCredentialStore
+    from weir.handlers._authz import Access
 
 DESCRIBE_KEY = 50
 DESCRIBE_VERSIONS = (0, 0)
@@ -38,11 +38,16 @@ ALTER_KEY = 51
 ALTER_VERSIONS = (0, 0)
 
 
-async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_describe(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    credentials: ScramCredentialStore,
+) -> Any:
     version = request.api_version
     types = response_types(DESCRIBE_KEY, version)
-    assert broker.redis is not None
-    if not broker.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         return make(
             response_class(DESCRIBE_KEY, version),
             throttle_time=NO_THROTTLE,
@@ -50,7 +55,7 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
             error_message="Cluster authorization failed.",  # Kafka's message for the code
             results=(),
         )
-    stored = await describe_users(broker.redis, broker.cluster_id)
+    stored = await credentials.describe()
     wanted = request.body.users
     # Kafka describes every user for a null *or empty* list (librdkafka sends an empty one).
     names = sorted(stored) if not wanted else [u.name for u in wanted]
@@ -94,11 +99,15 @@ async def handle_describe(broker: Broker, ctx: ConnectionContext, request: Reque
     )
 
 
-async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_alter(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    access: Access,
+    credentials: ScramCredentialStore,
+) -> Any:
     version = request.api_version
     types = response_types(ALTER_KEY, version)
-    assert broker.redis is not None
-    redis = broker.redis
     body = request.body
     counts = Counter(d.name for d in body.deletions) + Counter(u.name for u in body.upsertions)
     errors: dict[str, tuple[ErrorCode, str | None]] = {}
@@ -106,7 +115,7 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
     def fail(user: str, code: ErrorCode, message: str) -> None:
         errors.setdefault(user, (code, message))
 
-    if not broker.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         for user in counts:
             fail(user, ErrorCode.cluster_authorization_failed, "not authorized")
     for user, count in counts.items():
@@ -122,9 +131,7 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
             fail(deletion.name, ErrorCode.unacceptable_credential, "Username must not be empty")
         elif mechanism is None:
             fail(deletion.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
-        elif deletion.name not in errors and not await redis.hexists(
-            scram_key(broker.cluster_id, mechanism), deletion.name
-        ):
+        elif deletion.name not in errors and not await credentials.exists(mechanism, deletion.name):
             fail(
                 deletion.name,
                 ErrorCode.resource_not_found,
@@ -147,16 +154,14 @@ async def handle_alter(broker: Broker, ctx: ConnectionContext, request: Request)
     for deletion in body.deletions:
         if deletion.name not in errors:
             mechanism = MECHANISM_BY_ID[int(deletion.mechanism)]
-            await redis.hdel(scram_key(broker.cluster_id, mechanism), deletion.name)
+            await credentials.delete(mechanism, deletion.name)
     for upsert in body.upsertions:
         if upsert.name not in errors:
             mechanism = MECHANISM_BY_ID[int(upsert.mechanism)]
             credential = credential_from_salted_password(
                 mechanism, bytes(upsert.salted_password), bytes(upsert.salt), upsert.iterations
             )
-            await redis.hset(
-                scram_key(broker.cluster_id, mechanism), upsert.name, encode_credential(credential)
-            )
+            await credentials.put(mechanism, upsert.name, credential)
     results = []
     for user in counts:
         code, message = errors.get(user, (ErrorCode.none, None))

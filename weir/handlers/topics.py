@@ -10,14 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir import topic_admin as admin
+from weir import topic_admin
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.protocol.codec import Request
 from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.controller_channel import ControllerChannel
+    from weir.controller_lease import ControllerLease
+    from weir.handlers._authz import Access
+    from weir.metadata_view import MetadataView
+    from weir.topic_admin import TopicAdmin
 
 CREATE_TOPICS_KEY = 19
 CREATE_TOPICS_VERSIONS = (2, 7)
@@ -31,47 +35,56 @@ _DENIED = "not authorized"
 _NOT_CONTROLLER = "this broker is not the controller; send the request to the controller"
 
 
-def _may_create(broker: Broker, ctx: ConnectionContext, name: str) -> bool:
-    """CreateTopics needs Create on the cluster or on the topic (Kafka's rule)."""
-    return broker.authorize(
-        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
-    ) or broker.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
-
-
 def _may(
-    broker: Broker, ctx: ConnectionContext, op: AclOperation, name: str | None, topic_id: Any
+    metadata: MetadataView,
+    access: Access,
+    ctx: ConnectionContext,
+    op: AclOperation,
+    name: str | None,
+    topic_id: Any,
 ) -> bool:
     """``op`` on the topic named ``name`` (or with id ``topic_id``, resolved here)."""
-    if broker.authorizer is None:
+    if not access.enabled:
         return True
     if name is None and topic_id is not None:
-        view = broker.topic_view_by_id(topic_id)
+        view = metadata.topic_view_by_id(topic_id)
         name = view.name if view is not None else None
     if name is None:
-        return broker.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
-    return broker.authorize(ctx, op, ResourceType.TOPIC, name)
+        return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+    return access.authorize(ctx, op, ResourceType.TOPIC, name)
 
 
-async def _forward(broker: Broker, request: Request, all_allowed: bool = True) -> Any | None:
+async def _forward(
+    lease: ControllerLease, channel: ControllerChannel, request: Request, all_allowed: bool = True
+) -> Any | None:
     """KIP-590: a broker that is not the controller forwards topic admin to the controller.
 
     Clients may send these to any broker (Kafka's own brokers forward since 2.8). A request
     that was itself forwarded is never forwarded again, so two brokers that disagree about
     the controller for a moment cannot bounce it between them: it gets NOT_CONTROLLER.
     """
-    if broker.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
+    if lease.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
         return None
     if not all_allowed:
         # The principal is known here, not at the controller (forwarding runs as the
         # broker): a request with a denied topic is answered here, the rest NOT_CONTROLLER.
         return None
     timeout_s = request.body.timeout.total_seconds() + 10
-    return await broker.forward_to_controller(request.body, timeout_s)
+    return await channel.forward(request.body, timeout_s)
 
 
-async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
-    allowed = {t.name: _may_create(broker, ctx, t.name) for t in request.body.topics}
-    forwarded = await _forward(broker, request, all(allowed.values()))
+async def handle_create_topics(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    lease: ControllerLease,
+    channel: ControllerChannel,
+    admin: TopicAdmin,
+) -> Any:
+    allowed = {t.name: access.may_create_topic(ctx, t.name) for t in request.body.topics}
+    forwarded = await _forward(lease, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     body = request.body
@@ -84,16 +97,15 @@ async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: 
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     for topic in body.topics:
         if seen[topic.name] > 1:
-            outcome = admin.TopicOutcome(
+            outcome = topic_admin.TopicOutcome(
                 ErrorCode.invalid_request, f"topic {topic.name} appears more than once"
             )
         elif not allowed[topic.name]:
-            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not broker.is_controller:
-            outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not lease.is_controller:
+            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
         else:
             outcome = await admin.create_topic(
-                broker,
                 name=topic.name,
                 num_partitions=topic.num_partitions,
                 replication_factor=topic.replication_factor,
@@ -131,7 +143,16 @@ async def handle_create_topics(broker: Broker, ctx: ConnectionContext, request: 
     )
 
 
-async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_delete_topics(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    lease: ControllerLease,
+    channel: ControllerChannel,
+    admin: TopicAdmin,
+) -> Any:
     body = request.body
     version = request.api_version
     if version >= 6:
@@ -139,10 +160,10 @@ async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: 
     else:
         targets = [(name, None) for name in body.topic_names]
     allowed = {
-        (name, topic_id): _may(broker, ctx, AclOperation.DELETE, name, topic_id)
+        (name, topic_id): _may(metadata, access, ctx, AclOperation.DELETE, name, topic_id)
         for name, topic_id in targets
     }
-    forwarded = await _forward(broker, request, all(allowed.values()))
+    forwarded = await _forward(lease, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     types = response_types(DELETE_TOPICS_KEY, version)
@@ -150,13 +171,11 @@ async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: 
     results = []
     for name, topic_id in targets:
         if not allowed[(name, topic_id)]:
-            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not broker.is_controller:
-            outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not lease.is_controller:
+            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
         else:
-            outcome = await admin.delete_topic(
-                broker, name=name, topic_id=topic_id, timeout_ms=timeout_ms
-            )
+            outcome = await admin.delete_topic(name=name, topic_id=topic_id, timeout_ms=timeout_ms)
         results.append(
             make(
                 types.DeletableTopicResult,
@@ -173,12 +192,21 @@ async def handle_delete_topics(broker: Broker, ctx: ConnectionContext, request: 
     )
 
 
-async def handle_create_partitions(broker: Broker, ctx: ConnectionContext, request: Request) -> Any:
+async def handle_create_partitions(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    lease: ControllerLease,
+    channel: ControllerChannel,
+    admin: TopicAdmin,
+) -> Any:
     allowed = {
-        t.name: broker.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name)
+        t.name: access.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name)
         for t in request.body.topics
     }
-    forwarded = await _forward(broker, request, all(allowed.values()))
+    forwarded = await _forward(lease, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     body = request.body
@@ -188,12 +216,11 @@ async def handle_create_partitions(broker: Broker, ctx: ConnectionContext, reque
     results = []
     for topic in body.topics:
         if not allowed[topic.name]:
-            outcome = admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not broker.is_controller:
-            outcome = admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not lease.is_controller:
+            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
         else:
             outcome = await admin.create_partitions(
-                broker,
                 name=topic.name,
                 count=topic.count,
                 assignments=(

@@ -37,6 +37,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
@@ -48,8 +49,12 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
 
 from weir.client import BrokerClient, BrokerClientError
 from weir.log.errors import LogError
-from weir.partition import Partition
 from weir.security.client import ClientSecurity
+
+if TYPE_CHECKING:
+    # Types only: the fetcher drives partitions it is given, and weir.partition itself
+    # imports weir.replication (LeaderState).
+    from weir.partition import Partition
 
 __all__ = ["ReplicaFetcherManager"]
 

@@ -1,0 +1,97 @@
+"""The controller lease: which broker is the controller, and for which epoch.
+
+Every broker competes for one expiring lease in Redis (``MetadataStore.acquire_controller``);
+the holder renews it every heartbeat and is the controller while it holds it. The lease lives
+as long as a broker lease (``broker.session.timeout.ms``), so a dead controller's broker and
+its controllership expire together. When Redis is away the holder gives the lease up at once:
+it can no longer prove it is the only one writing the metadata log.
+
+While it holds the lease, the controller also trims metadata log history older than
+``metadata.max.retention.ms`` (once a minute).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from weir.config import BrokerConfig
+from weir.metadata.errors import MetadataUnavailableError
+from weir.metadata.store import MetadataStore
+
+__all__ = ["METADATA_TRIM_INTERVAL_S", "ControllerLease"]
+
+log = logging.getLogger("weir.broker")
+
+# How often the controller trims metadata log history (metadata.max.retention.ms).
+METADATA_TRIM_INTERVAL_S = 60.0
+
+
+class ControllerLease:
+    """Takes, renews and resigns the controller lease; ``epoch`` is None when not held."""
+
+    def __init__(
+        self,
+        *,
+        store: MetadataStore,
+        broker_id: int,
+        config: Callable[[], BrokerConfig],
+        monotonic: Callable[[], float],
+        wall_ms: Callable[[], int],
+    ) -> None:
+        self._store = store
+        self._broker_id = broker_id
+        self._config = config
+        self._monotonic = monotonic
+        self._wall_ms = wall_ms
+        self.epoch: int | None = None
+
+    @property
+    def is_controller(self) -> bool:
+        return self.epoch is not None
+
+    def _lease_ms(self) -> int:
+        return int(self._config().get("broker.session.timeout.ms"))
+
+    async def try_acquire(self) -> None:
+        """Take the lease if it is free, or renew the one held."""
+        try:
+            if self.epoch is None:
+                self.epoch = await self._store.acquire_controller(self._broker_id, self._lease_ms())
+                if self.epoch is not None:
+                    log.info("broker %d is the controller (epoch %d)", self._broker_id, self.epoch)
+            elif not await self._store.renew_controller(
+                self._broker_id, self.epoch, self._lease_ms()
+            ):
+                log.warning("broker %d lost the controller lease", self._broker_id)
+                self.epoch = None
+        except Exception as exc:  # Redis away: keep serving, try again
+            log.warning("controller lease check failed: %s", exc)
+            self.epoch = None
+
+    async def run(self) -> None:
+        """Renew (or compete for) the lease every heartbeat; trim while controller."""
+        next_trim = 0.0
+        while True:
+            await asyncio.sleep(int(self._config().get("broker.heartbeat.interval.ms")) / 1000)
+            await self.try_acquire()
+            if self.epoch is not None and self._monotonic() >= next_trim:
+                next_trim = self._monotonic() + METADATA_TRIM_INTERVAL_S
+                await self._trim_metadata_log()
+
+    async def resign(self) -> None:
+        """Give the lease up (shutdown), so another broker takes over without waiting."""
+        if self.epoch is not None:
+            await self._store.resign_controller(self._broker_id, self.epoch)
+
+    async def _trim_metadata_log(self) -> None:
+        """Drop metadata history older than ``metadata.max.retention.ms``."""
+        retention = int(self._config().get("metadata.max.retention.ms"))
+        try:
+            removed = await self._store.trim_log(older_than_ms=self._wall_ms() - retention)
+        except MetadataUnavailableError as exc:
+            log.warning("metadata log trim failed: %s", exc)
+            return
+        if removed:
+            log.info("trimmed %d metadata log entries older than %d ms", removed, retention)

@@ -1,0 +1,119 @@
+"""Partition and replica state for the control plane, published once a second.
+
+Each broker writes what only it knows -- for every local replica its log end, log start and
+size; for every partition it leads the ISR, high watermark and each follower's log end --
+through ``PartitionStatePublisher``, plus its metrics snapshot (``BrokerMetrics.publish``).
+The dashboard, the monitor and the Prometheus exporter read them from Redis. This is
+observability only: when Redis is away a round is skipped and the next one tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from weir.metadata.partition_state import (
+    PartitionStatePublisher,
+    PartitionStatus,
+    ReplicaStatus,
+)
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+
+    from weir.config import BrokerConfig
+    from weir.metrics import BrokerMetrics
+    from weir.replica_manager import ReplicaManager
+
+__all__ = ["PUBLISH_INTERVAL_S", "StatePublisher"]
+
+log = logging.getLogger("weir.broker")
+
+PUBLISH_INTERVAL_S = 1.0
+
+
+class StatePublisher:
+    """Publishes this broker's replica and partition states and metrics."""
+
+    def __init__(
+        self,
+        *,
+        redis: aioredis.Redis,
+        cluster_id: str,
+        broker_id: int,
+        replicas: ReplicaManager,
+        metrics: BrokerMetrics,
+        config: Callable[[], BrokerConfig],
+        time_ms: Callable[[], int],
+    ) -> None:
+        self._redis = redis
+        self._broker_id = broker_id
+        self._replicas = replicas
+        self._metrics = metrics
+        self._config = config
+        self._time_ms = time_ms
+        self._publisher = PartitionStatePublisher(redis, cluster_id=cluster_id, broker_id=broker_id)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(PUBLISH_INTERVAL_S)
+            await self.publish_once()
+
+    def states(self, now: int) -> tuple[list[PartitionStatus], list[ReplicaStatus]]:
+        """The partitions led here and every local replica, as of ``now``."""
+        partitions: list[PartitionStatus] = []
+        replicas: list[ReplicaStatus] = []
+        for p in list(self._replicas.partitions()):
+            log_obj = p.log
+            replicas.append(
+                ReplicaStatus(
+                    topic=p.topic,
+                    partition=p.index,
+                    broker_id=self._broker_id,
+                    log_end_offset=log_obj.log_end_offset,
+                    log_start_offset=log_obj.log_start_offset,
+                    size_bytes=log_obj.size_bytes,
+                    is_leader=p.is_leader,
+                    updated_ms=now,
+                )
+            )
+            state = p.leader_state
+            if state is None:
+                continue
+            partitions.append(
+                PartitionStatus(
+                    topic=p.topic,
+                    partition=p.index,
+                    leader=self._broker_id,
+                    leader_epoch=p.leader_epoch,
+                    isr=tuple(p.isr),
+                    log_end_offset=log_obj.log_end_offset,
+                    high_watermark=p.high_watermark,
+                    log_start_offset=log_obj.log_start_offset,
+                    size_bytes=log_obj.size_bytes,
+                    follower_log_end_offsets={
+                        str(f.broker_id): f.log_end_offset for f in state.followers.values()
+                    },
+                    updated_ms=now,
+                )
+            )
+        return partitions, replicas
+
+    async def publish_once(self) -> None:
+        now = self._time_ms()
+        partitions, replicas = self.states(now)
+        try:
+            await self._publisher.publish(partitions, replicas)
+            await self._metrics.publish(
+                self._redis,
+                keys=self._publisher.keys,
+                broker_id=self._broker_id,
+                now_ms=now,
+                # The control plane cannot see static configs; it needs this one to
+                # count under-min-ISR partitions.
+                extra={"min_insync_replicas": int(self._config().get("min.insync.replicas"))},
+            )
+        except Exception as exc:  # Redis away: observability only, try again later
+            log.debug("publishing partition state failed: %s", exc)
