@@ -280,7 +280,7 @@ class FakeLeaderState:
     def proposed_isr(self, *, now_ms: int, lag_max_ms: int) -> frozenset[int]:
         return self.proposed
 
-    def caught_up_outside_isr(self) -> frozenset[int]:
+    def caught_up_outside_isr(self, *, now_ms: int, lag_max_ms: int) -> frozenset[int]:
         return self.joining
 
 

@@ -123,17 +123,27 @@ class LeaderState:
             and now_ms - follower.last_caught_up_ms > lag_max_ms
         }
 
-    def caught_up_outside_isr(self) -> set[int]:
-        """Followers outside the ISR that may rejoin it (KIP-101: past the epoch start)."""
+    def caught_up_outside_isr(self, *, now_ms: int, lag_max_ms: int) -> set[int]:
+        """Followers outside the ISR that may rejoin it: at the HW and past the start of this
+        leader's epoch (KIP-101), and still fetching.
+
+        A follower that stopped fetching (paused, partitioned) keeps the LEO of its last
+        fetch, which still equals the HW when nothing new was written; it must not be let
+        back in (by the periodic check, or after another follower's fetch) only to be shrunk
+        out again, so it must have fetched within ``lag_max_ms``.
+        """
         threshold = max(self.high_watermark, self.epoch_start_offset)
         return {
             broker_id
             for broker_id, follower in self.followers.items()
-            if broker_id not in self.isr and follower.log_end_offset >= threshold
+            if broker_id not in self.isr
+            and follower.log_end_offset >= threshold
+            and now_ms - follower.last_fetch_ms <= lag_max_ms
         }
 
     def proposed_isr(self, *, now_ms: int, lag_max_ms: int) -> frozenset[int]:
-        """The ISR this leader would like: shrink the laggards, expand the caught-up."""
+        """The ISR this leader would like: shrink the laggards, expand the caught-up that
+        are still fetching."""
         shrink = self.out_of_sync(now_ms=now_ms, lag_max_ms=lag_max_ms)
-        expand = self.caught_up_outside_isr()
+        expand = self.caught_up_outside_isr(now_ms=now_ms, lag_max_ms=lag_max_ms)
         return (self.isr - shrink) | expand

@@ -91,7 +91,9 @@ class IsrManager:
         state = partition.leader_state
         if state is None or partition.isr_change_pending:
             return
-        joining = state.caught_up_outside_isr()
+        joining = state.caught_up_outside_isr(
+            now_ms=self._time_ms(), lag_max_ms=int(self._config().get("replica.lag.time.max.ms"))
+        )
         if joining:
             self._propose(partition, frozenset(partition.isr) | joining)
 

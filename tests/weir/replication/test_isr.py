@@ -210,9 +210,9 @@ def test_follower_reaching_the_hw_may_rejoin(clock: Clock) -> None:
     state.on_follower_fetch(2, fetch_offset=50, leader_leo=50, now_ms=clock.now)
     assert state.high_watermark == 50
     state.on_follower_fetch(3, fetch_offset=49, leader_leo=50, now_ms=clock.now)
-    assert state.caught_up_outside_isr() == set()
+    assert state.caught_up_outside_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == set()
     state.on_follower_fetch(3, fetch_offset=50, leader_leo=50, now_ms=clock.now)
-    assert state.caught_up_outside_isr() == {3}
+    assert state.caught_up_outside_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == {3}
     assert state.proposed_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == {1, 2, 3}
 
 
@@ -225,14 +225,38 @@ def test_follower_must_reach_the_epoch_start_to_rejoin(clock: Clock) -> None:
     state2.on_follower_fetch(3, fetch_offset=60, leader_leo=90, now_ms=clock.now)
     state2.on_follower_fetch(2, fetch_offset=70, leader_leo=90, now_ms=clock.now)
     assert state2.high_watermark == 60
-    assert state2.caught_up_outside_isr() == set()  # 70 >= HW 60 but < epoch start 80
+    assert (
+        state2.caught_up_outside_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == set()
+    )  # 70 >= HW 60 but < epoch start 80
     state2.on_follower_fetch(2, fetch_offset=80, leader_leo=90, now_ms=clock.now)
-    assert state2.caught_up_outside_isr() == {2}
+    assert state2.caught_up_outside_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == {2}
 
 
 def test_follower_that_never_fetched_does_not_rejoin(clock: Clock) -> None:
     state = leader(clock, isr=(1,), hw=0)
-    assert state.caught_up_outside_isr() == set()
+    assert state.caught_up_outside_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == set()
+
+
+def test_follower_that_stopped_fetching_is_not_let_back_in(clock: Clock) -> None:
+    # A paused follower fetched everything before it stopped; with no new writes its LEO
+    # still equals the HW after it was shrunk out. The periodic check must not re-add it
+    # (which made the ISR flap [1,2,3] -> [1,3] -> [1,2,3] while it was paused).
+    state = leader(clock, isr=(1, 2, 3))
+    for broker_id in (2, 3):
+        state.on_follower_fetch(broker_id, fetch_offset=40, leader_leo=40, now_ms=clock.now)
+    assert state.high_watermark == 40
+    for _ in range(3):  # follower 3 keeps fetching, follower 2 is paused
+        clock.advance(LAG_MS // 2)
+        state.on_follower_fetch(3, fetch_offset=40, leader_leo=40, now_ms=clock.now)
+    assert state.proposed_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == {1, 3}
+    state.update_isr((1, 3))
+    assert state.proposed_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == {1, 3}
+    # Follower 3's fetches do not let it back in either.
+    state.on_follower_fetch(3, fetch_offset=40, leader_leo=40, now_ms=clock.now)
+    assert state.caught_up_outside_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == set()
+    # Once it fetches again, it is back.
+    state.on_follower_fetch(2, fetch_offset=40, leader_leo=40, now_ms=clock.now)
+    assert state.proposed_isr(now_ms=clock.now, lag_max_ms=LAG_MS) == {1, 2, 3}
 
 
 def test_proposal_shrinks_and_expands_at_once(clock: Clock) -> None:
