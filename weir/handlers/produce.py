@@ -2,7 +2,7 @@
 
 Per partition: the topic must exist and this broker lead it; the payload must be whole v2
 batches with good CRCs (CORRUPT_MESSAGE otherwise) no larger than ``max.message.bytes``
-(MESSAGE_TOO_LARGE); ``acks=all`` needs ``min.insync.replicas`` in-sync replicas
+(MESSAGE_TOO_LARGE, from the log); ``acks=all`` needs ``min.insync.replicas`` in-sync replicas
 (NOT_ENOUGH_REPLICAS) and then waits in a purgatory until the high watermark passes the
 batch (REQUEST_TIMED_OUT after the request's timeout). Idempotent batches go through the
 producer state: duplicates are acknowledged with their original offsets, gaps get
@@ -117,7 +117,7 @@ def _append_one(
     broker: Broker,
     topic: str,
     index: int,
-    records: bytes | None,
+    records: memoryview | None,
     acks: int,
     transactional_id: str | None,
 ) -> tuple[ErrorCode, int, int, int, str | None]:
@@ -153,16 +153,8 @@ def _append_one(
         batches = validate_batches(records)
     except CorruptBatchError as exc:
         return ErrorCode.corrupt_message, -1, -1, -1, str(exc)
+    # max.message.bytes is the log's rule, checked once when it appends (MESSAGE_TOO_LARGE).
     for _, header in batches:
-        if header.size > config.max_message_bytes:
-            return (
-                ErrorCode.message_too_large,
-                -1,
-                -1,
-                -1,
-                f"batch of {header.size} bytes exceeds max.message.bytes "
-                f"{config.max_message_bytes}",
-            )
         if header.is_transactional or header.is_control:
             return (
                 ErrorCode.invalid_record,
@@ -180,7 +172,9 @@ def _append_one(
             f"in-sync replicas below min.insync.replicas={config.min_insync_replicas}",
         )
     try:
-        outcome = partition.append(bytearray(records), batches)
+        # ``records`` is a writable view of the request's frame: the log stamps the batches
+        # in place and writes them from it, no copy.
+        outcome = partition.append(records, batches)
     except LogError as exc:
         return ErrorCode(exc.error_code), -1, -1, -1, str(exc)
     return (
