@@ -117,7 +117,7 @@ def _append_one(
     broker: Broker,
     topic: str,
     index: int,
-    records: memoryview | None,
+    records: memoryview | bytes | None,
     acks: int,
     transactional_id: str | None,
 ) -> tuple[ErrorCode, int, int, int, str | None]:
@@ -172,9 +172,11 @@ def _append_one(
             f"in-sync replicas below min.insync.replicas={config.min_insync_replicas}",
         )
     try:
-        # ``records`` is a writable view of the request's frame: the log stamps the batches
-        # in place and writes them from it, no copy.
-        outcome = partition.append(records, batches)
+        # From the server, ``records`` is a writable view of the request's frame: the log
+        # stamps the batches in place and writes them from it, no copy. Read-only bytes (a
+        # request built in-process from kio entities) are copied once to be stamped.
+        writable = isinstance(records, memoryview) and not records.readonly
+        outcome = partition.append(records if writable else bytearray(records), batches)
     except LogError as exc:
         return ErrorCode(exc.error_code), -1, -1, -1, str(exc)
     return (
