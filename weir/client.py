@@ -231,14 +231,10 @@ class _Connection:
     def usable(self) -> bool:
         return self._failure is None and not self.protocol.closed
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._in_flight)
-
     async def exchange(self, body: Any) -> Any:
         """Send ``body`` and wait for its response (None for a request Kafka never answers)."""
         if self._failure is not None:
-            raise self._failure
+            raise BrokerClientError(str(self._failure))
         transport = self.protocol.transport
         assert transport is not None
         self._correlation = correlation = (self._correlation + 1) & 0x7FFFFFFF
@@ -290,7 +286,7 @@ class _Connection:
         in_flight, self._in_flight = self._in_flight, {}
         for future in in_flight.values():
             if not future.done():
-                future.set_exception(exc)
+                future.set_exception(BrokerClientError(str(exc)))  # one per waiting task
         if self.protocol.transport is not None:
             self.protocol.transport.close()
 

@@ -116,7 +116,9 @@ Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 @contextlib.asynccontextmanager
-async def fake_broker(*scripts: Script) -> AsyncIterator[tuple[BrokerClient, list[int]]]:
+async def fake_broker(
+    *scripts: Script, max_in_flight: int = 32
+) -> AsyncIterator[tuple[BrokerClient, list[int]]]:
     """A broker on port 0 whose i-th connection runs ``scripts[i]``; yields a client of it
     and the list of connections accepted so far (one entry per connection)."""
     accepted: list[int] = []
@@ -131,7 +133,8 @@ async def fake_broker(*scripts: Script) -> AsyncIterator[tuple[BrokerClient, lis
             writer.close()
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    client = BrokerClient("127.0.0.1", server.sockets[0].getsockname()[1], client_id="test")
+    port = server.sockets[0].getsockname()[1]
+    client = BrokerClient("127.0.0.1", port, client_id="test", max_in_flight=max_in_flight)
     try:
         yield client, accepted
     finally:
@@ -157,6 +160,22 @@ async def test_requests_are_pipelined_and_matched_by_correlation_id() -> None:
         responses = await asyncio.gather(*(client.request(ask(i), timeout=5) for i in range(n)))
         assert [answer_of(r) for r in responses] == list(range(n))
         assert accepted == [0]  # one connection carried them all
+
+
+async def test_requests_beyond_max_in_flight_wait_for_a_slot() -> None:
+    async def two_at_a_time(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        first = [await read_request(reader) for _ in range(2)]
+        with pytest.raises(TimeoutError):  # the third is held back by the client
+            await asyncio.wait_for(reader.readexactly(1), 0.3)
+        for request in first:
+            respond(writer, *request)
+        respond(writer, *await read_request(reader))
+        await writer.drain()
+        await reader.read()
+
+    async with fake_broker(two_at_a_time, max_in_flight=2) as (client, _):
+        responses = await asyncio.gather(*(client.request(ask(i), timeout=5) for i in range(3)))
+        assert [answer_of(r) for r in responses] == [0, 1, 2]
 
 
 async def test_a_timed_out_request_leaves_the_connection_usable() -> None:
