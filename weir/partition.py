@@ -158,8 +158,11 @@ class Partition:
         self.log.update_config(config)
 
     # leader path -------------------------------------------------------------------------
-    def append(self, payload: bytearray, batches: list[tuple[int, BatchHeader]]) -> AppendOutcome:
-        """Append a produce payload as leader; raises the log's errors (LogError)."""
+    def append(
+        self, payload: bytearray | memoryview, batches: list[tuple[int, BatchHeader]]
+    ) -> AppendOutcome:
+        """Append a produce payload (a writable buffer, stamped in place) as leader; raises
+        the log's errors (LogError)."""
         result: AppendResult = self.log.append(payload, batches, leader_epoch=self.leader_epoch)
         if result.duplicate:
             return AppendOutcome(

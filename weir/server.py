@@ -2,10 +2,13 @@
 
 Theory of operation
 -------------------
-One ``KafkaConnection`` per client socket. ``data_received`` feeds the ``FrameDecoder`` and
-queues whole frames; a single task per connection decodes and handles them one at a time and
-writes each response before reading the next request, so responses leave in request order
-(Kafka "mutes" a connection the same way while a request is in flight). A parked Fetch or an
+One ``KafkaConnection`` per client socket. It is a ``BufferedProtocol``: the socket is read
+straight into the ``FrameDecoder``'s buffers, so a request's bytes land in the ``bytearray``
+that becomes its frame (a large Produce without any user-space copy), and a Produce payload
+reaches the log as a view of that frame (``weir.protocol.framing``). Whole frames are
+queued; a single task per connection decodes and handles them one at a time and writes each
+response before reading the next request, so responses leave in request order (Kafka
+"mutes" a connection the same way while a request is in flight). A parked Fetch or an
 ``acks=all`` Produce simply holds that connection's task.
 
 Bad input never takes the process down: a framing error or an unparseable request closes
@@ -72,6 +75,8 @@ _MAX_QUEUED_BYTES = 8 * 1024 * 1024
 # Kafka's sasl.server.max.receive.size: the largest frame an unauthenticated client may send.
 _PRE_AUTH_MAX_FRAME = 512 * 1024
 _SENDFILE_MIN_BYTES = 64 * 1024
+# Where bytes that arrive after a framing error go (the connection is closing).
+_DISCARD_BYTES = 4096
 # A TLS client must finish its handshake within this many seconds (Kafka has no such config;
 # this bounds what a client that connects and says nothing can hold).
 _TLS_HANDSHAKE_TIMEOUT = 10.0
@@ -98,7 +103,7 @@ class ConnectionContext:
 Handler = Callable[[ConnectionContext, Request], Awaitable[Any]]
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: frames in, responses out, strictly in order."""
 
     def __init__(self, server: KafkaServer) -> None:
@@ -108,7 +113,7 @@ class KafkaConnection(asyncio.Protocol):
             if server.sasl
             else server.max_request_size
         )
-        self._frames: deque[bytes] = deque()
+        self._frames: deque[bytearray] = deque()
         self._queued_bytes = 0
         self._wakeup = asyncio.Event()
         self._transport: asyncio.Transport | None = None
@@ -140,9 +145,16 @@ class KafkaConnection(asyncio.Protocol):
         else:
             self._task = loop.create_task(self._serve())
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._decoder.failed:  # closing: whatever still arrives is dropped
+            return memoryview(bytearray(_DISCARD_BYTES))
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._decoder.failed:
+            return
         try:
-            frames = self._decoder.feed(data)
+            frames = self._decoder.buffer_updated(nbytes)
         except FramingError as exc:
             log.warning("closing %s: %s", self._peer(), exc)
             self.close()
@@ -182,7 +194,7 @@ class KafkaConnection(asyncio.Protocol):
     def _peer(self) -> str:
         return f"{self.context.peer_host}:{self.context.peer_port}"
 
-    async def _next_frame(self) -> bytes | None:
+    async def _next_frame(self) -> bytearray | None:
         while not self._frames:
             if self.context.closed:
                 return None
@@ -253,7 +265,7 @@ class KafkaConnection(asyncio.Protocol):
             log.exception("connection %s failed; closing it", self._peer())
             self.close()
 
-    async def _handle(self, frame: bytes) -> bool:
+    async def _handle(self, frame: bytearray) -> bool:
         """Handle one request; False means the connection must close."""
         server = self._server
         started_ns = time.perf_counter_ns()
@@ -311,7 +323,7 @@ class KafkaConnection(asyncio.Protocol):
             self._lift_frame_cap()
         return not self.context.close_after_response
 
-    async def _raw_sasl_token(self, frame: bytes) -> bool:
+    async def _raw_sasl_token(self, frame: bytearray) -> bool:
         """A bare SASL token after a v0 SaslHandshake: answer with a bare token."""
         ctx = self.context
         try:

@@ -2,7 +2,7 @@
 
 Per partition: the topic must exist and this broker lead it; the payload must be whole v2
 batches with good CRCs (CORRUPT_MESSAGE otherwise) no larger than ``max.message.bytes``
-(MESSAGE_TOO_LARGE); ``acks=all`` needs ``min.insync.replicas`` in-sync replicas
+(MESSAGE_TOO_LARGE, from the log); ``acks=all`` needs ``min.insync.replicas`` in-sync replicas
 (NOT_ENOUGH_REPLICAS) and then waits in a purgatory until the high watermark passes the
 batch (REQUEST_TIMED_OUT after the request's timeout). Idempotent batches go through the
 producer state: duplicates are acknowledged with their original offsets, gaps get
@@ -131,7 +131,7 @@ def _append_one(
     replicas: ReplicaManager,
     topic: str,
     index: int,
-    records: bytes | None,
+    records: memoryview | bytes | None,
     acks: int,
     transactional_id: str | None,
 ) -> tuple[ErrorCode, int, int, int, str | None]:
@@ -165,16 +165,8 @@ def _append_one(
         batches = validate_batches(records)
     except CorruptBatchError as exc:
         return ErrorCode.corrupt_message, -1, -1, -1, str(exc)
+    # max.message.bytes is the log's rule, checked once when it appends (MESSAGE_TOO_LARGE).
     for _, header in batches:
-        if header.size > config.max_message_bytes:
-            return (
-                ErrorCode.message_too_large,
-                -1,
-                -1,
-                -1,
-                f"batch of {header.size} bytes exceeds max.message.bytes "
-                f"{config.max_message_bytes}",
-            )
         if header.is_transactional or header.is_control:
             return (
                 ErrorCode.invalid_record,
@@ -192,7 +184,11 @@ def _append_one(
             f"in-sync replicas below min.insync.replicas={config.min_insync_replicas}",
         )
     try:
-        outcome = partition.append(bytearray(records), batches)
+        # From the server, ``records`` is a writable view of the request's frame: the log
+        # stamps the batches in place and writes them from it, no copy. Read-only bytes (a
+        # request built in-process from kio entities) are copied once to be stamped.
+        writable = isinstance(records, memoryview) and not records.readonly
+        outcome = partition.append(records if writable else bytearray(records), batches)
     except LogError as exc:
         return ErrorCode(exc.error_code), -1, -1, -1, str(exc)
     return (

@@ -385,9 +385,17 @@ class Log:
                 )
 
     def append(
-        self, payload: bytearray, batches: list[tuple[int, BatchHeader]], *, leader_epoch: int
+        self,
+        payload: bytearray | memoryview,
+        batches: list[tuple[int, BatchHeader]],
+        *,
+        leader_epoch: int,
     ) -> AppendResult:
         """Append a produce payload as leader; ``batches`` from ``validate_batches``.
+
+        ``payload`` is any writable buffer (the produce path passes a view of the request's
+        frame): the broker's fields are stamped into it in place and it is written as is.
+        ``max.message.bytes`` and ``segment.bytes`` are checked here and nowhere else.
 
         Raises RecordTooLargeError / RecordBatchTooLargeError / InvalidRecordError and the
         producer-state errors; returns the original offsets for an idempotent retry.

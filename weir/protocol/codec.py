@@ -4,11 +4,13 @@ Theory of operation
 -------------------
 A frame starts with the request header; its first four bytes (API key, API version) pick the
 kio schema, whose ``__header_schema__`` says whether the header is v1 (legacy) or v2
-(flexible, with tagged fields). The body follows the header. Anything that does not parse is
-a ``ProtocolError``: the server closes the connection, because after an unparseable request
-the stream cannot be trusted (Kafka does the same). One exception is kept: ApiVersions with
-an unsupported version is answered with UNSUPPORTED_VERSION and the supported range, in the
-v0 format every client can read (KIP-511).
+(flexible, with tagged fields). The body follows the header. A Produce body is read by
+``produce_request`` instead of kio, so that its record batches stay views of the frame (the
+server's frames are ``bytearray``s; the log stamps and writes the view): kio would copy them.
+Anything that does not parse is a ``ProtocolError``: the server closes the connection,
+because after an unparseable request the stream cannot be trusted (Kafka does the same). One
+exception is kept: ApiVersions with an unsupported version is answered with
+UNSUPPORTED_VERSION and the supported range, in the v0 format every client can read (KIP-511).
 
 Responses are written by kio's writers into ``_ChunkWriter``. A Fetch response's records are
 given as ``RecordsRegion`` — a ``bytes`` subclass that only *claims* the length of the file
@@ -31,6 +33,8 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from weir.protocol.produce_request import read_produce_request
+
 __all__ = [
     "API_VERSIONS_KEY",
     "FileRegion",
@@ -45,6 +49,7 @@ __all__ = [
 ]
 
 API_VERSIONS_KEY = 18
+PRODUCE_KEY = 0
 _KEY_VERSION = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 
@@ -152,7 +157,7 @@ def _response_writers(api_key: int, api_version: int) -> tuple[Any, Any, Any]:
     return header_type, entity_writer(header_type), entity_writer(body_type)
 
 
-def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Request:
+def decode_request(frame: bytes | bytearray, supported: dict[int, tuple[int, int]]) -> Request:
     """Decode one frame into a ``Request``.
 
     ``supported`` maps API keys to the inclusive version range Weir implements. Raises
@@ -168,9 +173,14 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
     if not versions[0] <= api_version <= versions[1]:
         raise UnsupportedVersionError(api_key, api_version, correlation_id)
     header_reader, body_reader = _request_readers(api_key, api_version)
+    view = memoryview(frame)
     try:
-        header, offset = header_reader(frame, 0)
-        body, _ = body_reader(frame, offset)
+        # kio's native readers refuse writable buffers; a read-only view costs no copy.
+        header, offset = header_reader(view.toreadonly(), 0)
+        if api_key == PRODUCE_KEY:
+            body = read_produce_request(view, offset, api_version)
+        else:
+            body, _ = body_reader(view.toreadonly(), offset)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(
             f"malformed request (API {api_key} v{api_version}, correlation id "

@@ -193,17 +193,19 @@ def validate_batches(buf: bytes | bytearray | memoryview) -> list[tuple[int, Bat
     return batches
 
 
-def set_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
+def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
     """Stamp ``baseOffset`` in place (outside the CRC'd region)."""
     _I64.pack_into(buf, pos, base_offset)
 
 
-def set_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     """Stamp ``partitionLeaderEpoch`` in place (outside the CRC'd region)."""
     _I32.pack_into(buf, pos + 12, epoch)
 
 
-def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp_ms: int) -> None:
+def set_log_append_time(
+    buf: bytearray | memoryview, pos: int, size: int, timestamp_ms: int
+) -> None:
     """Mark the batch LogAppendTime with ``timestamp_ms`` and recompute its CRC.
 
     Kafka keeps the records' own timestamp deltas and sets ``maxTimestamp`` (which
