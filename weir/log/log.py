@@ -374,9 +374,10 @@ class Log:
             if header.is_control:
                 raise InvalidRecordError("clients may not write control batches")
             if header.size > self.config.max_message_bytes:
+                # Clients see this message (MESSAGE_TOO_LARGE): no data directory in it.
                 raise RecordTooLargeError(
-                    f"{header.size}-byte batch exceeds max.message.bytes "
-                    f"{self.config.max_message_bytes} of {self.directory}"
+                    f"batch of {header.size} bytes exceeds max.message.bytes "
+                    f"{self.config.max_message_bytes}"
                 )
             if header.records_count != header.last_offset_delta + 1:
                 raise InvalidRecordError(
