@@ -41,6 +41,7 @@ import redis.asyncio as aioredis
 from kio.schema.errors import ErrorCode
 
 from weir.client import BrokerClient, BrokerClientError
+from weir.commands import CommandServer
 from weir.config import (
     BrokerConfig,
     InvalidConfigError,
@@ -49,10 +50,10 @@ from weir.config import (
     effective_topic_config,
 )
 from weir.controller import Controller, IsrChangeRequest
-from weir.group_admin import serve_group_commands
+from weir.group_admin import register_group_commands
 from weir.group_coordinator import GroupCoordinator
 from weir.handlers import registry
-from weir.housekeeping import HousekeepingServer
+from weir.housekeeping import Housekeeping
 from weir.log.log import LogConfig
 from weir.metadata.cache import MetadataCache
 from weir.metadata.errors import MetadataUnavailableError
@@ -297,18 +298,19 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._checkpoint_loop(), name="checkpoint"))
         self._tasks.append(asyncio.create_task(self._isr_loop(), name="isr"))
         self._tasks.append(asyncio.create_task(self._publish_loop(), name="publish"))
-        self._tasks.append(
-            asyncio.create_task(
-                serve_group_commands(
-                    self.redis, cluster_id=settings.cluster_id, coordinator=self.groups
-                ),
-                name="group-commands",
-            )
+        # The command channel from the control plane: forced group rebalances, retention
+        # and compaction (Celery).
+        commands = CommandServer(
+            self.redis,
+            cluster_id=settings.cluster_id,
+            broker_id=self.broker_id,
+            time_ms=self.time_ms,
         )
-        # Retention and compaction commands from the control plane (Celery).
-        self._tasks.append(
-            asyncio.create_task(HousekeepingServer(self, self.redis).serve(), name="housekeeping")
+        register_group_commands(commands, self.groups)
+        Housekeeping(self.replicas, topic_config=self.topic_config, time_ms=self.time_ms).register(
+            commands
         )
+        self._tasks.append(asyncio.create_task(commands.serve(), name="commands"))
         self.controller.start()
         await self.server.start_serving()
         for extra, advertised in self.extra_servers.values():

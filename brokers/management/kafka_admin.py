@@ -6,7 +6,9 @@ against any broker of the cluster exactly as Kafka's own shell tools do.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -33,6 +35,18 @@ def admin_client(bootstrap: str) -> Any:
     # tools authenticate like its web app does.
     security = KafkaSecurity.from_settings(settings).librdkafka_config()
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000, **security})
+
+
+@contextlib.contextmanager
+def api_errors() -> Iterator[None]:
+    """The control plane's API errors (from the services and selectors a command shares with
+    the REST API) end the command with their message, as a tool's error."""
+    from controlplane.errors import ApiError
+
+    try:
+        yield
+    except ApiError as exc:
+        raise CommandError(exc.message) from None
 
 
 def parse_config_pairs(pairs: list[str], *, flag: str) -> dict[str, str]:
