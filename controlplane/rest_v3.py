@@ -1,5 +1,8 @@
 """What every REST Proxy v3 resource shares: cluster check, URLs, resource shapes, errors.
 
+The brokers, topics and groups apps each serve part of Confluent's v3 API; this module is
+the shape they share, so a resource reads the same whichever app serves it.
+
 Confluent's v3 resources all look alike: ``{"kind": "KafkaTopic", "metadata": {"self": <url>,
 "resource_name": "crn:///kafka=<cluster>/topic=<name>"}, ...fields, "<link>": {"related":
 <url>}}``, and collections ``{"kind": "KafkaTopicList", "metadata": {"self": <url>, "next":
@@ -28,7 +31,10 @@ __all__ = [
     "ListMetadataSerializer",
     "RelationshipSerializer",
     "ResourceMetadataSerializer",
+    "SynonymSerializer",
+    "config_fields",
     "kafka_error_status",
+    "parse_int",
     "raise_for_kafka_error",
     "resource_serializer",
 ]
@@ -78,6 +84,17 @@ def raise_for_kafka_error(code: int, message: str | None, *, what: str) -> None:
     if cls is None:
         raise ApiError(text, status_code=status)
     raise cls(text)
+
+
+def parse_int(text: str, *, what: str) -> int:
+    """A path segment that must be a non-negative integer, else 404 naming it."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise NotFound(f"{what} {text!r} not found: it must be an integer") from None
+    if value < 0 or value > 2**31 - 1:
+        raise NotFound(f"{what} {text!r} not found")
+    return value
 
 
 class V3:
@@ -162,3 +179,22 @@ def resource_serializer(
         },
     )
     return item, listing
+
+
+class SynonymSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    value = serializers.CharField(allow_null=True)
+    source = serializers.CharField()
+
+
+def config_fields() -> dict[str, serializers.Field]:
+    """The fields of every v3 config resource (broker, cluster-wide and topic configs)."""
+    return {
+        "name": serializers.CharField(),
+        "value": serializers.CharField(allow_null=True),
+        "is_default": serializers.BooleanField(),
+        "is_read_only": serializers.BooleanField(),
+        "is_sensitive": serializers.BooleanField(),
+        "source": serializers.CharField(),
+        "synonyms": SynonymSerializer(many=True),
+    }

@@ -17,9 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
-from brokers.rest.v3 import parse_int
 from controlplane.errors import NotFound
+from controlplane.rest_v3 import V3, RelationshipSerializer, parse_int, resource_serializer
 from groups import selectors
 from groups.selectors import GroupDetail, GroupMember, PartitionLag
 

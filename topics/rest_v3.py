@@ -1,7 +1,7 @@
 """REST Proxy v3: topics, topic configs, partitions, replicas, reassignments, produce.
 
 Thin DRF views over :mod:`topics.selectors`, :mod:`topics.services` and :mod:`topics.produce`,
-shaped like Confluent's v3 API (see :mod:`brokers.rest.common`). Creating and deleting topics
+shaped like Confluent's v3 API (see :mod:`controlplane.rest_v3`). Creating and deleting topics
 needs the admin role; growing a topic, changing its configs and producing need operator.
 
 Produce accepts Confluent's streaming body: several JSON documents concatenated in one request
@@ -28,18 +28,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
 from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get
 from brokers.rest.selectors import broker_get
-from brokers.rest.v3 import (
-    AlterConfigBatchSerializer,
-    SynonymSerializer,
-    UpdateConfigSerializer,
-    alter_ops,
-    parse_int,
-)
+from brokers.rest.v3 import AlterConfigBatchSerializer, UpdateConfigSerializer, alter_ops
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, NotFound
+from controlplane.rest_v3 import (
+    V3,
+    RelationshipSerializer,
+    config_fields,
+    parse_int,
+    resource_serializer,
+)
 from controlplane.roles import ADMIN
 from controlplane.validation import validated
 from topics import produce, selectors, services
@@ -75,13 +75,7 @@ TopicConfigSerializer, TopicConfigListSerializer = resource_serializer(
     "KafkaTopicConfig",
     {
         "topic_name": serializers.CharField(),
-        "name": serializers.CharField(),
-        "value": serializers.CharField(allow_null=True),
-        "is_default": serializers.BooleanField(),
-        "is_read_only": serializers.BooleanField(),
-        "is_sensitive": serializers.BooleanField(),
-        "source": serializers.CharField(),
-        "synonyms": SynonymSerializer(many=True),
+        **config_fields(),
     },
 )
 PartitionSerializer, PartitionListSerializer = resource_serializer(

@@ -30,8 +30,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.rest.common import V3, resource_serializer
 from controlplane.errors import BadRequest, KafkaUnavailable
+from controlplane.rest_v3 import V3, resource_serializer
 from controlplane.roles import ADMIN, OPERATOR
 from controlplane.validation import validated
 

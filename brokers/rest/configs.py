@@ -25,9 +25,9 @@ from kio.schema.incremental_alter_configs.v1.request import (
 )
 from kio.static.primitive import i8
 
-from brokers.rest.common import raise_for_kafka_error
 from controlplane.cluster import gateway
 from controlplane.errors import BadRequest, NotFound
+from controlplane.rest_v3 import raise_for_kafka_error
 
 __all__ = [
     "ConfigEntry",

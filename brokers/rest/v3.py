@@ -18,9 +18,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brokers.rest import selectors
-from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
 from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get, configs_alter
 from controlplane.errors import NotFound
+from controlplane.rest_v3 import (
+    V3,
+    RelationshipSerializer,
+    config_fields,
+    parse_int,
+    resource_serializer,
+)
 from controlplane.validation import validated
 from weir.metadata.image import BrokerImage
 
@@ -36,7 +42,6 @@ __all__ = [
     "ClusterConfigsAlterView",
     "ClusterDetailView",
     "ClusterListView",
-    "parse_int",
     "validated",
 ]
 
@@ -44,24 +49,6 @@ BROKER_ID = OpenApiParameter("broker_id", OpenApiTypes.INT, OpenApiParameter.PAT
 
 
 # -- schemas -------------------------------------------------------------------------------
-class SynonymSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    value = serializers.CharField(allow_null=True)
-    source = serializers.CharField()
-
-
-def _config_fields() -> dict[str, serializers.Field]:
-    return {
-        "name": serializers.CharField(),
-        "value": serializers.CharField(allow_null=True),
-        "is_default": serializers.BooleanField(),
-        "is_read_only": serializers.BooleanField(),
-        "is_sensitive": serializers.BooleanField(),
-        "source": serializers.CharField(),
-        "synonyms": SynonymSerializer(many=True),
-    }
-
-
 ClusterSerializer, ClusterListSerializer = resource_serializer(
     "KafkaCluster",
     {
@@ -85,10 +72,10 @@ BrokerSerializer, BrokerListSerializer = resource_serializer(
     },
 )
 BrokerConfigSerializer, BrokerConfigListSerializer = resource_serializer(
-    "KafkaBrokerConfig", {"broker_id": serializers.IntegerField(), **_config_fields()}
+    "KafkaBrokerConfig", {"broker_id": serializers.IntegerField(), **config_fields()}
 )
 ClusterConfigSerializer, ClusterConfigListSerializer = resource_serializer(
-    "KafkaClusterConfig", {"config_type": serializers.CharField(), **_config_fields()}
+    "KafkaClusterConfig", {"config_type": serializers.CharField(), **config_fields()}
 )
 
 
@@ -110,17 +97,6 @@ class AlterConfigBatchSerializer(serializers.Serializer):
 
 
 # -- helpers shared with the topics views ---------------------------------------------------
-def parse_int(text: str, *, what: str) -> int:
-    """A path segment that must be a non-negative integer, else 404 naming it."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise NotFound(f"{what} {text!r} not found: it must be an integer") from None
-    if value < 0 or value > 2**31 - 1:
-        raise NotFound(f"{what} {text!r} not found")
-    return value
-
-
 def alter_ops(data: dict[str, Any]) -> list[ConfigOp]:
     return [
         ConfigOp(name=item["name"], operation=item["operation"].upper(), value=item["value"])
