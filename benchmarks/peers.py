@@ -488,6 +488,29 @@ def parse_peers(text: str) -> list[str]:
     return names
 
 
+def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--peers`` and, per peer, ``--<peer>-bootstrap`` to use a running broker."""
+    parser.add_argument("--peers", type=parse_peers, default=["weir", "tansu"])
+    parser.add_argument("--weir-bootstrap", help="use a running Weir broker (HOST:PORT)")
+    parser.add_argument("--tansu-bootstrap", help="use a running Tansu broker (HOST:PORT)")
+
+
+def check_peer_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A running broker must be local: the benchmarks compare peers on one machine."""
+    for peer in ("weir", "tansu"):
+        address = getattr(args, f"{peer}_bootstrap")
+        if address and not address.startswith(("127.0.0.1:", "localhost:")):
+            parser.error(f"--{peer}-bootstrap must be on 127.0.0.1")
+
+
+def exit_status(failed: list[str]) -> int:
+    """1 (naming them) when some peers failed, else 0."""
+    if failed:
+        print(f"\nfailed peers: {', '.join(failed)} (see errors above)", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("peer", choices=PEER_NAMES)
