@@ -450,6 +450,13 @@ _TS_DIFF_DOC = (
     "CreateTime, a message will be rejected if the difference in timestamp exceeds this "
     "threshold. This configuration is ignored if {p}message.timestamp.type=LogAppendTime."
 )
+# The three timestamp limits, topic names (the broker's carry a ``log.`` prefix), in Kafka's
+# order.
+_TS_LIMITS = (
+    ("message.timestamp.difference.max.ms", _TS_DIFF_DOC),
+    ("message.timestamp.before.max.ms", _TS_BEFORE_DOC),
+    ("message.timestamp.after.max.ms", _TS_AFTER_DOC),
+)
 _THROTTLED_DOC = (
     "A list of replicas for which log replication should be throttled on the {side} side. The "
     "list should describe a set of replicas in the form [PartitionId]:[BrokerId],"
@@ -858,29 +865,9 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         OneOf(TIMESTAMP_TYPES),
         dynamic=True,
     ),
-    _broker(
-        "log.message.timestamp.difference.max.ms",
-        L,
-        LONG_MAX,
-        _TS_DIFF_DOC.format(p="log."),
-        AtLeast(0),
-        dynamic=True,
-    ),
-    _broker(
-        "log.message.timestamp.before.max.ms",
-        L,
-        LONG_MAX,
-        _TS_BEFORE_DOC.format(p="log."),
-        AtLeast(0),
-        dynamic=True,
-    ),
-    _broker(
-        "log.message.timestamp.after.max.ms",
-        L,
-        LONG_MAX,
-        _TS_AFTER_DOC.format(p="log."),
-        AtLeast(0),
-        dynamic=True,
+    *(
+        _broker(f"log.{name}", L, LONG_MAX, doc.format(p="log."), AtLeast(0), dynamic=True)
+        for name, doc in _TS_LIMITS
     ),
     _broker(
         "log.message.downconversion.enable",
@@ -1632,29 +1619,9 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         OneOf(TIMESTAMP_TYPES),
         _log("log.message.timestamp.type"),
     ),
-    _topic(
-        "message.timestamp.difference.max.ms",
-        L,
-        LONG_MAX,
-        _TS_DIFF_DOC.format(p=""),
-        AtLeast(0),
-        _log("log.message.timestamp.difference.max.ms"),
-    ),
-    _topic(
-        "message.timestamp.before.max.ms",
-        L,
-        LONG_MAX,
-        _TS_BEFORE_DOC.format(p=""),
-        AtLeast(0),
-        _log("log.message.timestamp.before.max.ms"),
-    ),
-    _topic(
-        "message.timestamp.after.max.ms",
-        L,
-        LONG_MAX,
-        _TS_AFTER_DOC.format(p=""),
-        AtLeast(0),
-        _log("log.message.timestamp.after.max.ms"),
+    *(
+        _topic(name, L, LONG_MAX, doc.format(p=""), AtLeast(0), _log(f"log.{name}"))
+        for name, doc in _TS_LIMITS
     ),
     _topic(
         "leader.replication.throttled.replicas",
