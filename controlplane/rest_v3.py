@@ -23,6 +23,7 @@ from django.conf import settings
 from kio.schema.errors import ErrorCode
 from rest_framework import serializers
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from controlplane.errors import ApiError, BadRequest, Conflict, KafkaUnavailable, NotFound
 
@@ -131,6 +132,12 @@ class V3:
             "cluster_id": self.cluster_id,
             **fields,
         }
+
+    def listing(
+        self, kind: str, self_parts: tuple[object, ...], data: list[dict[str, Any]]
+    ) -> Response:
+        """The response to a list request: :meth:`collection` with status 200."""
+        return Response(self.collection(kind, self_parts, data))
 
     def collection(
         self, kind: str, self_parts: tuple[object, ...], data: list[dict[str, Any]]

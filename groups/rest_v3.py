@@ -171,7 +171,7 @@ class ConsumerGroupListView(APIView):
         v3 = V3(request, cluster_id)
         ids = [group_id for group_id, _, _ in selectors.consumer_group_list()]
         data = [_group(v3, g) for g in selectors.consumer_group_details(group_ids=ids)]
-        return Response(v3.collection("KafkaConsumerGroupList", ("consumer-groups",), data))
+        return v3.listing("KafkaConsumerGroupList", ("consumer-groups",), data)
 
 
 class ConsumerGroupDetailView(APIView):
@@ -191,9 +191,7 @@ class ConsumerListView(APIView):
         v3 = V3(request, cluster_id)
         group = selectors.consumer_group_get(group_id=group_id)
         data = [_consumer(v3, group_id, m) for m in group.members]
-        return Response(
-            v3.collection("KafkaConsumerList", ("consumer-groups", group_id, "consumers"), data)
-        )
+        return v3.listing("KafkaConsumerList", ("consumer-groups", group_id, "consumers"), data)
 
 
 class ConsumerDetailView(APIView):
@@ -219,7 +217,7 @@ class AssignmentListView(APIView):
         member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
         data = [_assignment(v3, group_id, member, t, p) for t, p in member.assignments]
         parts = ("consumer-groups", group_id, "consumers", consumer_id, "assignments")
-        return Response(v3.collection("KafkaConsumerAssignmentList", parts, data))
+        return v3.listing("KafkaConsumerAssignmentList", parts, data)
 
 
 class AssignmentDetailView(APIView):
@@ -257,9 +255,7 @@ class LagListView(APIView):
     def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
         v3 = V3(request, cluster_id)
         data = [_lag(v3, group_id, lag) for lag in selectors.consumer_group_lags(group_id=group_id)]
-        return Response(
-            v3.collection("KafkaConsumerLagList", ("consumer-groups", group_id, "lags"), data)
-        )
+        return v3.listing("KafkaConsumerLagList", ("consumer-groups", group_id, "lags"), data)
 
 
 class LagDetailView(APIView):

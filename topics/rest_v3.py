@@ -265,7 +265,7 @@ class TopicListView(APIView):
     def get(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
         data = [topic_resource(v3, t) for t in selectors.topic_list()]
-        return Response(v3.collection("KafkaTopicList", ("topics",), data))
+        return v3.listing("KafkaTopicList", ("topics",), data)
 
     @extend_schema(
         operation_id="createKafkaTopic",
@@ -368,9 +368,7 @@ class TopicConfigListView(APIView):
             topic_config_resource(v3, topic_name, e)
             for e in config_describe(kind="topic", name=topic_name)
         ]
-        return Response(
-            v3.collection("KafkaTopicConfigList", ("topics", topic_name, "configs"), data)
-        )
+        return v3.listing("KafkaTopicConfigList", ("topics", topic_name, "configs"), data)
 
 
 class AllTopicsConfigListView(APIView):
@@ -390,7 +388,7 @@ class AllTopicsConfigListView(APIView):
             except NotFound:
                 continue  # deleted meanwhile
             data += [topic_config_resource(v3, topic.name, e) for e in entries]
-        return Response(v3.collection("KafkaTopicConfigList", ("topics", "-", "configs"), data))
+        return v3.listing("KafkaTopicConfigList", ("topics", "-", "configs"), data)
 
 
 class TopicConfigDetailView(APIView):
@@ -459,9 +457,7 @@ class PartitionListView(APIView):
         data = [
             partition_resource(v3, topic_name, p) for p in selectors.partition_list(topic=topic)
         ]
-        return Response(
-            v3.collection("KafkaPartitionList", ("topics", topic_name, "partitions"), data)
-        )
+        return v3.listing("KafkaPartitionList", ("topics", topic_name, "partitions"), data)
 
 
 class PartitionDetailView(APIView):
@@ -496,12 +492,10 @@ class ReplicaListView(APIView):
         v3 = V3(request, cluster_id)
         _, p = _partition(topic_name, partition_id)
         data = [replica_resource(v3, topic_name, p, b) for b in p.replicas]
-        return Response(
-            v3.collection(
-                "KafkaReplicaList",
-                ("topics", topic_name, "partitions", p.partition, "replicas"),
-                data,
-            )
+        return v3.listing(
+            "KafkaReplicaList",
+            ("topics", topic_name, "partitions", p.partition, "replicas"),
+            data,
         )
 
 
@@ -548,9 +542,7 @@ class BrokerPartitionReplicasView(APIView):
         data = [
             replica_resource(v3, t, p, b) for t, p in selectors.replica_list_for_broker(broker_id=b)
         ]
-        return Response(
-            v3.collection("KafkaReplicaList", ("brokers", b, "partition-replicas"), data)
-        )
+        return v3.listing("KafkaReplicaList", ("brokers", b, "partition-replicas"), data)
 
 
 # -- reassignments ---------------------------------------------------------------------------
@@ -565,10 +557,8 @@ class AllReassignmentsView(APIView):
     def get(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
         data = [reassignment_resource(v3, t, p) for t, p in selectors.reassignment_list()]
-        return Response(
-            v3.collection(
-                "KafkaReassignmentList", ("topics", "-", "partitions", "-", "reassignment"), data
-            )
+        return v3.listing(
+            "KafkaReassignmentList", ("topics", "-", "partitions", "-", "reassignment"), data
         )
 
 
@@ -587,12 +577,10 @@ class TopicReassignmentsView(APIView):
             reassignment_resource(v3, t, p)
             for t, p in selectors.reassignment_list(topic=topic_name)
         ]
-        return Response(
-            v3.collection(
-                "KafkaReassignmentList",
-                ("topics", topic_name, "partitions", "-", "reassignment"),
-                data,
-            )
+        return v3.listing(
+            "KafkaReassignmentList",
+            ("topics", topic_name, "partitions", "-", "reassignment"),
+            data,
         )
 
 

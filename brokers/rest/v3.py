@@ -204,7 +204,7 @@ class BrokerListView(APIView):
     def get(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
         data = [broker_resource(v3, b) for b in selectors.broker_list()]
-        return Response(v3.collection("KafkaBrokerList", ("brokers",), data))
+        return v3.listing("KafkaBrokerList", ("brokers",), data)
 
 
 class BrokerDetailView(APIView):
@@ -237,7 +237,7 @@ class BrokerConfigListView(APIView):
         data = [
             broker_config_resource(v3, b, e) for e in config_describe(kind="broker", name=str(b))
         ]
-        return Response(v3.collection("KafkaBrokerConfigList", ("brokers", b, "configs"), data))
+        return v3.listing("KafkaBrokerConfigList", ("brokers", b, "configs"), data)
 
 
 class AllBrokersConfigListView(APIView):
@@ -258,7 +258,7 @@ class AllBrokersConfigListView(APIView):
                 for e in config_describe(kind="broker", name=str(b))
                 if e.source == "DYNAMIC_BROKER_CONFIG"
             ]
-        return Response(v3.collection("KafkaBrokerConfigList", ("brokers", "-", "configs"), data))
+        return v3.listing("KafkaBrokerConfigList", ("brokers", "-", "configs"), data)
 
 
 class BrokerConfigDetailView(APIView):
@@ -344,7 +344,7 @@ class ClusterConfigListView(APIView):
             for e in entries
             if e.source == "DYNAMIC_DEFAULT_BROKER_CONFIG"
         ]
-        return Response(v3.collection("KafkaClusterConfigList", ("broker-configs",), data))
+        return v3.listing("KafkaClusterConfigList", ("broker-configs",), data)
 
 
 class ClusterConfigDetailView(APIView):
