@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -23,6 +23,16 @@ def add_bootstrap_argument(parser: CommandParser) -> None:
         help="HOST:PORT[,HOST:PORT] of brokers (default $WEIR_BOOTSTRAP_SERVERS or "
         f"{DEFAULT_BOOTSTRAP})",
     )
+
+
+def add_tool_arguments(parser: CommandParser, actions: Sequence[str | tuple[str, str]]) -> None:
+    """``--bootstrap-server`` and the tool's actions, exactly one of which is required
+    (``"--list"`` or ``("--list", "help text")``), as every ``kafka-*.sh`` tool takes them."""
+    add_bootstrap_argument(parser)
+    group = parser.add_mutually_exclusive_group(required=True)
+    for action in actions:
+        flag, text = action if isinstance(action, tuple) else (action, None)
+        group.add_argument(flag, action="store_true", help=text)
 
 
 def admin_client(bootstrap: str) -> Any:

@@ -32,7 +32,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
+from brokers.management.kafka_admin import add_tool_arguments, admin_client
 
 CLUSTER_NAME = "kafka-cluster"
 
@@ -111,11 +111,9 @@ class Command(BaseCommand):
     help = "Add, list and remove Kafka ACLs (kafka-acls.sh parity)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_bootstrap_argument(parser)
-        actions = parser.add_mutually_exclusive_group(required=True)
-        actions.add_argument("--add", action="store_true", help="add ACLs")
-        actions.add_argument("--remove", action="store_true", help="remove ACLs")
-        actions.add_argument("--list", action="store_true", help="list ACLs")
+        add_tool_arguments(
+            parser, [("--add", "add ACLs"), ("--remove", "remove ACLs"), ("--list", "list ACLs")]
+        )
         for flag, what in (
             ("--allow-principal", "principal (Type:name) to allow; repeatable"),
             ("--deny-principal", "principal (Type:name) to deny; repeatable"),

@@ -26,7 +26,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.management.kafka_admin import add_bootstrap_argument, admin_client, api_errors
+from brokers.management.kafka_admin import add_tool_arguments, admin_client, api_errors
 from groups.selectors import (
     group_committed_offsets,
     group_description,
@@ -93,14 +93,17 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_bootstrap_argument(parser)
-        actions = parser.add_mutually_exclusive_group(required=True)
-        actions.add_argument("--list", action="store_true")
-        actions.add_argument("--describe", action="store_true")
-        actions.add_argument("--reset-offsets", action="store_true")
-        actions.add_argument("--delete", action="store_true")
-        actions.add_argument("--delete-offsets", action="store_true")
-        actions.add_argument("--force-rebalance", action="store_true")
+        add_tool_arguments(
+            parser,
+            [
+                "--list",
+                "--describe",
+                "--reset-offsets",
+                "--delete",
+                "--delete-offsets",
+                "--force-rebalance",
+            ],
+        )
         parser.add_argument("--group", action="append", default=[])
         parser.add_argument("--all-groups", action="store_true")
         parser.add_argument("--members", action="store_true")

@@ -25,7 +25,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
-from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
+from brokers.management.kafka_admin import add_tool_arguments, admin_client
 from brokers.management.protocol_admin import (
     ClusterInfo,
     cluster_info,
@@ -100,13 +100,7 @@ class Command(BaseCommand):
     help = "Move partition replicas between brokers (kafka-reassign-partitions.sh parity)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_bootstrap_argument(parser)
-        actions = parser.add_mutually_exclusive_group(required=True)
-        actions.add_argument("--generate", action="store_true")
-        actions.add_argument("--execute", action="store_true")
-        actions.add_argument("--verify", action="store_true")
-        actions.add_argument("--cancel", action="store_true")
-        actions.add_argument("--list", action="store_true")
+        add_tool_arguments(parser, ["--generate", "--execute", "--verify", "--cancel", "--list"])
         parser.add_argument("--topics-to-move-json-file")
         parser.add_argument("--broker-list", help="comma-separated broker ids")
         parser.add_argument("--reassignment-json-file")
