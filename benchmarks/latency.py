@@ -47,11 +47,12 @@ from benchmarks.common import (
     write_json,
 )
 from benchmarks.peers import (
+    PeerSession,
     add_peer_arguments,
     check_peer_arguments,
     exit_status,
     install_signal_handlers,
-    peer_session,
+    run_peers,
 )
 
 STAMP = struct.Struct("<qq")  # send monotonic_ns, sequence number
@@ -390,24 +391,18 @@ def main(argv: list[str] | None = None) -> int:
         fetch_wait_max_ms=args.fetch_wait_max_ms,
     )
     results: list[LatencyResult] = []
-    failed: list[str] = []
-    for peer in args.peers:
-        try:
-            with peer_session(peer, getattr(args, f"{peer}_bootstrap")) as session:
-                print(f"[{peer}] {session.bootstrap} ({session.origin})", flush=True)
-                result = measure(
-                    peer, session.origin, session.bootstrap, settings, session.cpu_seconds
-                )
-        except Exception as exc:
-            failed.append(peer)
-            print(f"[{peer}] FAILED: {exc}", file=sys.stderr, flush=True)
-            continue
+
+    def work(session: PeerSession) -> None:
+        peer = session.name
+        result = measure(peer, session.origin, session.bootstrap, settings, session.cpu_seconds)
         print(
             f"[{peer}] p50 {result.p50_ms:.2f} ms, p99 {result.p99_ms:.2f} ms, "
             f"p99.9 {result.p999_ms:.2f} ms",
             flush=True,
         )
         results.append(result)
+
+    failed = run_peers(args, work)
     print()
     print(report(results, settings, machine))
     write_json(

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -501,6 +501,21 @@ def check_peer_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
         address = getattr(args, f"{peer}_bootstrap")
         if address and not address.startswith(("127.0.0.1:", "localhost:")):
             parser.error(f"--{peer}-bootstrap must be on 127.0.0.1")
+
+
+def run_peers(args: argparse.Namespace, work: Callable[[PeerSession], None]) -> list[str]:
+    """Run ``work`` against each of ``args.peers`` (started here unless ``--<peer>-bootstrap``
+    names a running one); a peer that fails is reported and skipped. The failed peers."""
+    failed: list[str] = []
+    for peer in args.peers:
+        try:
+            with peer_session(peer, getattr(args, f"{peer}_bootstrap")) as session:
+                print(f"[{peer}] {session.bootstrap} ({session.origin})", flush=True)
+                work(session)
+        except Exception as exc:
+            failed.append(peer)
+            print(f"[{peer}] FAILED: {exc}", file=sys.stderr, flush=True)
+    return failed
 
 
 def exit_status(failed: list[str]) -> int:

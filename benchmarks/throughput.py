@@ -45,11 +45,12 @@ from benchmarks.common import (
     write_json,
 )
 from benchmarks.peers import (
+    PeerSession,
     add_peer_arguments,
     check_peer_arguments,
     exit_status,
     install_signal_handlers,
-    peer_session,
+    run_peers,
 )
 
 POLL_EVERY = 16_384  # serve the producer's (error-only) report queue this often
@@ -449,22 +450,18 @@ def main(argv: list[str] | None = None) -> int:
         timeout=args.timeout,
     )
     summaries: list[PeerSummary] = []
-    failed: list[str] = []
-    for peer in args.peers:
-        try:
-            with peer_session(peer, getattr(args, f"{peer}_bootstrap")) as session:
-                summary = PeerSummary(peer, session.origin)
-                summaries.append(summary)  # keep finished runs even if a later one fails
-                print(f"[{peer}] {session.bootstrap} ({session.origin})", flush=True)
-                for run in range(1, args.runs + 1):
-                    result = run_once(
-                        peer, session.bootstrap, run, settings, args, session.cpu_seconds
-                    )
-                    print(run_line(peer, result), flush=True)
-                    summary.runs.append(result)
-        except Exception as exc:
-            failed.append(peer)
-            print(f"[{peer}] FAILED: {exc}", file=sys.stderr, flush=True)
+
+    def work(session: PeerSession) -> None:
+        summary = PeerSummary(session.name, session.origin)
+        summaries.append(summary)  # keep finished runs even if a later one fails
+        for run in range(1, args.runs + 1):
+            result = run_once(
+                session.name, session.bootstrap, run, settings, args, session.cpu_seconds
+            )
+            print(run_line(session.name, result), flush=True)
+            summary.runs.append(result)
+
+    failed = run_peers(args, work)
     print()
     print(report(summaries, settings, args.producer_process, machine))
     write_json(
