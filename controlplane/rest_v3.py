@@ -17,13 +17,15 @@ there.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema
 from kio.schema.errors import ErrorCode
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from controlplane.errors import ApiError, BadRequest, Conflict, KafkaUnavailable, NotFound
 
@@ -33,6 +35,7 @@ __all__ = [
     "RelationshipSerializer",
     "ResourceMetadataSerializer",
     "SynonymSerializer",
+    "V3ReadView",
     "config_fields",
     "kafka_error_status",
     "parse_int",
@@ -148,6 +151,32 @@ class V3:
             "metadata": {"self": self.url(*self_parts), "next": None},
             "data": data,
         }
+
+
+class V3ReadView(APIView):
+    """A v3 endpoint that reads: ``GET`` checks the cluster, builds the :class:`V3` and
+    answers what ``read(v3, **path)`` returns (a resource dict, or a ``v3.listing``).
+
+    A subclass sets ``read_schema`` (drf-spectacular's ``extend_schema`` arguments for its
+    GET) and writes ``read``; its other methods stay plain DRF methods.
+    """
+
+    read_schema: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "read" not in cls.__dict__:
+            return
+
+        # A function per class: extend_schema records the schema on the function itself.
+        def get(self: V3ReadView, request: Request, cluster_id: str, **path: str) -> Response:
+            answer = self.read(V3(request, cluster_id), **path)
+            return answer if isinstance(answer, Response) else Response(answer)
+
+        cls.get = extend_schema(**cls.read_schema)(get)  # type: ignore[method-assign]
+
+    def read(self, v3: V3, **path: str) -> dict[str, Any] | Response:
+        raise NotImplementedError
 
 
 # -- schema serializers (documentation and schemathesis' response checks) --------------------

@@ -23,6 +23,7 @@ from controlplane.errors import NotFound
 from controlplane.rest_v3 import (
     V3,
     RelationshipSerializer,
+    V3ReadView,
     config_fields,
     parse_int,
     resource_serializer,
@@ -193,46 +194,46 @@ class ClusterDetailView(APIView):
 
 
 # -- brokers ---------------------------------------------------------------------------------
-class BrokerListView(APIView):
+class BrokerListView(V3ReadView):
     """The live brokers."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaBrokers",
         responses=BrokerListSerializer,
         tags=["REST proxy v3: brokers"],
     )
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3) -> Any:
         data = [broker_resource(v3, b) for b in selectors.broker_list()]
         return v3.listing("KafkaBrokerList", ("brokers",), data)
 
 
-class BrokerDetailView(APIView):
+class BrokerDetailView(V3ReadView):
     """One broker: host, port, rack."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaBroker",
         parameters=[BROKER_ID],
         responses=BrokerSerializer,
         tags=["REST proxy v3: brokers"],
     )
-    def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, broker_id: str) -> Any:
         broker = selectors.broker_get(broker_id=parse_int(broker_id, what="broker"))
-        return Response(broker_resource(v3, broker))
+        return broker_resource(v3, broker)
 
 
-class BrokerConfigListView(APIView):
+class BrokerConfigListView(V3ReadView):
     """Every config of one broker, with source and synonyms."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaBrokerConfigs",
         parameters=[BROKER_ID],
         responses=BrokerConfigListSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, broker_id: str) -> Any:
         b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
         data = [
             broker_config_resource(v3, b, e) for e in config_describe(kind="broker", name=str(b))
@@ -240,16 +241,16 @@ class BrokerConfigListView(APIView):
         return v3.listing("KafkaBrokerConfigList", ("brokers", b, "configs"), data)
 
 
-class AllBrokersConfigListView(APIView):
+class AllBrokersConfigListView(V3ReadView):
     """The per-broker dynamic configs of every live broker (``brokers/-/configs``)."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaAllBrokerConfigs",
         responses=BrokerConfigListSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3) -> Any:
         data = []
         for broker in selectors.broker_list():
             b = broker.broker_id
@@ -261,20 +262,20 @@ class AllBrokersConfigListView(APIView):
         return v3.listing("KafkaBrokerConfigList", ("brokers", "-", "configs"), data)
 
 
-class BrokerConfigDetailView(APIView):
+class BrokerConfigDetailView(V3ReadView):
     """Read, set (PUT ``{"value": ...}``) or reset (DELETE) one config of one broker."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaBrokerConfig",
         parameters=[BROKER_ID],
         responses=BrokerConfigSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str, broker_id: str, name: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, broker_id: str, name: str) -> Any:
         b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
         entry = config_get(kind="broker", name=str(b), config=name)
-        return Response(broker_config_resource(v3, b, entry))
+        return broker_config_resource(v3, b, entry)
 
     @extend_schema(
         operation_id="updateKafkaBrokerConfig",
@@ -327,16 +328,16 @@ class BrokerConfigsAlterView(APIView):
 
 
 # -- cluster-wide broker configs --------------------------------------------------------------
-class ClusterConfigListView(APIView):
+class ClusterConfigListView(V3ReadView):
     """The cluster-wide dynamic broker configs (every broker's default)."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaClusterConfigs",
         responses=ClusterConfigListSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3) -> Any:
         entries = config_describe(kind="broker", name="")
         # Confluent lists only the cluster-wide dynamic configs here.
         data = [
@@ -347,20 +348,20 @@ class ClusterConfigListView(APIView):
         return v3.listing("KafkaClusterConfigList", ("broker-configs",), data)
 
 
-class ClusterConfigDetailView(APIView):
+class ClusterConfigDetailView(V3ReadView):
     """Read, set or reset one cluster-wide broker config."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaClusterConfig",
         responses=ClusterConfigSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str, name: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, name: str) -> Any:
         entry = config_get(kind="broker", name="", config=name)
         if entry.source != "DYNAMIC_DEFAULT_BROKER_CONFIG":
             raise NotFound(f"config {name!r} has no cluster-wide value (it is {entry.source})")
-        return Response(cluster_config_resource(v3, entry))
+        return cluster_config_resource(v3, entry)
 
     @extend_schema(
         operation_id="updateKafkaClusterConfig",
