@@ -169,34 +169,37 @@ class Between:
 
 
 @dataclass(frozen=True, slots=True)
-class OneOf:
-    """``ConfigDef.ValidString.in`` (case-sensitive, as in Kafka)."""
+class _Choices:
+    """A validator over a fixed set of strings (Kafka prints them as ``[a, b]``)."""
 
     choices: tuple[str, ...]
 
-    def __call__(self, name: str, value: Any) -> Problem | None:
-        if value is not None and value not in self.choices:
-            return Problem(f"String must be one of: {', '.join(self.choices)}")
-        return None
+    def problem(self, item: str | None = None) -> Problem:
+        return Problem(f"String must be one of: {', '.join(self.choices)}", item)
 
     def __str__(self) -> str:
         return f"[{', '.join(self.choices)}]"
 
 
 @dataclass(frozen=True, slots=True)
-class EachOneOf:
-    """``ConfigDef.ValidList.in``: every list element must be one of ``choices``."""
+class OneOf(_Choices):
+    """``ConfigDef.ValidString.in`` (case-sensitive, as in Kafka)."""
 
-    choices: tuple[str, ...]
+    def __call__(self, name: str, value: Any) -> Problem | None:
+        if value is not None and value not in self.choices:
+            return self.problem()
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class EachOneOf(_Choices):
+    """``ConfigDef.ValidList.in``: every list element must be one of ``choices``."""
 
     def __call__(self, name: str, value: Any) -> Problem | None:
         for item in value or ():
             if item not in self.choices:  # Kafka names the offending element
-                return Problem(f"String must be one of: {', '.join(self.choices)}", item)
+                return self.problem(item)
         return None
-
-    def __str__(self) -> str:
-        return f"[{', '.join(self.choices)}]"
 
 
 _REPLICA_ENTRY = re.compile(r"([0-9]+:[0-9]+)?\Z")
