@@ -312,6 +312,16 @@ def _retention_plans(
     return plans
 
 
+def _survey(
+    gw: ClusterGateway, channel: CommandClient, topics: list[str] | None, run: _Run
+) -> tuple[ClusterImage, _Inventory]:
+    """Step 1 of every run: the metadata image and the brokers' inventory of ``topics``."""
+    image = gw.image()
+    selected = _selected_topics(image, topics, run)
+    run.report(0.0, f"inventory of {len(selected)} topics")
+    return image, _inventory(channel, image, selected, run)
+
+
 def run_retention(
     *,
     gw: ClusterGateway,
@@ -326,10 +336,7 @@ def run_retention(
     now = int(time.time() * 1000) if now_ms is None else now_ms
     channel = gw.commands(timeout_s=timeout_s)
     try:
-        image = gw.image()
-        selected = _selected_topics(image, topics, run)
-        run.report(0.0, f"inventory of {len(selected)} topics")
-        found = _inventory(channel, image, selected, run)
+        image, found = _survey(gw, channel, topics, run)
         run.report(0.2, f"inventory of {len(found.leaders)} partitions read")
         plans = _retention_plans(image, found, now_ms=now, run=run)
         if not plans:
@@ -424,10 +431,7 @@ def run_compaction(
     stoppers = _stoppers()
     channel = gw.commands(timeout_s=timeout_s)
     try:
-        image = gw.image()
-        selected = _selected_topics(image, topics, run)
-        run.report(0.0, f"inventory of {len(selected)} topics")
-        found = _inventory(channel, image, selected, run)
+        image, found = _survey(gw, channel, topics, run)
         compacted = [
             entry
             for entry in found.leaders.values()
