@@ -7,6 +7,7 @@ same on each side of every ratio.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import time
@@ -176,3 +177,10 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
             )
         )
     return "\n".join(lines)
+
+
+def write_json(path: str | None, payload: dict[str, Any]) -> None:
+    """``--json PATH``: the results as indented JSON (nothing without a path)."""
+    if path:
+        with open(path, "w") as fh:
+            json.dump(payload, fh, indent=2)

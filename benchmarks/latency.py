@@ -20,7 +20,6 @@ Nothing is asserted; the DESIGN.md target (p99 <= 5 ms at 10k msg/s) is printed 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import resource
@@ -45,8 +44,16 @@ from benchmarks.common import (
     producer_config,
     ratio,
     unique_topic,
+    write_json,
 )
-from benchmarks.peers import install_signal_handlers, parse_peers, peer_session
+from benchmarks.peers import (
+    PeerSession,
+    add_peer_arguments,
+    check_peer_arguments,
+    exit_status,
+    install_signal_handlers,
+    run_peers,
+)
 
 STAMP = struct.Struct("<qq")  # send monotonic_ns, sequence number
 TARGET_P99_MS = 5.0
@@ -356,9 +363,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds first")
     parser.add_argument("--size", type=int, default=1024, help="value size in bytes (>= 16)")
-    parser.add_argument("--peers", type=parse_peers, default=["weir", "tansu"])
-    parser.add_argument("--weir-bootstrap", help="use a running Weir broker (HOST:PORT)")
-    parser.add_argument("--tansu-bootstrap", help="use a running Tansu broker (HOST:PORT)")
+    add_peer_arguments(parser)
     parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
     parser.add_argument("--linger-ms", type=float, default=1.0)
     parser.add_argument("--fetch-wait-max-ms", type=int, default=100)
@@ -368,10 +373,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("need --rate >= 1, --duration > 0, --warmup >= 0, --size >= 16")
     if args.duration + args.warmup > 600:
         parser.error("--duration + --warmup is capped at 600 s")
-    for peer in ("weir", "tansu"):
-        address = getattr(args, f"{peer}_bootstrap")
-        if address and not address.startswith(("127.0.0.1:", "localhost:")):
-            parser.error(f"--{peer}-bootstrap must be on 127.0.0.1")
+    check_peer_arguments(parser, args)
     return args
 
 
@@ -389,41 +391,25 @@ def main(argv: list[str] | None = None) -> int:
         fetch_wait_max_ms=args.fetch_wait_max_ms,
     )
     results: list[LatencyResult] = []
-    failed: list[str] = []
-    for peer in args.peers:
-        try:
-            with peer_session(peer, getattr(args, f"{peer}_bootstrap")) as session:
-                print(f"[{peer}] {session.bootstrap} ({session.origin})", flush=True)
-                result = measure(
-                    peer, session.origin, session.bootstrap, settings, session.cpu_seconds
-                )
-        except Exception as exc:
-            failed.append(peer)
-            print(f"[{peer}] FAILED: {exc}", file=sys.stderr, flush=True)
-            continue
+
+    def work(session: PeerSession) -> None:
+        peer = session.name
+        result = measure(peer, session.origin, session.bootstrap, settings, session.cpu_seconds)
         print(
             f"[{peer}] p50 {result.p50_ms:.2f} ms, p99 {result.p99_ms:.2f} ms, "
             f"p99.9 {result.p999_ms:.2f} ms",
             flush=True,
         )
         results.append(result)
+
+    failed = run_peers(args, work)
     print()
     print(report(results, settings, machine))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(
-                {
-                    "settings": asdict(settings),
-                    "machine": machine,
-                    "results": [asdict(r) for r in results],
-                },
-                fh,
-                indent=2,
-            )
-    if failed:
-        print(f"\nfailed peers: {', '.join(failed)} (see errors above)", file=sys.stderr)
-        return 1
-    return 0
+    write_json(
+        args.json,
+        {"settings": asdict(settings), "machine": machine, "results": [asdict(r) for r in results]},
+    )
+    return exit_status(failed)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -486,6 +486,44 @@ def parse_peers(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("no peers given")
     return names
+
+
+def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--peers`` and, per peer, ``--<peer>-bootstrap`` to use a running broker."""
+    parser.add_argument("--peers", type=parse_peers, default=["weir", "tansu"])
+    parser.add_argument("--weir-bootstrap", help="use a running Weir broker (HOST:PORT)")
+    parser.add_argument("--tansu-bootstrap", help="use a running Tansu broker (HOST:PORT)")
+
+
+def check_peer_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A running broker must be local: the benchmarks compare peers on one machine."""
+    for peer in ("weir", "tansu"):
+        address = getattr(args, f"{peer}_bootstrap")
+        if address and not address.startswith(("127.0.0.1:", "localhost:")):
+            parser.error(f"--{peer}-bootstrap must be on 127.0.0.1")
+
+
+def run_peers(args: argparse.Namespace, work: Callable[[PeerSession], None]) -> list[str]:
+    """Run ``work`` against each of ``args.peers`` (started here unless ``--<peer>-bootstrap``
+    names a running one); a peer that fails is reported and skipped. The failed peers."""
+    failed: list[str] = []
+    for peer in args.peers:
+        try:
+            with peer_session(peer, getattr(args, f"{peer}_bootstrap")) as session:
+                print(f"[{peer}] {session.bootstrap} ({session.origin})", flush=True)
+                work(session)
+        except Exception as exc:
+            failed.append(peer)
+            print(f"[{peer}] FAILED: {exc}", file=sys.stderr, flush=True)
+    return failed
+
+
+def exit_status(failed: list[str]) -> int:
+    """1 (naming them) when some peers failed, else 0."""
+    if failed:
+        print(f"\nfailed peers: {', '.join(failed)} (see errors above)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,6 @@ Nothing is asserted: the figures are printed (and optionally written with ``--js
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -35,15 +34,24 @@ from typing import Any
 
 import redis
 
-from benchmarks.common import create_topic, delete_topic, format_table, machine_note, ratio
+from benchmarks.common import (
+    create_topic,
+    delete_topic,
+    format_table,
+    machine_note,
+    ratio,
+    write_json,
+)
 from benchmarks.peers import HOST, PeerHandle, free_port, install_signal_handlers, start_weir
 from benchmarks.throughput import (
     PeerSummary,
     ProduceSettings,
     RunResult,
-    _pct,
     consume_records,
+    pct,
     produce_records,
+    run_json,
+    run_line,
 )
 from tests.weir.security.tls_certs import TlsCerts, make_tls_certs
 from weir.security.credentials import encode_credential, scram_key
@@ -135,7 +143,7 @@ def run_once(
     return RunResult(listener, run, produced, consumed)
 
 
-def _median_pct(summary: PeerSummary, phase: str) -> str:
+def _medianpct(summary: PeerSummary, phase: str) -> str:
     """Median over runs of the broker's CPU % during ``phase``."""
     values = [
         100.0 * getattr(r, phase).broker_cpu_seconds / getattr(r, phase).seconds
@@ -178,8 +186,8 @@ def report(
                     f"{p.msgs_per_s:,.0f}",
                     f"{c.mb_per_s:.1f}",
                     f"{c.msgs_per_s:,.0f}",
-                    f"{_pct(p.broker_cpu_seconds, p.seconds)}/"
-                    f"{_pct(c.broker_cpu_seconds, c.seconds)}",
+                    f"{pct(p.broker_cpu_seconds, p.seconds)}/"
+                    f"{pct(c.broker_cpu_seconds, c.seconds)}",
                 ]
             )
         if summary.runs:
@@ -191,7 +199,7 @@ def report(
                     f"{summary.median('produce', 'msgs_per_s'):,.0f}",
                     f"{summary.median('consume', 'mb_per_s'):.1f}",
                     f"{summary.median('consume', 'msgs_per_s'):,.0f}",
-                    f"{_median_pct(summary, 'produce')}/{_median_pct(summary, 'consume')}",
+                    f"{_medianpct(summary, 'produce')}/{_medianpct(summary, 'consume')}",
                 ]
             )
     lines.append(format_table(headers, rows))
@@ -231,10 +239,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _phase_json(phase: Any) -> dict[str, Any]:
-    return {**asdict(phase), "mb_per_s": phase.mb_per_s, "msgs_per_s": phase.msgs_per_s}
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     install_signal_handlers()
@@ -265,41 +269,26 @@ def main(argv: list[str] | None = None) -> int:
                         handle, listener, bootstraps[listener], run, settings, configs[listener]
                     )
                     summary.runs.append(result)
-                    print(
-                        f"[{listener}] run {run}: produce {result.produce.mb_per_s:.1f} MB/s, "
-                        f"consume {result.consume.mb_per_s:.1f} MB/s",
-                        flush=True,
-                    )
+                    print(run_line(listener, result), flush=True)
         finally:
             handle.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print()
     print(report(summaries, settings, args.client_auth, machine))
-    if args.json:
-        payload = {
+    write_json(
+        args.json,
+        {
             "settings": asdict(settings),
             "client_auth": args.client_auth,
             "mechanism": MECHANISM,
             "cpus": os.cpu_count(),
             "machine": machine,
             "listeners": [
-                {
-                    "listener": s.peer,
-                    "runs": [
-                        {
-                            "run": r.run,
-                            "produce": _phase_json(r.produce),
-                            "consume": _phase_json(r.consume),
-                        }
-                        for r in s.runs
-                    ],
-                }
-                for s in summaries
+                {"listener": s.peer, "runs": [run_json(r) for r in s.runs]} for s in summaries
             ],
-        }
-        with open(args.json, "w") as fh:
-            json.dump(payload, fh, indent=2)
+        },
+    )
     return 0
 
 

@@ -19,7 +19,6 @@ Nothing is asserted: the figures are printed (and optionally written with ``--js
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import resource
@@ -43,8 +42,16 @@ from benchmarks.common import (
     producer_config,
     ratio,
     unique_topic,
+    write_json,
 )
-from benchmarks.peers import install_signal_handlers, parse_peers, peer_session
+from benchmarks.peers import (
+    PeerSession,
+    add_peer_arguments,
+    check_peer_arguments,
+    exit_status,
+    install_signal_handlers,
+    run_peers,
+)
 
 POLL_EVERY = 16_384  # serve the producer's (error-only) report queue this often
 CONSUME_BATCH = 10_000
@@ -300,7 +307,28 @@ def run_once(
     return RunResult(peer, run, produced, consumed)
 
 
-def _pct(cpu_seconds: float | None, seconds: float) -> str:
+def phase_json(phase: Any) -> dict[str, Any]:
+    """One phase's measurements with its rates, as the JSON output carries them."""
+    return {**asdict(phase), "mb_per_s": phase.mb_per_s, "msgs_per_s": phase.msgs_per_s}
+
+
+def run_json(result: RunResult) -> dict[str, Any]:
+    return {
+        "run": result.run,
+        "produce": phase_json(result.produce),
+        "consume": phase_json(result.consume),
+    }
+
+
+def run_line(label: str, result: RunResult) -> str:
+    """The progress line printed after each run."""
+    return (
+        f"[{label}] run {result.run}: produce {result.produce.mb_per_s:.1f} MB/s, "
+        f"consume {result.consume.mb_per_s:.1f} MB/s"
+    )
+
+
+def pct(cpu_seconds: float | None, seconds: float) -> str:
     if cpu_seconds is None or seconds <= 0:
         return "-"
     return f"{100.0 * cpu_seconds / seconds:.0f}%"
@@ -344,10 +372,10 @@ def report(
                     f"{c.mb_per_s:.1f}",
                     f"{c.msgs_per_s:,.0f}",
                     f"{c.seconds:.2f}",
-                    f"{_pct(p.broker_cpu_seconds, p.seconds)}/"
-                    f"{_pct(c.broker_cpu_seconds, c.seconds)}",
-                    f"{_pct(p.client_cpu_seconds, p.seconds)}/"
-                    f"{_pct(c.client_cpu_seconds, c.seconds)}",
+                    f"{pct(p.broker_cpu_seconds, p.seconds)}/"
+                    f"{pct(c.broker_cpu_seconds, c.seconds)}",
+                    f"{pct(p.client_cpu_seconds, p.seconds)}/"
+                    f"{pct(c.client_cpu_seconds, c.seconds)}",
                 ]
             )
         if len(summary.runs) > 1:
@@ -385,9 +413,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--records", type=int, default=500_000, help="records per run")
     parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
-    parser.add_argument("--peers", type=parse_peers, default=["weir", "tansu"])
-    parser.add_argument("--weir-bootstrap", help="use a running Weir broker (HOST:PORT)")
-    parser.add_argument("--tansu-bootstrap", help="use a running Tansu broker (HOST:PORT)")
+    add_peer_arguments(parser)
     parser.add_argument("--runs", type=int, default=3, help="runs per peer (median reported)")
     parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
     parser.add_argument("--linger-ms", type=float, default=5.0)
@@ -406,10 +432,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.records < 1 or args.size < 1 or args.runs < 1:
         parser.error("--records, --size and --runs must be positive")
-    for peer in ("weir", "tansu"):
-        address = getattr(args, f"{peer}_bootstrap")
-        if address and not address.startswith(("127.0.0.1:", "localhost:")):
-            parser.error(f"--{peer}-bootstrap must be on 127.0.0.1")
+    check_peer_arguments(parser, args)
     return args
 
 
@@ -427,64 +450,34 @@ def main(argv: list[str] | None = None) -> int:
         timeout=args.timeout,
     )
     summaries: list[PeerSummary] = []
-    failed: list[str] = []
-    for peer in args.peers:
-        try:
-            with peer_session(peer, getattr(args, f"{peer}_bootstrap")) as session:
-                summary = PeerSummary(peer, session.origin)
-                summaries.append(summary)  # keep finished runs even if a later one fails
-                print(f"[{peer}] {session.bootstrap} ({session.origin})", flush=True)
-                for run in range(1, args.runs + 1):
-                    result = run_once(
-                        peer, session.bootstrap, run, settings, args, session.cpu_seconds
-                    )
-                    print(
-                        f"[{peer}] run {run}: produce {result.produce.mb_per_s:.1f} MB/s, "
-                        f"consume {result.consume.mb_per_s:.1f} MB/s",
-                        flush=True,
-                    )
-                    summary.runs.append(result)
-        except Exception as exc:
-            failed.append(peer)
-            print(f"[{peer}] FAILED: {exc}", file=sys.stderr, flush=True)
+
+    def work(session: PeerSession) -> None:
+        summary = PeerSummary(session.name, session.origin)
+        summaries.append(summary)  # keep finished runs even if a later one fails
+        for run in range(1, args.runs + 1):
+            result = run_once(
+                session.name, session.bootstrap, run, settings, args, session.cpu_seconds
+            )
+            print(run_line(session.name, result), flush=True)
+            summary.runs.append(result)
+
+    failed = run_peers(args, work)
     print()
     print(report(summaries, settings, args.producer_process, machine))
-    if args.json:
-        payload: dict[str, Any] = {
+    write_json(
+        args.json,
+        {
             "settings": asdict(settings),
             "producer_process": args.producer_process,
             "cpus": os.cpu_count(),
             "machine": machine,
             "peers": [
-                {
-                    "peer": s.peer,
-                    "origin": s.origin,
-                    "runs": [
-                        {
-                            "run": r.run,
-                            "produce": {
-                                **asdict(r.produce),
-                                "mb_per_s": r.produce.mb_per_s,
-                                "msgs_per_s": r.produce.msgs_per_s,
-                            },
-                            "consume": {
-                                **asdict(r.consume),
-                                "mb_per_s": r.consume.mb_per_s,
-                                "msgs_per_s": r.consume.msgs_per_s,
-                            },
-                        }
-                        for r in s.runs
-                    ],
-                }
+                {"peer": s.peer, "origin": s.origin, "runs": [run_json(r) for r in s.runs]}
                 for s in summaries
             ],
-        }
-        with open(args.json, "w") as fh:
-            json.dump(payload, fh, indent=2)
-    if failed:
-        print(f"\nfailed peers: {', '.join(failed)} (see errors above)", file=sys.stderr)
-        return 1
-    return 0
+        },
+    )
+    return exit_status(failed)
 
 
 if __name__ == "__main__":

@@ -4,71 +4,42 @@
 ``/api/``.
 """
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver
 
 from brokers.ops import api as ops_api
 from brokers.rest import acls, v2, v3
+from controlplane.routes import CLUSTER, routes
 
-_C = "clusters/<str:cluster_id>"
+_B = "/brokers/<str:broker_id>"
 
 kafka_v3: list[URLPattern | URLResolver] = [
-    path("clusters", v3.ClusterListView.as_view(), name="v3-clusters"),
-    path(f"{_C}", v3.ClusterDetailView.as_view(), name="v3-cluster"),
-    path(f"{_C}/brokers", v3.BrokerListView.as_view(), name="v3-brokers"),
-    path(
-        f"{_C}/brokers/-/configs",
-        v3.AllBrokersConfigListView.as_view(),
-        name="v3-all-broker-configs",
+    *routes("", [("clusters", v3.ClusterListView, "v3-clusters")]),
+    *routes(
+        CLUSTER,
+        [
+            ("", v3.ClusterDetailView, "v3-cluster"),
+            ("/brokers", v3.BrokerListView, "v3-brokers"),
+            ("/brokers/-/configs", v3.AllBrokersConfigListView, "v3-all-broker-configs"),
+            (_B, v3.BrokerDetailView, "v3-broker"),
+            (f"{_B}/configs", v3.BrokerConfigListView, "v3-broker-configs"),
+            (f"{_B}/configs:alter", v3.BrokerConfigsAlterView, "v3-broker-configs-alter"),
+            (f"{_B}/configs/<str:name>", v3.BrokerConfigDetailView, "v3-broker-config"),
+            ("/broker-configs", v3.ClusterConfigListView, "v3-cluster-configs"),
+            ("/broker-configs:alter", v3.ClusterConfigsAlterView, "v3-cluster-configs-alter"),
+            ("/broker-configs/<str:name>", v3.ClusterConfigDetailView, "v3-cluster-config"),
+            ("/acls", acls.AclListView, "v3-acls"),
+            ("/acls:batch", acls.AclBatchCreateView, "v3-acls-batch"),
+        ],
     ),
-    path(f"{_C}/brokers/<str:broker_id>", v3.BrokerDetailView.as_view(), name="v3-broker"),
-    path(
-        f"{_C}/brokers/<str:broker_id>/configs",
-        v3.BrokerConfigListView.as_view(),
-        name="v3-broker-configs",
-    ),
-    path(
-        f"{_C}/brokers/<str:broker_id>/configs:alter",
-        v3.BrokerConfigsAlterView.as_view(),
-        name="v3-broker-configs-alter",
-    ),
-    path(
-        f"{_C}/brokers/<str:broker_id>/configs/<str:name>",
-        v3.BrokerConfigDetailView.as_view(),
-        name="v3-broker-config",
-    ),
-    path(f"{_C}/broker-configs", v3.ClusterConfigListView.as_view(), name="v3-cluster-configs"),
-    path(
-        f"{_C}/broker-configs:alter",
-        v3.ClusterConfigsAlterView.as_view(),
-        name="v3-cluster-configs-alter",
-    ),
-    path(
-        f"{_C}/broker-configs/<str:name>",
-        v3.ClusterConfigDetailView.as_view(),
-        name="v3-cluster-config",
-    ),
-    path(f"{_C}/acls", acls.AclListView.as_view(), name="v3-acls"),
-    path(f"{_C}/acls:batch", acls.AclBatchCreateView.as_view(), name="v3-acls-batch"),
 ]
-kafka_v2: list[URLPattern | URLResolver] = [
-    path("brokers", v2.BrokerIdsView.as_view(), name="v2-brokers"),
-]
-api: list[URLPattern | URLResolver] = [
-    path("reassignments/", ops_api.ReassignmentsView.as_view(), name="reassignments"),
-    path(
-        "reassignments/generate/",
-        ops_api.ReassignmentGenerateView.as_view(),
-        name="reassignments-generate",
-    ),
-    path(
-        "reassignments/cancel/",
-        ops_api.ReassignmentCancelView.as_view(),
-        name="reassignments-cancel",
-    ),
-    path(
-        "elections/preferred/",
-        ops_api.PreferredElectionView.as_view(),
-        name="elections-preferred",
-    ),
-    path("cluster/rebalance/", ops_api.RebalanceView.as_view(), name="cluster-rebalance"),
-]
+kafka_v2: list[URLPattern | URLResolver] = routes("", [("brokers", v2.BrokerIdsView, "v2-brokers")])
+api: list[URLPattern | URLResolver] = routes(
+    "",
+    [
+        ("reassignments/", ops_api.ReassignmentsView, "reassignments"),
+        ("reassignments/generate/", ops_api.ReassignmentGenerateView, "reassignments-generate"),
+        ("reassignments/cancel/", ops_api.ReassignmentCancelView, "reassignments-cancel"),
+        ("elections/preferred/", ops_api.PreferredElectionView, "elections-preferred"),
+        ("cluster/rebalance/", ops_api.RebalanceView, "cluster-rebalance"),
+    ],
+)

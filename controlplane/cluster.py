@@ -46,6 +46,7 @@ from django.conf import settings
 from controlplane.errors import KafkaUnavailable
 from controlplane.kafka_security import KafkaSecurity
 from weir.client import BrokerClient, BrokerClientError
+from weir.commands import CommandClient
 from weir.metadata.errors import MetadataError
 from weir.metadata.image import BrokerImage, ClusterImage
 from weir.metadata.keys import KeyLayout
@@ -147,6 +148,11 @@ class ClusterGateway:
         cutoff = int(time.time() * 1000) - STALE_STATE_MS
         fresh = {(p.topic, p.partition): p for p in partitions if p.updated_ms >= cutoff}
         return fresh, [r for r in replicas if r.updated_ms >= cutoff]
+
+    def commands(self, *, timeout_s: float) -> CommandClient:
+        """A client of the broker command channel (``weir.commands``) that waits at most
+        ``timeout_s`` for the replies to what it sends."""
+        return CommandClient(self.redis, self.keys, deadline=time.monotonic() + timeout_s)
 
     # Kafka requests -----------------------------------------------------------------------
     def _client(self, host: str, port: int) -> BrokerClient:

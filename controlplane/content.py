@@ -25,37 +25,30 @@ __all__ = [
 ]
 
 
-class KafkaV2JsonParser(JSONParser):
-    media_type = "application/vnd.kafka.v2+json"
+_V2 = "application/vnd.kafka.v2+json"
+_PLAIN = "application/vnd.kafka+json"
+_JSON_V2 = "application/vnd.kafka.json.v2+json"
+_BINARY_V2 = "application/vnd.kafka.binary.v2+json"
 
 
-class KafkaJsonParser(JSONParser):
-    media_type = "application/vnd.kafka+json"
+def _parser(name: str, media_type: str) -> type[JSONParser]:
+    """DRF's JSON parser under ``media_type``."""
+    return type(name, (JSONParser,), {"media_type": media_type, "__module__": __name__})
 
 
-class KafkaJsonV2JsonParser(JSONParser):
-    media_type = "application/vnd.kafka.json.v2+json"
+def _renderer(name: str, media_type: str) -> type[JSONRenderer]:
+    """DRF's JSON renderer answering ``media_type``."""
+    return type(name, (JSONRenderer,), {"media_type": media_type, "__module__": __name__})
 
 
-class KafkaBinaryV2JsonParser(JSONParser):
-    media_type = "application/vnd.kafka.binary.v2+json"
-
-
-class KafkaV2JsonRenderer(JSONRenderer):
-    media_type = "application/vnd.kafka.v2+json"
-
-
-class KafkaJsonV2JsonRenderer(JSONRenderer):
-    media_type = "application/vnd.kafka.json.v2+json"
-
-
-class KafkaBinaryV2JsonRenderer(JSONRenderer):
-    media_type = "application/vnd.kafka.binary.v2+json"
-
-
-class _KafkaJsonRenderer(JSONRenderer):
-    media_type = "application/vnd.kafka+json"
-
+KafkaV2JsonParser = _parser("KafkaV2JsonParser", _V2)
+KafkaJsonParser = _parser("KafkaJsonParser", _PLAIN)
+KafkaJsonV2JsonParser = _parser("KafkaJsonV2JsonParser", _JSON_V2)
+KafkaBinaryV2JsonParser = _parser("KafkaBinaryV2JsonParser", _BINARY_V2)
+KafkaV2JsonRenderer = _renderer("KafkaV2JsonRenderer", _V2)
+KafkaJsonV2JsonRenderer = _renderer("KafkaJsonV2JsonRenderer", _JSON_V2)
+KafkaBinaryV2JsonRenderer = _renderer("KafkaBinaryV2JsonRenderer", _BINARY_V2)
+_KafkaJsonRenderer = _renderer("_KafkaJsonRenderer", _PLAIN)
 
 # Renderers for v2 views: Confluent answers application/vnd.kafka.v2+json unless the client
 # asks for plain JSON.

@@ -15,8 +15,9 @@ second, so the jobs page shows a moving bar without hammering the database.
   ``WEIR_SPARK_MASTER`` names a cluster) and store an
   :class:`~controlplane.models.AnalyticsResult` for the dashboard.
 
-Schedules are django-celery-beat ``PeriodicTask`` rows for ``weir.job``; the defaults
-(``DEFAULT_SCHEDULES``) are created after ``migrate`` and never overwrite an operator's edit.
+Schedules are django-celery-beat ``PeriodicTask`` rows for ``weir.job``; the defaults are
+declared in the periodic registry (:mod:`controlplane.periodic`, ``RunsIn.BEAT``), created
+after ``migrate`` and never overwrite an operator's edit.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from controlplane import periodic
 from controlplane.errors import BadRequest, NotFound, ServiceUnavailable
 from controlplane.models import AnalyticsResult, Job
 
@@ -65,12 +67,18 @@ ANALYTICS_JOBS: dict[str, str] = {
     "record-sizes": "Record size distribution",
     "lag-trends": "Consumer lag trends",
 }
-# Job name -> default interval in seconds. Retention every 5 minutes like Kafka's
-# log.retention.check.interval.ms; compaction every minute; analytics hourly.
+# The jobs beat runs, declared in the one periodic registry with their default interval:
+# retention every 5 minutes like Kafka's log.retention.check.interval.ms; compaction every
+# minute; analytics hourly.
+for _job, _seconds in (
+    ("retention", 300),
+    ("compaction", 60),
+    *((f"analytics:{name}", 3600) for name in ANALYTICS_JOBS),
+):
+    periodic.every(_seconds, name=_job, runs_in=periodic.RunsIn.BEAT)(None)
+# Job name -> default interval in seconds (what ``ensure_default_schedules`` creates).
 DEFAULT_SCHEDULES: dict[str, int] = {
-    "retention": 300,
-    "compaction": 60,
-    **{f"analytics:{name}": 3600 for name in ANALYTICS_JOBS},
+    t.name: int(t.interval_s) for t in periodic.tasks(periodic.RunsIn.BEAT)
 }
 MAX_INTERVAL_S = 30 * 24 * 3600
 _PROGRESS_EVERY_S = 0.5

@@ -49,6 +49,7 @@ from rest_framework.views import APIView
 
 from controlplane.errors import ApiError, BadRequest, NotFound
 from controlplane.roles import RolePermission
+from topics.health import partition_health
 from weir.metrics import broker_metrics_key, read_broker_metrics
 
 log = logging.getLogger(__name__)
@@ -281,9 +282,6 @@ def cluster_families(gw: Any, *, only_broker: int | None = None) -> list[Metric]
             partitions_total += 1
             labels = [topic.name, str(p.partition)]
             state = states.get((topic.name, p.partition))
-            isr = state.isr if state is not None else p.isr
-            offline = p.leader < 0 or p.leader not in live
-            is_urp = len(isr) < len(p.replicas)
             # The topic's override, else the leader's own default (static configs are
             # only known to the broker, which publishes it with its counters).
             min_isr = int(
@@ -291,7 +289,9 @@ def cluster_families(gw: Any, *, only_broker: int | None = None) -> list[Metric]
                 or snapshots.get(p.leader, {}).get("min_insync_replicas")
                 or cluster_min_isr
             )
-            is_under_min = len(isr) < min_isr
+            health = partition_health(p, live=live, state=state, min_isr=min_isr)
+            isr, offline = health.isr, health.offline
+            is_urp, is_under_min = health.under_replicated, health.under_min_isr
             offline_total += offline
             urp_total += is_urp
             under_min_total += is_under_min

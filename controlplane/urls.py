@@ -15,33 +15,31 @@ from rest_framework.permissions import AllowAny
 from brokers import urls as broker_urls
 from controlplane import api, jobs_api, scram_users_api
 from controlplane.metrics import MetricsView
+from controlplane.routes import routes
 from groups import urls as group_urls
 from topics import urls as topic_urls
 
 _apps = (broker_urls, topic_urls, group_urls)
 
 api_urlpatterns = [
-    path("me/", api.MeView.as_view(), name="me"),
-    path("users/", api.UserListView.as_view(), name="users-list"),
-    path("users/<str:username>/", api.UserDetailView.as_view(), name="users-detail"),
-    path("token/", api.TokenView.as_view(), name="token-rotate"),
-    path("audit/", api.AuditListView.as_view(), name="audit-list"),
-    path("scram-users/", scram_users_api.ScramUserListView.as_view(), name="scram-users-list"),
-    path(
-        "scram-users/<str:name>/",
-        scram_users_api.ScramUserDetailView.as_view(),
-        name="scram-users-detail",
+    *routes(
+        "",
+        [
+            ("me/", api.MeView, "me"),
+            ("users/", api.UserListView, "users-list"),
+            ("users/<str:username>/", api.UserDetailView, "users-detail"),
+            ("token/", api.TokenView, "token-rotate"),
+            ("audit/", api.AuditListView, "audit-list"),
+            ("scram-users/", scram_users_api.ScramUserListView, "scram-users-list"),
+            ("scram-users/<str:name>/", scram_users_api.ScramUserDetailView, "scram-users-detail"),
+            ("jobs/", jobs_api.JobListView, "jobs-list"),
+            ("jobs/<int:job_id>/", jobs_api.JobDetailView, "jobs-detail"),
+            ("schedules/", jobs_api.ScheduleListView, "schedules-list"),
+            ("schedules/<int:schedule_id>/", jobs_api.ScheduleDetailView, "schedules-detail"),
+            ("analytics/", jobs_api.AnalyticsListView, "analytics-list"),
+            ("analytics/<str:name>/", jobs_api.AnalyticsDetailView, "analytics-detail"),
+        ],
     ),
-    path("jobs/", jobs_api.JobListView.as_view(), name="jobs-list"),
-    path("jobs/<int:job_id>/", jobs_api.JobDetailView.as_view(), name="jobs-detail"),
-    path("schedules/", jobs_api.ScheduleListView.as_view(), name="schedules-list"),
-    path(
-        "schedules/<int:schedule_id>/",
-        jobs_api.ScheduleDetailView.as_view(),
-        name="schedules-detail",
-    ),
-    path("analytics/", jobs_api.AnalyticsListView.as_view(), name="analytics-list"),
-    path("analytics/<str:name>/", jobs_api.AnalyticsDetailView.as_view(), name="analytics-detail"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
     path(
         "docs/",

@@ -63,6 +63,7 @@ from groups.burrow import (
     evaluate_group,
     evaluate_partition,
 )
+from topics.health import health_counts
 from weir.client import BrokerClient, BrokerClientError
 from weir.coordinator.consumer_protocol import decode_assignment
 from weir.metadata.image import ClusterImage
@@ -546,14 +547,9 @@ def cluster_view(
     """
     extra = broker_extra or {}
     live = image.live_broker_ids
-    count = under_replicated = offline = 0
-    for topic in image.topics.values():
-        for partition in topic.partitions.values():
-            count += 1
-            if partition.leader < 0 or partition.leader not in live:
-                offline += 1
-            if len(partition.isr) < len(partition.replicas):
-                under_replicated += 1
+    health = health_counts(
+        (p for topic in image.topics.values() for p in topic.partitions.values()), live=live
+    )
     now = int(time.time() * 1000) if now_ms is None else now_ms
     return {
         "type": "cluster",
@@ -570,9 +566,9 @@ def cluster_view(
         ],
         "controller": image.controller_id,
         "partitions": {
-            "count": count,
-            "under_replicated": under_replicated,
-            "offline": offline,
+            "count": health.partitions,
+            "under_replicated": health.under_replicated,
+            "offline": health.offline,
         },
         "topics": len(image.topics),
         "groups": [g.summary() for g in groups],

@@ -340,26 +340,29 @@ class PositionsView(_V2View):
         return Response(status=204)
 
 
-class PositionsBeginningView(_V2View):
+class _SeekToView(_V2View):
+    """Seek partitions to one end of their logs (``offset``: a confluent-kafka sentinel)."""
+
+    offset: int
+
+    @extend_schema(request=PartitionsSerializer, responses={204: None}, tags=TAGS)
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        partitions = _partitions(_body(request))
+        with registry.use(group=group, name=instance) as consumer:
+            _seek(consumer, [(t, p, self.offset) for t, p in partitions])
+        return Response(status=204)
+
+
+class PositionsBeginningView(_SeekToView):
     """Seek to the first offsets of partitions."""
 
-    @extend_schema(request=PartitionsSerializer, responses={204: None}, tags=TAGS)
-    def post(self, request: Request, group: str, instance: str) -> Response:
-        partitions = _partitions(_body(request))
-        with registry.use(group=group, name=instance) as consumer:
-            _seek(consumer, [(t, p, OFFSET_BEGINNING) for t, p in partitions])
-        return Response(status=204)
+    offset = OFFSET_BEGINNING
 
 
-class PositionsEndView(_V2View):
+class PositionsEndView(_SeekToView):
     """Seek to the ends of partitions."""
 
-    @extend_schema(request=PartitionsSerializer, responses={204: None}, tags=TAGS)
-    def post(self, request: Request, group: str, instance: str) -> Response:
-        partitions = _partitions(_body(request))
-        with registry.use(group=group, name=instance) as consumer:
-            _seek(consumer, [(t, p, OFFSET_END) for t, p in partitions])
-        return Response(status=204)
+    offset = OFFSET_END
 
 
 class RecordSerializer(serializers.Serializer):

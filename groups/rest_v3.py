@@ -11,15 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
-from brokers.rest.v3 import parse_int
 from controlplane.errors import NotFound
+from controlplane.rest_v3 import (
+    V3,
+    RelationshipSerializer,
+    V3ReadView,
+    parse_int,
+    resource_serializer,
+)
 from groups import selectors
 from groups.selectors import GroupDetail, GroupMember, PartitionLag
 
@@ -164,153 +166,141 @@ def _member(group: GroupDetail, consumer_id: str) -> GroupMember:
     raise NotFound(f"consumer {consumer_id!r} is not a member of group {group.group_id!r}")
 
 
-class ConsumerGroupListView(APIView):
+class ConsumerGroupListView(V3ReadView):
     """Every consumer group of the cluster."""
 
-    @extend_schema(operation_id="listKafkaConsumerGroups", responses=GroupListSerializer, tags=TAGS)
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+    read_schema = dict(
+        operation_id="listKafkaConsumerGroups", responses=GroupListSerializer, tags=TAGS
+    )
+
+    def read(self, v3: V3) -> Any:
         ids = [group_id for group_id, _, _ in selectors.consumer_group_list()]
         data = [_group(v3, g) for g in selectors.consumer_group_details(group_ids=ids)]
-        return Response(v3.collection("KafkaConsumerGroupList", ("consumer-groups",), data))
+        return v3.listing("KafkaConsumerGroupList", ("consumer-groups",), data)
 
 
-class ConsumerGroupDetailView(APIView):
+class ConsumerGroupDetailView(V3ReadView):
     """One consumer group: state, assignor, coordinator."""
 
-    @extend_schema(operation_id="getKafkaConsumerGroup", responses=GroupSerializer, tags=TAGS)
-    def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
-        v3 = V3(request, cluster_id)
-        return Response(_group(v3, selectors.consumer_group_get(group_id=group_id)))
+    read_schema = dict(operation_id="getKafkaConsumerGroup", responses=GroupSerializer, tags=TAGS)
+
+    def read(self, v3: V3, group_id: str) -> Any:
+        return _group(v3, selectors.consumer_group_get(group_id=group_id))
 
 
-class ConsumerListView(APIView):
+class ConsumerListView(V3ReadView):
     """The group's members."""
 
-    @extend_schema(operation_id="listKafkaConsumers", responses=ConsumerListSerializer, tags=TAGS)
-    def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+    read_schema = dict(
+        operation_id="listKafkaConsumers", responses=ConsumerListSerializer, tags=TAGS
+    )
+
+    def read(self, v3: V3, group_id: str) -> Any:
         group = selectors.consumer_group_get(group_id=group_id)
         data = [_consumer(v3, group_id, m) for m in group.members]
-        return Response(
-            v3.collection("KafkaConsumerList", ("consumer-groups", group_id, "consumers"), data)
-        )
+        return v3.listing("KafkaConsumerList", ("consumer-groups", group_id, "consumers"), data)
 
 
-class ConsumerDetailView(APIView):
+class ConsumerDetailView(V3ReadView):
     """One member of the group."""
 
-    @extend_schema(operation_id="getKafkaConsumer", responses=ConsumerSerializer, tags=TAGS)
-    def get(self, request: Request, cluster_id: str, group_id: str, consumer_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+    read_schema = dict(operation_id="getKafkaConsumer", responses=ConsumerSerializer, tags=TAGS)
+
+    def read(self, v3: V3, group_id: str, consumer_id: str) -> Any:
         member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
-        return Response(_consumer(v3, group_id, member))
+        return _consumer(v3, group_id, member)
 
 
-class AssignmentListView(APIView):
+class AssignmentListView(V3ReadView):
     """The partitions assigned to one member."""
 
-    @extend_schema(
-        operation_id="listKafkaConsumerAssignments",
-        responses=AssignmentListSerializer,
-        tags=TAGS,
+    read_schema = dict(
+        operation_id="listKafkaConsumerAssignments", responses=AssignmentListSerializer, tags=TAGS
     )
-    def get(self, request: Request, cluster_id: str, group_id: str, consumer_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, group_id: str, consumer_id: str) -> Any:
         member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
         data = [_assignment(v3, group_id, member, t, p) for t, p in member.assignments]
         parts = ("consumer-groups", group_id, "consumers", consumer_id, "assignments")
-        return Response(v3.collection("KafkaConsumerAssignmentList", parts, data))
+        return v3.listing("KafkaConsumerAssignmentList", parts, data)
 
 
-class AssignmentDetailView(APIView):
+class AssignmentDetailView(V3ReadView):
     """One assigned partition of one member."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaConsumerAssignment",
         parameters=[PARTITION_ID],
         responses=AssignmentSerializer,
         tags=TAGS,
     )
-    def get(
-        self,
-        request: Request,
-        cluster_id: str,
-        group_id: str,
-        consumer_id: str,
-        topic_name: str,
-        partition_id: str,
-    ) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(
+        self, v3: V3, group_id: str, consumer_id: str, topic_name: str, partition_id: str
+    ) -> Any:
         partition = parse_int(partition_id, what="partition")
         member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
         if (topic_name, partition) not in member.assignments:
             raise NotFound(
                 f"partition {topic_name}-{partition} is not assigned to consumer {consumer_id!r}"
             )
-        return Response(_assignment(v3, group_id, member, topic_name, partition))
+        return _assignment(v3, group_id, member, topic_name, partition)
 
 
-class LagListView(APIView):
+class LagListView(V3ReadView):
     """Lag of every partition the group has committed."""
 
-    @extend_schema(operation_id="listKafkaConsumerLags", responses=LagListSerializer, tags=TAGS)
-    def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+    read_schema = dict(operation_id="listKafkaConsumerLags", responses=LagListSerializer, tags=TAGS)
+
+    def read(self, v3: V3, group_id: str) -> Any:
         data = [_lag(v3, group_id, lag) for lag in selectors.consumer_group_lags(group_id=group_id)]
-        return Response(
-            v3.collection("KafkaConsumerLagList", ("consumer-groups", group_id, "lags"), data)
-        )
+        return v3.listing("KafkaConsumerLagList", ("consumer-groups", group_id, "lags"), data)
 
 
-class LagDetailView(APIView):
+class LagDetailView(V3ReadView):
     """Lag of one partition."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaConsumerLag",
         parameters=[PARTITION_ID],
         responses=LagSerializer,
         tags=TAGS,
     )
-    def get(
-        self, request: Request, cluster_id: str, group_id: str, topic_name: str, partition_id: str
-    ) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, group_id: str, topic_name: str, partition_id: str) -> Any:
         partition = parse_int(partition_id, what="partition")
         for lag in selectors.consumer_group_lags(group_id=group_id):
             if (lag.topic, lag.partition) == (topic_name, partition):
-                return Response(_lag(v3, group_id, lag))
+                return _lag(v3, group_id, lag)
         raise NotFound(f"group {group_id!r} has no committed offset for {topic_name}-{partition}")
 
 
-class LagSummaryView(APIView):
+class LagSummaryView(V3ReadView):
     """The group's total lag and its most lagging partition."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaConsumerGroupLagSummary", responses=LagSummarySerializer, tags=TAGS
     )
-    def get(self, request: Request, cluster_id: str, group_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, group_id: str) -> Any:
         lags = selectors.consumer_group_lags(group_id=group_id)
         if not lags:
             raise NotFound(f"group {group_id!r} has no committed offsets")
         worst = max(lags, key=lambda lag: (lag.lag, -lag.partition))
-        return Response(
-            v3.resource(
-                "KafkaConsumerGroupLagSummary",
-                ("consumer-groups", group_id, "lag-summary"),
-                (f"consumer-group={group_id}", "lag-summary"),
-                consumer_group_id=group_id,
-                max_lag_consumer_id=worst.consumer_id,
-                max_lag_instance_id=worst.instance_id,
-                max_lag_client_id=worst.client_id,
-                max_lag_topic_name=worst.topic,
-                max_lag_partition_id=worst.partition,
-                max_lag=worst.lag,
-                total_lag=sum(lag.lag for lag in lags),
-                max_lag_consumer=v3.related(
-                    "consumer-groups", group_id, "consumers", worst.consumer_id
-                ),
-                max_lag_partition=v3.related("topics", worst.topic, "partitions", worst.partition),
-            )
+        return v3.resource(
+            "KafkaConsumerGroupLagSummary",
+            ("consumer-groups", group_id, "lag-summary"),
+            (f"consumer-group={group_id}", "lag-summary"),
+            consumer_group_id=group_id,
+            max_lag_consumer_id=worst.consumer_id,
+            max_lag_instance_id=worst.instance_id,
+            max_lag_client_id=worst.client_id,
+            max_lag_topic_name=worst.topic,
+            max_lag_partition_id=worst.partition,
+            max_lag=worst.lag,
+            total_lag=sum(lag.lag for lag in lags),
+            max_lag_consumer=v3.related(
+                "consumer-groups", group_id, "consumers", worst.consumer_id
+            ),
+            max_lag_partition=v3.related("topics", worst.topic, "partitions", worst.partition),
         )

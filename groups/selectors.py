@@ -29,6 +29,10 @@ __all__ = [
     "consumer_group_lags",
     "consumer_group_list",
     "consumer_group_members",
+    "group_committed_offsets",
+    "group_description",
+    "kafka_state",
+    "partition_offsets",
     "webhook_list",
 ]
 
@@ -75,10 +79,10 @@ class PartitionLag:
     client_id: str
 
 
-def admin_result(future: Any, *, group: str | None = None) -> Any:
+def admin_result(future: Any, *, group: str | None = None, timeout_s: float = TIMEOUT_S) -> Any:
     """Wait for an AdminClient future; Kafka errors become API errors with the right status."""
     try:
-        return future.result(TIMEOUT_S)
+        return future.result(timeout_s)
     except KafkaException as exc:
         error = exc.args[0]
         name = error.name()
@@ -91,6 +95,60 @@ def admin_result(future: Any, *, group: str | None = None) -> Any:
         raise KafkaUnavailable(f"{name}: {error.str()}") from None
     except TimeoutError:
         raise KafkaUnavailable("the cluster did not answer in time") from None
+
+
+# reads over any AdminClient (the web app's, or a CLI's own ``--bootstrap-server`` one) ----------
+
+# confluent-kafka's state names → Kafka's (what kafka-consumer-groups prints, what the
+# offset-reset rules compare).
+_KAFKA_STATES = {
+    "STABLE": "Stable",
+    "EMPTY": "Empty",
+    "DEAD": "Dead",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+}
+
+
+def kafka_state(description: Any) -> str:
+    """A group description's state as Kafka names it (``Stable``, ``PreparingRebalance``)."""
+    name = getattr(description.state, "name", str(description.state))
+    return _KAFKA_STATES.get(name, name.title())
+
+
+def group_description(*, admin: Any, group: str, timeout_s: float = TIMEOUT_S) -> Any:
+    """confluent-kafka's description of ``group`` (DescribeGroups)."""
+    futures = admin.describe_consumer_groups([group], request_timeout=timeout_s)
+    return admin_result(futures[group], group=group, timeout_s=timeout_s)
+
+
+def group_committed_offsets(
+    *, admin: Any, group: str, timeout_s: float = TIMEOUT_S
+) -> dict[tuple[str, int], int]:
+    """The group's committed offset of every partition it has one for (OffsetFetch)."""
+    request = [ConsumerGroupTopicPartitions(group)]
+    futures = admin.list_consumer_group_offsets(request, request_timeout=timeout_s)
+    result = admin_result(futures[group], group=group, timeout_s=timeout_s)
+    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def partition_offsets(
+    *,
+    admin: Any,
+    partitions: list[tuple[str, int]],
+    spec: Any,
+    timeout_s: float = TIMEOUT_S,
+) -> dict[tuple[str, int], int]:
+    """ListOffsets of ``partitions`` for one ``OffsetSpec`` (earliest, latest, a time)."""
+    if not partitions:
+        return {}
+    futures = admin.list_offsets(
+        {KafkaTopicPartition(t, p): spec for t, p in partitions}, request_timeout=timeout_s
+    )
+    return {
+        (tp.topic, tp.partition): admin_result(f, timeout_s=timeout_s).offset
+        for tp, f in futures.items()
+    }
 
 
 def consumer_group_list() -> list[tuple[str, bool, str]]:

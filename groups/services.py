@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import redis
 from django.conf import settings
 from django.db.models import Max
 from django.db.models.functions import TruncMinute
@@ -33,8 +34,15 @@ from controlplane.errors import (
 )
 from controlplane.validation import iso_datetime_ms
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
-from groups.selectors import admin_result
+from groups.selectors import (
+    admin_result,
+    group_committed_offsets,
+    group_description,
+    kafka_state,
+    partition_offsets,
+)
 from weir.coordinator.offset_reset import STRATEGIES, reset_target
+from weir.group_admin import force_group_rebalance
 
 if TYPE_CHECKING:
     from groups.monitor import GroupLag
@@ -44,6 +52,7 @@ __all__ = [
     "OffsetResetRow",
     "group_force_rebalance",
     "group_offsets_reset",
+    "group_rebalance_send",
     "lag_history_downsample",
     "lag_history_record",
     "webhook_create",
@@ -159,45 +168,7 @@ class OffsetResetRow:
 
 
 def _group_state(admin: Any, group: str) -> str:
-    description = admin_result(
-        admin.describe_consumer_groups([group], request_timeout=ADMIN_TIMEOUT_S)[group],
-        group=group,
-    )
-    name = getattr(description.state, "name", str(description.state))
-    return {
-        "STABLE": "Stable",
-        "EMPTY": "Empty",
-        "DEAD": "Dead",
-        "PREPARING_REBALANCING": "PreparingRebalance",
-        "COMPLETING_REBALANCING": "CompletingRebalance",
-    }.get(name, name.title())
-
-
-def _committed(admin: Any, group: str) -> dict[tuple[str, int], int]:
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    result = admin_result(
-        admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)], request_timeout=ADMIN_TIMEOUT_S
-        )[group],
-        group=group,
-    )
-    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
-
-
-def _list_offsets(
-    admin: Any, partitions: list[tuple[str, int]], spec: Any, *, group: str
-) -> dict[tuple[str, int], int]:
-    from confluent_kafka import TopicPartition
-
-    if not partitions:
-        return {}
-    futures = admin.list_offsets(
-        {TopicPartition(t, p): spec for t, p in partitions}, request_timeout=ADMIN_TIMEOUT_S
-    )
-    return {
-        (tp.topic, tp.partition): admin_result(f, group=group).offset for tp, f in futures.items()
-    }
+    return kafka_state(group_description(admin=admin, group=group))
 
 
 _DURATION = re.compile(
@@ -288,7 +259,7 @@ def group_offsets_reset(
         stamp = int(time.time() * 1000) - int(parse_duration(value).total_seconds() * 1000)
     admin = gateway().admin()
     state = _group_state(admin, group)
-    committed = _committed(admin, group)
+    committed = group_committed_offsets(admin=admin, group=group)
     if state == "Dead" and not committed and not topics and not partitions:
         raise NotFound(f"consumer group {group!r} does not exist")
     if not dry_run and state not in INACTIVE_STATES:
@@ -297,10 +268,10 @@ def group_offsets_reset(
             f"current state is {state}."
         )
     chosen = _chosen_partitions(admin, committed, topics, partitions)
-    earliest = _list_offsets(admin, chosen, OffsetSpec.earliest(), group=group)
-    latest = _list_offsets(admin, chosen, OffsetSpec.latest(), group=group)
+    earliest = partition_offsets(admin=admin, partitions=chosen, spec=OffsetSpec.earliest())
+    latest = partition_offsets(admin=admin, partitions=chosen, spec=OffsetSpec.latest())
     by_time = (
-        _list_offsets(admin, chosen, OffsetSpec.for_timestamp(stamp), group=group)
+        partition_offsets(admin=admin, partitions=chosen, spec=OffsetSpec.for_timestamp(stamp))
         if strategy in ("datetime", "by-duration")
         else {}
     )
@@ -338,30 +309,26 @@ def group_offsets_reset(
 # forced rebalance ------------------------------------------------------------------------------
 
 
+def group_rebalance_send(*, group: str, timeout_s: float = 10.0) -> ErrorCode:
+    """Ask the group's coordinator to rebalance it now; its answer as a Kafka error
+    (COORDINATOR_NOT_AVAILABLE when no broker answered within ``timeout_s``)."""
+    gw = gateway()
+    try:
+        return force_group_rebalance(
+            gw.commands(timeout_s=timeout_s), group_id=group, broker_ids=list(gw.image().brokers)
+        )
+    except (redis.RedisError, OSError) as exc:
+        raise KafkaUnavailable(f"metadata store unavailable: {exc}") from None
+
+
 def group_force_rebalance(*, group: str) -> str:
     """Make a live group rebalance now; its state before. 404 unknown, 409 empty."""
-    import redis.asyncio as aioredis
-
-    from weir.group_admin import force_group_rebalance
-
-    gw = gateway()
-    admin = gw.admin()
-    state = _group_state(admin, group)
+    state = _group_state(gateway().admin(), group)
     if state == "Dead":
         raise NotFound(f"consumer group {group!r} does not exist")
     if state == "Empty":
         raise Conflict(f"consumer group {group!r} has no members to rebalance")
-
-    async def send() -> ErrorCode:
-        client = aioredis.Redis.from_url(gw.redis_url)
-        try:
-            return await force_group_rebalance(
-                client, cluster_id=gw.cluster_id, group_id=group, timeout_s=10.0
-            )
-        finally:
-            await client.aclose()
-
-    error = gw.call(send, timeout=20)
+    error = group_rebalance_send(group=group)
     if error is ErrorCode.none:
         return state
     if error is ErrorCode.group_id_not_found:

@@ -4,89 +4,62 @@
 ``/api/``.
 """
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver
 
+from controlplane.routes import CLUSTER, routes
 from groups import ops_api, rest_v2, rest_v3
 
-_C = "clusters/<str:cluster_id>/consumer-groups"
+_G = "/<str:group_id>"
+_M = f"{_G}/consumers/<str:consumer_id>"
+_TP = "/<str:topic_name>/partitions/<str:partition_id>"
 
-kafka_v3: list[URLPattern | URLResolver] = [
-    path(_C, rest_v3.ConsumerGroupListView.as_view(), name="v3-consumer-groups"),
-    path(
-        f"{_C}/<str:group_id>", rest_v3.ConsumerGroupDetailView.as_view(), name="v3-consumer-group"
-    ),
-    path(f"{_C}/<str:group_id>/consumers", rest_v3.ConsumerListView.as_view(), name="v3-consumers"),
-    path(
-        f"{_C}/<str:group_id>/consumers/<str:consumer_id>",
-        rest_v3.ConsumerDetailView.as_view(),
-        name="v3-consumer",
-    ),
-    path(
-        f"{_C}/<str:group_id>/consumers/<str:consumer_id>/assignments",
-        rest_v3.AssignmentListView.as_view(),
-        name="v3-consumer-assignments",
-    ),
-    path(
-        f"{_C}/<str:group_id>/consumers/<str:consumer_id>/assignments/<str:topic_name>"
-        "/partitions/<str:partition_id>",
-        rest_v3.AssignmentDetailView.as_view(),
-        name="v3-consumer-assignment",
-    ),
-    path(f"{_C}/<str:group_id>/lags", rest_v3.LagListView.as_view(), name="v3-consumer-lags"),
-    path(
-        f"{_C}/<str:group_id>/lags/<str:topic_name>/partitions/<str:partition_id>",
-        rest_v3.LagDetailView.as_view(),
-        name="v3-consumer-lag",
-    ),
-    path(
-        f"{_C}/<str:group_id>/lag-summary",
-        rest_v3.LagSummaryView.as_view(),
-        name="v3-consumer-lag-summary",
-    ),
-]
+kafka_v3: list[URLPattern | URLResolver] = routes(
+    f"{CLUSTER}/consumer-groups",
+    [
+        ("", rest_v3.ConsumerGroupListView, "v3-consumer-groups"),
+        (_G, rest_v3.ConsumerGroupDetailView, "v3-consumer-group"),
+        (f"{_G}/consumers", rest_v3.ConsumerListView, "v3-consumers"),
+        (_M, rest_v3.ConsumerDetailView, "v3-consumer"),
+        (f"{_M}/assignments", rest_v3.AssignmentListView, "v3-consumer-assignments"),
+        (f"{_M}/assignments{_TP}", rest_v3.AssignmentDetailView, "v3-consumer-assignment"),
+        (f"{_G}/lags", rest_v3.LagListView, "v3-consumer-lags"),
+        (f"{_G}/lags{_TP}", rest_v3.LagDetailView, "v3-consumer-lag"),
+        (f"{_G}/lag-summary", rest_v3.LagSummaryView, "v3-consumer-lag-summary"),
+    ],
+)
 _I = "consumers/<str:group>/instances/<str:instance>"
-kafka_v2: list[URLPattern | URLResolver] = [
-    path("consumers/<str:group>", rest_v2.CreateInstanceView.as_view(), name="v2-consumer-create"),
-    path(_I, rest_v2.InstanceView.as_view(), name="v2-consumer"),
-    path(f"{_I}/subscription", rest_v2.SubscriptionView.as_view(), name="v2-subscription"),
-    path(f"{_I}/assignments", rest_v2.AssignmentsView.as_view(), name="v2-assignments"),
-    path(f"{_I}/offsets", rest_v2.OffsetsView.as_view(), name="v2-offsets"),
-    path(f"{_I}/positions", rest_v2.PositionsView.as_view(), name="v2-positions"),
-    path(
-        f"{_I}/positions/beginning",
-        rest_v2.PositionsBeginningView.as_view(),
-        name="v2-positions-beginning",
-    ),
-    path(f"{_I}/positions/end", rest_v2.PositionsEndView.as_view(), name="v2-positions-end"),
-    path(f"{_I}/records", rest_v2.RecordsView.as_view(), name="v2-records"),
-]
-api: list[URLPattern | URLResolver] = [
-    path("groups/", ops_api.GroupListView.as_view(), name="groups-list"),
-    path("groups/<str:group>/lag/", ops_api.GroupLagView.as_view(), name="groups-lag"),
-    path(
-        "groups/<str:group>/lag/history/",
-        ops_api.GroupLagHistoryView.as_view(),
-        name="groups-lag-history",
-    ),
-    path(
-        "groups/<str:group>/status/history/",
-        ops_api.GroupStatusHistoryView.as_view(),
-        name="groups-status-history",
-    ),
-    path(
-        "groups/<str:group>/rebalance/",
-        ops_api.GroupRebalanceView.as_view(),
-        name="groups-rebalance",
-    ),
-    path(
-        "groups/<str:group>/reset-offsets/",
-        ops_api.GroupResetOffsetsView.as_view(),
-        name="groups-reset-offsets",
-    ),
-    path("webhooks/", ops_api.WebhookListView.as_view(), name="webhooks-list"),
-    path(
-        "webhooks/<int:webhook_id>/",
-        ops_api.WebhookDetailView.as_view(),
-        name="webhooks-detail",
-    ),
-]
+kafka_v2: list[URLPattern | URLResolver] = routes(
+    "",
+    [
+        ("consumers/<str:group>", rest_v2.CreateInstanceView, "v2-consumer-create"),
+        (_I, rest_v2.InstanceView, "v2-consumer"),
+        (f"{_I}/subscription", rest_v2.SubscriptionView, "v2-subscription"),
+        (f"{_I}/assignments", rest_v2.AssignmentsView, "v2-assignments"),
+        (f"{_I}/offsets", rest_v2.OffsetsView, "v2-offsets"),
+        (f"{_I}/positions", rest_v2.PositionsView, "v2-positions"),
+        (f"{_I}/positions/beginning", rest_v2.PositionsBeginningView, "v2-positions-beginning"),
+        (f"{_I}/positions/end", rest_v2.PositionsEndView, "v2-positions-end"),
+        (f"{_I}/records", rest_v2.RecordsView, "v2-records"),
+    ],
+)
+api: list[URLPattern | URLResolver] = routes(
+    "",
+    [
+        ("groups/", ops_api.GroupListView, "groups-list"),
+        ("groups/<str:group>/lag/", ops_api.GroupLagView, "groups-lag"),
+        ("groups/<str:group>/lag/history/", ops_api.GroupLagHistoryView, "groups-lag-history"),
+        (
+            "groups/<str:group>/status/history/",
+            ops_api.GroupStatusHistoryView,
+            "groups-status-history",
+        ),
+        ("groups/<str:group>/rebalance/", ops_api.GroupRebalanceView, "groups-rebalance"),
+        (
+            "groups/<str:group>/reset-offsets/",
+            ops_api.GroupResetOffsetsView,
+            "groups-reset-offsets",
+        ),
+        ("webhooks/", ops_api.WebhookListView, "webhooks-list"),
+        ("webhooks/<int:webhook_id>/", ops_api.WebhookDetailView, "webhooks-detail"),
+    ],
+)

@@ -18,8 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.rest.v3 import parse_int
 from controlplane.errors import BadRequest
+from controlplane.rest_v3 import parse_int
 from controlplane.validation import validated
 from topics import messages
 

@@ -33,9 +33,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from brokers.rest.common import kafka_error_status
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound, Unprocessable
+from controlplane.rest_v3 import kafka_error_status
 from topics.selectors import partition_get
 from weir.metadata.image import TopicImage
 

@@ -22,7 +22,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brokers.rest.configs import config_describe
-from brokers.rest.v3 import parse_int
 from controlplane.content import (
     KafkaBinaryV2JsonParser,
     KafkaJsonV2JsonParser,
@@ -30,6 +29,7 @@ from controlplane.content import (
 )
 from controlplane.errors import ApiError, KafkaUnavailable, NotFound
 from controlplane.proxy import KafkaV2View
+from controlplane.rest_v3 import parse_int
 from topics import produce, selectors
 from weir.metadata.image import PartitionImage
 

@@ -1,7 +1,7 @@
 """REST Proxy v3: topics, topic configs, partitions, replicas, reassignments, produce.
 
 Thin DRF views over :mod:`topics.selectors`, :mod:`topics.services` and :mod:`topics.produce`,
-shaped like Confluent's v3 API (see :mod:`brokers.rest.common`). Creating and deleting topics
+shaped like Confluent's v3 API (see :mod:`controlplane.rest_v3`). Creating and deleting topics
 needs the admin role; growing a topic, changing its configs and producing need operator.
 
 Produce accepts Confluent's streaming body: several JSON documents concatenated in one request
@@ -28,18 +28,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
 from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get
 from brokers.rest.selectors import broker_get
-from brokers.rest.v3 import (
-    AlterConfigBatchSerializer,
-    SynonymSerializer,
-    UpdateConfigSerializer,
-    alter_ops,
-    parse_int,
-)
+from brokers.rest.v3 import AlterConfigBatchSerializer, UpdateConfigSerializer, alter_ops
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, NotFound
+from controlplane.rest_v3 import (
+    V3,
+    RelationshipSerializer,
+    V3ReadView,
+    config_fields,
+    parse_int,
+    resource_serializer,
+)
 from controlplane.roles import ADMIN
 from controlplane.validation import validated
 from topics import produce, selectors, services
@@ -75,13 +76,7 @@ TopicConfigSerializer, TopicConfigListSerializer = resource_serializer(
     "KafkaTopicConfig",
     {
         "topic_name": serializers.CharField(),
-        "name": serializers.CharField(),
-        "value": serializers.CharField(allow_null=True),
-        "is_default": serializers.BooleanField(),
-        "is_read_only": serializers.BooleanField(),
-        "is_sensitive": serializers.BooleanField(),
-        "source": serializers.CharField(),
-        "synonyms": SynonymSerializer(many=True),
+        **config_fields(),
     },
 )
 PartitionSerializer, PartitionListSerializer = resource_serializer(
@@ -262,16 +257,18 @@ def _partition(topic_name: str, partition_id: str) -> tuple[TopicImage, Partitio
 
 
 # -- topics ----------------------------------------------------------------------------------
-class TopicListView(APIView):
+class TopicListView(V3ReadView):
     """List topics; create one (admins only)."""
 
     roles = {"POST": ADMIN}
 
-    @extend_schema(operation_id="listKafkaTopics", responses=TopicListSerializer, tags=TAG_TOPICS)
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+    read_schema = dict(
+        operation_id="listKafkaTopics", responses=TopicListSerializer, tags=TAG_TOPICS
+    )
+
+    def read(self, v3: V3) -> Any:
         data = [topic_resource(v3, t) for t in selectors.topic_list()]
-        return Response(v3.collection("KafkaTopicList", ("topics",), data))
+        return v3.listing("KafkaTopicList", ("topics",), data)
 
     @extend_schema(
         operation_id="createKafkaTopic",
@@ -328,15 +325,15 @@ def _wait_for_topic(name: str) -> TopicImage:
     return topic
 
 
-class TopicDetailView(APIView):
+class TopicDetailView(V3ReadView):
     """Read a topic, grow its partitions (PATCH), or delete it (admins only)."""
 
     roles = {"DELETE": ADMIN}
 
-    @extend_schema(operation_id="getKafkaTopic", responses=TopicSerializer, tags=TAG_TOPICS)
-    def get(self, request: Request, cluster_id: str, topic_name: str) -> Response:
-        v3 = V3(request, cluster_id)
-        return Response(topic_resource(v3, selectors.topic_get(name=topic_name)))
+    read_schema = dict(operation_id="getKafkaTopic", responses=TopicSerializer, tags=TAG_TOPICS)
+
+    def read(self, v3: V3, topic_name: str) -> Any:
+        return topic_resource(v3, selectors.topic_get(name=topic_name))
 
     @extend_schema(
         operation_id="updatePartitionCountKafkaTopic",
@@ -361,34 +358,32 @@ class TopicDetailView(APIView):
 
 
 # -- topic configs ---------------------------------------------------------------------------
-class TopicConfigListView(APIView):
+class TopicConfigListView(V3ReadView):
     """Every config of a topic, with source and synonyms."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaTopicConfigs", responses=TopicConfigListSerializer, tags=TAG_CONFIGS
     )
-    def get(self, request: Request, cluster_id: str, topic_name: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, topic_name: str) -> Any:
         selectors.topic_get(name=topic_name)
         data = [
             topic_config_resource(v3, topic_name, e)
             for e in config_describe(kind="topic", name=topic_name)
         ]
-        return Response(
-            v3.collection("KafkaTopicConfigList", ("topics", topic_name, "configs"), data)
-        )
+        return v3.listing("KafkaTopicConfigList", ("topics", topic_name, "configs"), data)
 
 
-class AllTopicsConfigListView(APIView):
+class AllTopicsConfigListView(V3ReadView):
     """Every config of every topic (``topics/-/configs``)."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaAllTopicConfigs",
         responses=TopicConfigListSerializer,
         tags=TAG_CONFIGS,
     )
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3) -> Any:
         data = []
         for topic in selectors.topic_list():
             try:
@@ -396,20 +391,20 @@ class AllTopicsConfigListView(APIView):
             except NotFound:
                 continue  # deleted meanwhile
             data += [topic_config_resource(v3, topic.name, e) for e in entries]
-        return Response(v3.collection("KafkaTopicConfigList", ("topics", "-", "configs"), data))
+        return v3.listing("KafkaTopicConfigList", ("topics", "-", "configs"), data)
 
 
-class TopicConfigDetailView(APIView):
+class TopicConfigDetailView(V3ReadView):
     """Read one topic config, set it (PUT ``{"value"}``) or reset it to its default (DELETE)."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaTopicConfig", responses=TopicConfigSerializer, tags=TAG_CONFIGS
     )
-    def get(self, request: Request, cluster_id: str, topic_name: str, name: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, topic_name: str, name: str) -> Any:
         selectors.topic_get(name=topic_name)
         entry = config_get(kind="topic", name=topic_name, config=name)
-        return Response(topic_config_resource(v3, topic_name, entry))
+        return topic_config_resource(v3, topic_name, entry)
 
     @extend_schema(
         operation_id="updateKafkaTopicConfig",
@@ -453,82 +448,67 @@ class TopicConfigsAlterView(APIView):
 
 
 # -- partitions and replicas -----------------------------------------------------------------
-class PartitionListView(APIView):
+class PartitionListView(V3ReadView):
     """A topic's partitions."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaPartitions", responses=PartitionListSerializer, tags=TAG_PARTITIONS
     )
-    def get(self, request: Request, cluster_id: str, topic_name: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, topic_name: str) -> Response:
         topic = selectors.topic_get(name=topic_name)
         data = [
             partition_resource(v3, topic_name, p) for p in selectors.partition_list(topic=topic)
         ]
-        return Response(
-            v3.collection("KafkaPartitionList", ("topics", topic_name, "partitions"), data)
-        )
+        return v3.listing("KafkaPartitionList", ("topics", topic_name, "partitions"), data)
 
 
-class PartitionDetailView(APIView):
+class PartitionDetailView(V3ReadView):
     """One partition, with a link to its leader replica."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaPartition",
         parameters=[PARTITION_ID],
         responses=PartitionSerializer,
         tags=TAG_PARTITIONS,
     )
-    def get(
-        self, request: Request, cluster_id: str, topic_name: str, partition_id: str
-    ) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, topic_name: str, partition_id: str) -> dict[str, Any]:
         _, p = _partition(topic_name, partition_id)
-        return Response(partition_resource(v3, topic_name, p))
+        return partition_resource(v3, topic_name, p)
 
 
-class ReplicaListView(APIView):
+class ReplicaListView(V3ReadView):
     """A partition's replicas (leader and in-sync flags)."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaReplicas",
         parameters=[PARTITION_ID],
         responses=ReplicaListSerializer,
         tags=TAG_PARTITIONS,
     )
-    def get(
-        self, request: Request, cluster_id: str, topic_name: str, partition_id: str
-    ) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, topic_name: str, partition_id: str) -> Any:
         _, p = _partition(topic_name, partition_id)
         data = [replica_resource(v3, topic_name, p, b) for b in p.replicas]
-        return Response(
-            v3.collection(
-                "KafkaReplicaList",
-                ("topics", topic_name, "partitions", p.partition, "replicas"),
-                data,
-            )
+        return v3.listing(
+            "KafkaReplicaList",
+            ("topics", topic_name, "partitions", p.partition, "replicas"),
+            data,
         )
 
 
-class ReplicaDetailView(APIView):
+class ReplicaDetailView(V3ReadView):
     """One replica of a partition."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaReplica",
         parameters=[PARTITION_ID, BROKER_ID],
         responses=ReplicaSerializer,
         tags=TAG_PARTITIONS,
     )
-    def get(
-        self,
-        request: Request,
-        cluster_id: str,
-        topic_name: str,
-        partition_id: str,
-        broker_id: str,
-    ) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, topic_name: str, partition_id: str, broker_id: str) -> Any:
         _, p = _partition(topic_name, partition_id)
         b = parse_int(broker_id, what="replica")
         if b not in p.replicas:
@@ -536,89 +516,81 @@ class ReplicaDetailView(APIView):
                 f"broker {b} holds no replica of {topic_name}-{p.partition} "
                 f"(replicas: {', '.join(map(str, p.replicas))})"
             )
-        return Response(replica_resource(v3, topic_name, p, b))
+        return replica_resource(v3, topic_name, p, b)
 
 
-class BrokerPartitionReplicasView(APIView):
+class BrokerPartitionReplicasView(V3ReadView):
     """Every partition replica one broker hosts."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="searchKafkaReplicasByBroker",
         parameters=[BROKER_ID],
         responses=ReplicaListSerializer,
         tags=TAG_PARTITIONS,
     )
-    def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, broker_id: str) -> Any:
         b = broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
         data = [
             replica_resource(v3, t, p, b) for t, p in selectors.replica_list_for_broker(broker_id=b)
         ]
-        return Response(
-            v3.collection("KafkaReplicaList", ("brokers", b, "partition-replicas"), data)
-        )
+        return v3.listing("KafkaReplicaList", ("brokers", b, "partition-replicas"), data)
 
 
 # -- reassignments ---------------------------------------------------------------------------
-class AllReassignmentsView(APIView):
+class AllReassignmentsView(V3ReadView):
     """Every partition reassignment under way in the cluster."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaReassignments",
         responses=ReassignmentListSerializer,
         tags=TAG_PARTITIONS,
     )
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3) -> Any:
         data = [reassignment_resource(v3, t, p) for t, p in selectors.reassignment_list()]
-        return Response(
-            v3.collection(
-                "KafkaReassignmentList", ("topics", "-", "partitions", "-", "reassignment"), data
-            )
+        return v3.listing(
+            "KafkaReassignmentList", ("topics", "-", "partitions", "-", "reassignment"), data
         )
 
 
-class TopicReassignmentsView(APIView):
+class TopicReassignmentsView(V3ReadView):
     """The reassignments under way for one topic's partitions."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="searchKafkaReassignmentsByTopic",
         responses=ReassignmentListSerializer,
         tags=TAG_PARTITIONS,
     )
-    def get(self, request: Request, cluster_id: str, topic_name: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, topic_name: str) -> Any:
         selectors.topic_get(name=topic_name)
         data = [
             reassignment_resource(v3, t, p)
             for t, p in selectors.reassignment_list(topic=topic_name)
         ]
-        return Response(
-            v3.collection(
-                "KafkaReassignmentList",
-                ("topics", topic_name, "partitions", "-", "reassignment"),
-                data,
-            )
+        return v3.listing(
+            "KafkaReassignmentList",
+            ("topics", topic_name, "partitions", "-", "reassignment"),
+            data,
         )
 
 
-class PartitionReassignmentView(APIView):
+class PartitionReassignmentView(V3ReadView):
     """One partition's reassignment (404 when none is under way)."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaReassignment",
         parameters=[PARTITION_ID],
         responses=ReassignmentSerializer,
         tags=TAG_PARTITIONS,
     )
-    def get(
-        self, request: Request, cluster_id: str, topic_name: str, partition_id: str
-    ) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, topic_name: str, partition_id: str) -> Any:
         _, p = _partition(topic_name, partition_id)
         if not (p.adding_replicas or p.removing_replicas):
             raise NotFound(f"no reassignment is under way for {topic_name}-{p.partition}")
-        return Response(reassignment_resource(v3, topic_name, p))
+        return reassignment_resource(v3, topic_name, p)
 
 
 # -- produce ---------------------------------------------------------------------------------

@@ -22,10 +22,10 @@ from kio.schema.create_topics.v7.request import (
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.static.primitive import i16, i32, i32Timedelta
 
-from brokers.rest.common import raise_for_kafka_error
 from brokers.rest.configs import ConfigOp, configs_alter
 from controlplane.cluster import gateway
 from controlplane.errors import BadRequest
+from controlplane.rest_v3 import raise_for_kafka_error
 from topics import selectors
 from weir.topic_names import InvalidTopicName, validate_topic_name
 

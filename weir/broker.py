@@ -45,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -54,15 +53,16 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from weir.checkpointer import Checkpointer
-from weir.config import BrokerConfig, InvalidConfigError, TopicConfig
+from weir.commands import CommandServer
+from weir.config import BrokerConfig, InvalidConfigError
 from weir.controller import Controller
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
 from weir.credential_store import ScramCredentialStore
-from weir.group_admin import serve_group_commands
+from weir.group_admin import register_group_commands
 from weir.group_coordinator import GroupCoordinator
 from weir.handlers import registry
-from weir.housekeeping import HousekeepingServer
+from weir.housekeeping import Housekeeping
 from weir.metadata.cache import MetadataCache
 from weir.metadata.image import ClusterImage, ListenerEndpoint
 from weir.metadata.registration import BrokerRegistration, live_brokers
@@ -122,17 +122,6 @@ class BrokerSettings:
     extra_listeners: tuple[ListenerSpec, ...] = ()
     # The primary listener's name and protocol (None: PLAINTEXT on ``listen``).
     primary_listener: ListenerSpec | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HousekeepingParts:
-    """What ``weir.housekeeping.HousekeepingServer`` reads of its broker, and no more."""
-
-    broker_id: int
-    cluster_id: str
-    replicas: ReplicaManager
-    time_ms: Callable[[], int]
-    topic_config: Callable[[str], TopicConfig]
 
 
 class Broker:
@@ -344,21 +333,19 @@ class Broker:
         self._spawn(self.checkpointer.run(), "checkpoint")
         self._spawn(self.isr.run(), "isr")
         self._spawn(self.publisher.run(), "publish")
-        self._spawn(
-            serve_group_commands(
-                self.redis, cluster_id=settings.cluster_id, coordinator=self.groups
-            ),
-            "group-commands",
-        )
-        # Retention and compaction commands from the control plane (Celery).
-        housekeeping = HousekeepingParts(
+        # The command channel from the control plane: forced group rebalances, retention
+        # and compaction (Celery).
+        commands = CommandServer(
+            self.redis,
+            cluster_id=settings.cluster_id,
             broker_id=self.broker_id,
-            cluster_id=self.cluster_id,
-            replicas=self.replicas,
             time_ms=self.time_ms,
-            topic_config=self.view.topic_config,
         )
-        self._spawn(HousekeepingServer(housekeeping, self.redis).serve(), "housekeeping")
+        register_group_commands(commands, self.groups)
+        Housekeeping(
+            self.replicas, topic_config=self.view.topic_config, time_ms=self.time_ms
+        ).register(commands)
+        self._spawn(commands.serve(), "commands")
         self.controller.start()
         await self.server.start_serving()
         for extra, advertised in self.extra_servers.values():

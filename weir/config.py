@@ -169,34 +169,37 @@ class Between:
 
 
 @dataclass(frozen=True, slots=True)
-class OneOf:
-    """``ConfigDef.ValidString.in`` (case-sensitive, as in Kafka)."""
+class _Choices:
+    """A validator over a fixed set of strings (Kafka prints them as ``[a, b]``)."""
 
     choices: tuple[str, ...]
 
-    def __call__(self, name: str, value: Any) -> Problem | None:
-        if value is not None and value not in self.choices:
-            return Problem(f"String must be one of: {', '.join(self.choices)}")
-        return None
+    def problem(self, item: str | None = None) -> Problem:
+        return Problem(f"String must be one of: {', '.join(self.choices)}", item)
 
     def __str__(self) -> str:
         return f"[{', '.join(self.choices)}]"
 
 
 @dataclass(frozen=True, slots=True)
-class EachOneOf:
-    """``ConfigDef.ValidList.in``: every list element must be one of ``choices``."""
+class OneOf(_Choices):
+    """``ConfigDef.ValidString.in`` (case-sensitive, as in Kafka)."""
 
-    choices: tuple[str, ...]
+    def __call__(self, name: str, value: Any) -> Problem | None:
+        if value is not None and value not in self.choices:
+            return self.problem()
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class EachOneOf(_Choices):
+    """``ConfigDef.ValidList.in``: every list element must be one of ``choices``."""
 
     def __call__(self, name: str, value: Any) -> Problem | None:
         for item in value or ():
             if item not in self.choices:  # Kafka names the offending element
-                return Problem(f"String must be one of: {', '.join(self.choices)}", item)
+                return self.problem(item)
         return None
-
-    def __str__(self) -> str:
-        return f"[{', '.join(self.choices)}]"
 
 
 _REPLICA_ENTRY = re.compile(r"([0-9]+:[0-9]+)?\Z")
@@ -449,6 +452,13 @@ _TS_DIFF_DOC = (
     "a message and the timestamp specified in the message. If {p}message.timestamp.type="
     "CreateTime, a message will be rejected if the difference in timestamp exceeds this "
     "threshold. This configuration is ignored if {p}message.timestamp.type=LogAppendTime."
+)
+# The three timestamp limits, topic names (the broker's carry a ``log.`` prefix), in Kafka's
+# order.
+_TS_LIMITS = (
+    ("message.timestamp.difference.max.ms", _TS_DIFF_DOC),
+    ("message.timestamp.before.max.ms", _TS_BEFORE_DOC),
+    ("message.timestamp.after.max.ms", _TS_AFTER_DOC),
 )
 _THROTTLED_DOC = (
     "A list of replicas for which log replication should be throttled on the {side} side. The "
@@ -858,29 +868,9 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         OneOf(TIMESTAMP_TYPES),
         dynamic=True,
     ),
-    _broker(
-        "log.message.timestamp.difference.max.ms",
-        L,
-        LONG_MAX,
-        _TS_DIFF_DOC.format(p="log."),
-        AtLeast(0),
-        dynamic=True,
-    ),
-    _broker(
-        "log.message.timestamp.before.max.ms",
-        L,
-        LONG_MAX,
-        _TS_BEFORE_DOC.format(p="log."),
-        AtLeast(0),
-        dynamic=True,
-    ),
-    _broker(
-        "log.message.timestamp.after.max.ms",
-        L,
-        LONG_MAX,
-        _TS_AFTER_DOC.format(p="log."),
-        AtLeast(0),
-        dynamic=True,
+    *(
+        _broker(f"log.{name}", L, LONG_MAX, doc.format(p="log."), AtLeast(0), dynamic=True)
+        for name, doc in _TS_LIMITS
     ),
     _broker(
         "log.message.downconversion.enable",
@@ -1632,29 +1622,9 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         OneOf(TIMESTAMP_TYPES),
         _log("log.message.timestamp.type"),
     ),
-    _topic(
-        "message.timestamp.difference.max.ms",
-        L,
-        LONG_MAX,
-        _TS_DIFF_DOC.format(p=""),
-        AtLeast(0),
-        _log("log.message.timestamp.difference.max.ms"),
-    ),
-    _topic(
-        "message.timestamp.before.max.ms",
-        L,
-        LONG_MAX,
-        _TS_BEFORE_DOC.format(p=""),
-        AtLeast(0),
-        _log("log.message.timestamp.before.max.ms"),
-    ),
-    _topic(
-        "message.timestamp.after.max.ms",
-        L,
-        LONG_MAX,
-        _TS_AFTER_DOC.format(p=""),
-        AtLeast(0),
-        _log("log.message.timestamp.after.max.ms"),
+    *(
+        _topic(name, L, LONG_MAX, doc.format(p=""), AtLeast(0), _log(f"log.{name}"))
+        for name, doc in _TS_LIMITS
     ),
     _topic(
         "leader.replication.throttled.replicas",

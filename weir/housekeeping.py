@@ -1,20 +1,12 @@
-"""Retention and compaction on command: a broker's side of the housekeeping channel.
+"""Retention and compaction on command: a broker's side of the command channel.
 
 Theory of operation
 -------------------
 Celery decides *when* logs are trimmed and compacted (``brokers.ops.housekeeping``); the
-broker that owns the files does the work. Like ``group_admin``, the two sides meet in Redis,
-so nothing non-Kafka travels on the Kafka port:
-
-* every broker tails its own stream ``housekeeping:<broker id>``; an entry carries ``id``,
-  ``command``, ``args`` (JSON), ``reply_to`` (a list key) and ``deadline_ms``;
-* the broker answers with one JSON document pushed onto ``reply_to`` (which expires):
-  ``{"broker_id", "ok", "error", "result"}``. A malformed command gets ``ok: false`` and a
-  message; nothing a command carries can stop the serving loop.
-
-It starts reading at the Redis server's clock when it starts serving: commands sent while it
-was down are not replayed (their sender has given up), and one found past its
-``deadline_ms`` (a broker that was paused) is dropped unanswered for the same reason.
+broker that owns the files does the work. The two sides meet on the broker command channel
+(``weir.commands``: one Redis stream per broker, one reply list per command), so nothing
+non-Kafka travels on the Kafka port. :class:`Housekeeping` registers three commands there;
+it gets the replica manager, the topic configs and the clock, not the whole broker.
 
 Commands:
 
@@ -47,137 +39,59 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
-
+from weir.commands import CommandError
 from weir.log.errors import LogError
-from weir.metadata.keys import KeyLayout
 
 if TYPE_CHECKING:
-    from weir.broker import Broker
+    from weir.commands import CommandServer
     from weir.partition import Partition
+    from weir.replica_manager import ReplicaManager
 
-__all__ = ["REPLY_TTL_S", "HousekeepingServer", "partition_inventory"]
+__all__ = ["Housekeeping", "partition_inventory"]
 
 log = logging.getLogger("weir.housekeeping")
 
-# A reply waits this long for its reader (the driver gives up well before).
-REPLY_TTL_S = 600
-# How long one XREAD blocks; also the pause after Redis errors.
-BLOCK_MS = 1000
 # On shutdown, how long a clean in progress gets to stop reading the logs before they close.
 STOP_WAIT_S = 4.0
-
-
-class CommandError(Exception):
-    """A command this broker cannot carry out; its message goes back to the sender."""
 
 
 class CleanCancelledError(Exception):
     """Raised inside the cleaner's thread (through its progress callback) on shutdown."""
 
 
-class HousekeepingServer:
-    """Serves one broker's housekeeping stream (see the module docstring)."""
+class Housekeeping:
+    """Retention and compaction commands of one broker (see the module docstring)."""
 
-    def __init__(self, broker: Broker, redis: aioredis.Redis) -> None:
-        self.broker = broker
-        self.redis = redis
-        self.keys = KeyLayout(broker.cluster_id)
-        self.stream = self.keys.housekeeping_commands(broker.broker_id)
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        *,
+        topic_config: Callable[[str], Any],
+        time_ms: Callable[[], int],
+    ) -> None:
+        self.replicas = replicas
+        self.topic_config = topic_config
+        self.time_ms = time_ms
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._cleaning = asyncio.Semaphore(1)
-        self._running: set[asyncio.Task[None]] = set()
 
-    async def serve(self) -> None:
-        """Read commands until cancelled; each runs in a task of its own, so an inventory
-        is never stuck behind a long clean."""
-        last_id = await self._start_id()
-        try:
-            while True:
-                try:
-                    reply: Any = await self.redis.xread(
-                        {self.stream: last_id}, count=100, block=BLOCK_MS
-                    )
-                except (RedisError, OSError) as exc:
-                    log.debug("housekeeping stream unavailable: %s", exc)
-                    await asyncio.sleep(BLOCK_MS / 1000)
-                    continue
-                for _, entries in reply or []:
-                    for entry_id, fields in entries:
-                        last_id = entry_id
-                        task = asyncio.create_task(self._serve_one(_decode(fields)))
-                        self._running.add(task)
-                        task.add_done_callback(self._running.discard)
-        finally:
-            running = list(self._running)
-            for task in running:
-                task.cancel()
-            if running:
-                await asyncio.wait(running, timeout=STOP_WAIT_S + 1)
+    def register(self, server: CommandServer) -> None:
+        """Serve ``inventory``, ``delete_records_before`` and ``compact`` on ``server``."""
+        server.register("inventory", self._inventory)
+        server.register("delete_records_before", self._delete_records_before)
+        server.register("compact", self.compact)
 
-    async def _start_id(self) -> str:
-        """Stream id at the Redis server's clock now (its ids are its clock)."""
-        while True:
-            try:
-                seconds, micros = await self.redis.time()
-                return f"{int(seconds) * 1000 + int(micros) // 1000}-0"
-            except (RedisError, OSError) as exc:
-                log.debug("housekeeping: Redis unavailable: %s", exc)
-                await asyncio.sleep(BLOCK_MS / 1000)
+    async def _inventory(self, args: dict[str, Any]) -> dict[str, Any]:
+        return self.inventory(args.get("topics"))
 
-    async def _serve_one(self, fields: dict[str, str]) -> None:
-        reply_to = fields.get("reply_to", "")
-        command = fields.get("command", "")
-        try:
-            deadline = int(fields.get("deadline_ms") or 0)
-        except ValueError:
-            deadline = 0
-        # ``deadline_ms`` is the sender's wall clock: hosts are assumed NTP-synchronised,
-        # and the check only saves work nobody waits for any more.
-        if deadline and self.broker.time_ms() > deadline:
-            log.info("housekeeping: dropping expired %s command %s", command, fields.get("id"))
-            return
-        try:
-            args = json.loads(fields.get("args") or "{}")
-            if not isinstance(args, dict):
-                raise CommandError("args must be a JSON object")
-            result = await self.execute(command, args)
-            answer: dict[str, Any] = {"ok": True, "error": None, "result": result}
-        except asyncio.CancelledError:
-            raise
-        except CommandError as exc:
-            answer = {"ok": False, "error": str(exc), "result": None}
-        except ValueError as exc:  # bad JSON, bad numbers
-            answer = {"ok": False, "error": f"bad {command or 'command'}: {exc}", "result": None}
-        except Exception as exc:  # never let one command take the loop down
-            log.exception("housekeeping %s command failed", command)
-            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "result": None}
-        answer["broker_id"] = self.broker.broker_id
-        if not reply_to.startswith(self.keys.prefix):
-            log.warning("housekeeping: %s command without a valid reply_to", command)
-            return
-        try:
-            await self.redis.rpush(reply_to, json.dumps(answer, separators=(",", ":")))
-            await self.redis.expire(reply_to, REPLY_TTL_S)
-        except (RedisError, OSError) as exc:
-            log.warning("housekeeping: could not send the %s reply: %s", command, exc)
-
-    async def execute(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run one command; raises CommandError for anything it refuses."""
-        if command == "inventory":
-            return self.inventory(args.get("topics"))
-        if command == "delete_records_before":
-            return await self.delete_records_before(args.get("partitions"))
-        if command == "compact":
-            return await self.compact(args)
-        raise CommandError(f"unknown housekeeping command {command!r}")
+    async def _delete_records_before(self, args: dict[str, Any]) -> dict[str, Any]:
+        return await self.delete_records_before(args.get("partitions"))
 
     # inventory ------------------------------------------------------------------------
     def inventory(self, topics: Any) -> dict[str, Any]:
@@ -186,9 +100,9 @@ class HousekeepingServer:
         ):
             raise CommandError("topics must be a list of names or null")
         wanted = None if topics is None else set(topics)
-        now = self.broker.time_ms()
+        now = self.time_ms()
         partitions = []
-        for partition in list(self.broker.replicas.partitions()):
+        for partition in list(self.replicas.partitions()):
             if wanted is not None and partition.topic not in wanted:
                 continue
             if partition.log.closed:
@@ -196,11 +110,11 @@ class HousekeepingServer:
             partitions.append(
                 partition_inventory(
                     partition,
-                    config=self.broker.topic_config(partition.topic),
-                    cleaner_checkpoint=self.broker.replicas.cleaner_checkpoint(
+                    config=self.topic_config(partition.topic),
+                    cleaner_checkpoint=self.replicas.cleaner_checkpoint(
                         partition.topic, partition.index
                     ),
-                    first_dirty_offset=self.broker.replicas.cleaner_offset(partition),
+                    first_dirty_offset=self.replicas.cleaner_offset(partition),
                     now_ms=now,
                 )
             )
@@ -220,12 +134,12 @@ class HousekeepingServer:
         if moved:
             # A restart must not resurrect the old log start (its segments are gone anyway,
             # but the offsets below it inside the first kept segment are not).
-            self.broker.replicas.checkpoint_log_starts()
+            self.replicas.checkpoint_log_starts()
         return {"partitions": results}
 
     async def _delete_one(self, topic: str, index: int, offset: int) -> dict[str, Any]:
         outcome: dict[str, Any] = {"topic": topic, "partition": index, "offset": offset}
-        partition = self.broker.replicas.get(topic, index)
+        partition = self.replicas.get(topic, index)
         if partition is None:
             return {**outcome, "error": f"no replica of {topic}-{index} on this broker"}
         async with self._lock(topic, index):
@@ -274,10 +188,10 @@ class HousekeepingServer:
         now_arg = args.get("now_ms")
         if now_arg is not None and (isinstance(now_arg, bool) or not isinstance(now_arg, int)):
             raise CommandError("now_ms must be an integer")
-        partition = self.broker.replicas.get(topic, index)
+        partition = self.replicas.get(topic, index)
         if partition is None:
             raise CommandError(f"no replica of {topic}-{index} on this broker")
-        config = self.broker.topic_config(topic)
+        config = self.topic_config(topic)
         if not config.compact:
             raise CommandError(
                 f"{topic} has cleanup.policy={','.join(config.cleanup_policy)}, not compact"
@@ -288,8 +202,8 @@ class HousekeepingServer:
             log_obj = partition.log
             if log_obj.closed:
                 raise CommandError(f"the log of {topic}-{index} is closed")
-            now = self.broker.time_ms() if now_arg is None else now_arg
-            clean_offset = self.broker.replicas.cleaner_offset(partition)
+            now = self.time_ms() if now_arg is None else now_arg
+            clean_offset = self.replicas.cleaner_offset(partition)
             first, end = cleaner.cleanable_range(
                 log_obj,
                 clean_offset=clean_offset,
@@ -337,7 +251,7 @@ class HousekeepingServer:
                 stats = cleaner.commit_clean(log_obj, prepared)
             except cleaner.CleanAbortedError as exc:
                 raise CommandError(f"clean of {topic}-{index} aborted: {exc}") from None
-            self.broker.replicas.update_cleaner_offset(partition, stats.first_dirty_offset)
+            self.replicas.update_cleaner_offset(partition, stats.first_dirty_offset)
             log.info(
                 "compacted %s-%d [%d, %d): %d -> %d bytes, %d of %d records kept",
                 topic,
@@ -449,12 +363,3 @@ def _partition_args(item: Any, number: str | None) -> tuple[str, int, int]:
             raise CommandError(f"{number} of {topic}-{index} must be a non-negative integer")
         value = raw
     return topic, index, value
-
-
-def _decode(fields: Any) -> dict[str, str]:
-    out = {}
-    for key, value in (fields or {}).items():
-        k = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
-        v = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-        out[k] = v
-    return out

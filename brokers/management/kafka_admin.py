@@ -6,7 +6,9 @@ against any broker of the cluster exactly as Kafka's own shell tools do.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -23,6 +25,16 @@ def add_bootstrap_argument(parser: CommandParser) -> None:
     )
 
 
+def add_tool_arguments(parser: CommandParser, actions: Sequence[str | tuple[str, str]]) -> None:
+    """``--bootstrap-server`` and the tool's actions, exactly one of which is required
+    (``"--list"`` or ``("--list", "help text")``), as every ``kafka-*.sh`` tool takes them."""
+    add_bootstrap_argument(parser)
+    group = parser.add_mutually_exclusive_group(required=True)
+    for action in actions:
+        flag, text = action if isinstance(action, tuple) else (action, None)
+        group.add_argument(flag, action="store_true", help=text)
+
+
 def admin_client(bootstrap: str) -> Any:
     from confluent_kafka.admin import AdminClient
     from django.conf import settings
@@ -33,6 +45,18 @@ def admin_client(bootstrap: str) -> Any:
     # tools authenticate like its web app does.
     security = KafkaSecurity.from_settings(settings).librdkafka_config()
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000, **security})
+
+
+@contextlib.contextmanager
+def api_errors() -> Iterator[None]:
+    """The control plane's API errors (from the services and selectors a command shares with
+    the REST API) end the command with their message, as a tool's error."""
+    from controlplane.errors import ApiError
+
+    try:
+        yield
+    except ApiError as exc:
+        raise CommandError(exc.message) from None
 
 
 def parse_config_pairs(pairs: list[str], *, flag: str) -> dict[str, str]:

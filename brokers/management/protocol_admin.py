@@ -84,18 +84,23 @@ def cluster_info(bootstrap: str) -> ClusterInfo:
     return asyncio.run(_metadata(bootstrap))
 
 
-async def _send(bootstrap: str, body: Any, timeout: float) -> Any:
-    info = await _metadata(bootstrap)
-    endpoint = info.brokers.get(info.controller_id)
-    if endpoint is None:
-        raise CommandError("the cluster has no controller right now; retry in a few seconds")
-    client = _client(*endpoint)
+async def _request(host: str, port: int, body: Any, timeout: float) -> Any:
+    """One request to one broker on a connection of its own; its errors as CommandError."""
+    client = _client(host, port)
     try:
         return await client.request(body, timeout=timeout)
     except BrokerClientError as exc:
         raise CommandError(str(exc)) from None
     finally:
         await client.close()
+
+
+async def _send(bootstrap: str, body: Any, timeout: float) -> Any:
+    info = await _metadata(bootstrap)
+    endpoint = info.brokers.get(info.controller_id)
+    if endpoint is None:
+        raise CommandError("the cluster has no controller right now; retry in a few seconds")
+    return await _request(*endpoint, body, timeout)
 
 
 def send_to_controller(bootstrap: str, body: Any, *, timeout: float = 30.0) -> Any:
@@ -130,13 +135,7 @@ async def _send_coordinator(bootstrap: str, group: str, body: Any, timeout: floa
     (coordinator,) = found.coordinators
     if coordinator.error_code != 0:
         raise CommandError(f"no coordinator for group {group}: error {coordinator.error_code}")
-    client = _client(coordinator.host, coordinator.port)
-    try:
-        return await client.request(body, timeout=timeout)
-    except BrokerClientError as exc:
-        raise CommandError(str(exc)) from None
-    finally:
-        await client.close()
+    return await _request(coordinator.host, coordinator.port, body, timeout)
 
 
 def send_to_coordinator(bootstrap: str, group: str, body: Any, *, timeout: float = 30.0) -> Any:

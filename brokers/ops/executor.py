@@ -57,6 +57,15 @@ def tick(*, gw: ClusterGateway | None = None) -> dict[str, Any] | None:
     return plan
 
 
+def _partition_or_fail(image: Any, item: dict[str, Any], now: int) -> Any:
+    """The plan item's partition in ``image``; None (and the item failed) once it is gone."""
+    topic = image.topics.get(item["topic"])
+    partition = topic.partitions.get(item["partition"]) if topic else None
+    if partition is None:
+        item.update(status="failed", message="the partition no longer exists", finished_ms=now)
+    return partition
+
+
 def _advance(gw: ClusterGateway, plan: dict[str, Any]) -> None:
     image = gw.image()
     now = store.now_ms()
@@ -64,11 +73,8 @@ def _advance(gw: ClusterGateway, plan: dict[str, Any]) -> None:
     for item in items:
         if item["status"] != "in_flight":
             continue
-        topic = image.topics.get(item["topic"])
-        partition = topic.partitions.get(item["partition"]) if topic else None
-        if partition is None:
-            item.update(status="failed", message="the partition no longer exists", finished_ms=now)
-        elif partition.adding_replicas or partition.removing_replicas:
+        partition = _partition_or_fail(image, item, now)
+        if partition is None or partition.adding_replicas or partition.removing_replicas:
             continue
         elif list(partition.replicas) == item["proposed_replicas"]:
             item.update(status="done", finished_ms=now)
@@ -86,10 +92,8 @@ def _advance(gw: ClusterGateway, plan: dict[str, Any]) -> None:
             break
         if item["status"] != "pending":
             continue
-        topic = image.topics.get(item["topic"])
-        partition = topic.partitions.get(item["partition"]) if topic else None
+        partition = _partition_or_fail(image, item, now)
         if partition is None:
-            item.update(status="failed", message="the partition no longer exists", finished_ms=now)
             continue
         if partition.adding_replicas or partition.removing_replicas:
             continue  # someone else is moving it; wait for that to finish

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The brokers own the files; the control plane owns the schedule. A run talks to the brokers
-over the housekeeping channel (``weir.housekeeping``: one Redis stream per broker, one
+over the broker command channel (``weir.commands``: one Redis stream per broker, one
 reply list per command) in three steps:
 
 1. **Inventory.** Every live broker holding replicas of the topics lists them: segments
@@ -37,25 +37,22 @@ once (offsets below the new log start, or records the leader's clean dropped).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import redis
 
+from weir.commands import BrokerReply, CommandClient
 from weir.metadata.image import ClusterImage
 
 if TYPE_CHECKING:
     from controlplane.cluster import ClusterGateway
 
 __all__ = [
-    "BrokerReply",
     "CompactionCandidate",
-    "HousekeepingChannel",
     "HousekeepingResult",
     "RetentionDecision",
     "compaction_candidates",
@@ -69,11 +66,6 @@ log = logging.getLogger("weir.ops.housekeeping")
 Progress = Callable[[float, str], None]
 PartitionKey = tuple[str, int]
 
-# Commands kept in each broker's stream (older ones are long answered or dropped).
-STREAM_MAXLEN = 1000
-# One BLPOP waits at most this long (under the gateway's 5 s socket timeout).
-POLL_S = 1.0
-
 
 @dataclass(frozen=True, slots=True)
 class HousekeepingResult:
@@ -86,16 +78,6 @@ class HousekeepingResult:
     records_removed: int
     errors: list[str]
     detail: list[dict]
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerReply:
-    """A broker's answer to one command: ``result`` when ok, else ``error``."""
-
-    broker_id: int
-    ok: bool
-    result: dict[str, Any] | None = None
-    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,88 +173,6 @@ def compaction_candidates(
     return found if max_partitions is None else found[: max(max_partitions, 0)]
 
 
-# -- the channel --------------------------------------------------------------------------
-class HousekeepingChannel:
-    """Sends commands to brokers' streams and collects their replies, within a deadline
-    (``deadline`` is a ``time.monotonic()`` value; the runs use one for everything)."""
-
-    def __init__(self, gw: ClusterGateway, *, deadline: float) -> None:
-        self.redis = gw.redis
-        self.keys = gw.keys
-        self.deadline = deadline  # time.monotonic()
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def alive(self, broker_id: int) -> bool:
-        return bool(self.redis.exists(self.keys.broker_lease(broker_id)))
-
-    def send(self, broker_id: int, command: str, args: Mapping[str, Any]) -> str:
-        """Queue ``command`` for ``broker_id``; the key its reply will be pushed onto."""
-        command_id = uuid.uuid4().hex
-        reply_to = self.keys.housekeeping_reply(command_id)
-        deadline_ms = int(time.time() * 1000 + max(self.remaining(), 0) * 1000)
-        self.redis.xadd(
-            self.keys.housekeeping_commands(broker_id),
-            {
-                "id": command_id,
-                "command": command,
-                "args": json.dumps(args, separators=(",", ":")),
-                "reply_to": reply_to,
-                "deadline_ms": str(deadline_ms),
-            },
-            maxlen=STREAM_MAXLEN,
-            approximate=True,
-        )
-        return reply_to
-
-    def request(
-        self,
-        commands: Mapping[int, tuple[str, Mapping[str, Any]]],
-        *,
-        on_reply: Callable[[BrokerReply], None] | None = None,
-    ) -> dict[int, BrokerReply]:
-        """Send one command per broker and wait for every reply (or the deadline).
-
-        A broker without a live lease, or silent until the deadline, gets an error reply.
-        """
-        replies: dict[int, BrokerReply] = {}
-        pending: dict[str, int] = {}
-        for broker_id, (command, args) in commands.items():
-            if not self.alive(broker_id):
-                replies[broker_id] = BrokerReply(broker_id, False, error="broker is not alive")
-                continue
-            pending[self.send(broker_id, command, args)] = broker_id
-        while pending:
-            wait = min(POLL_S, self.remaining())
-            if wait <= 0:
-                break
-            popped = self.redis.blpop(list(pending), timeout=max(wait, 0.01))
-            if popped is None:
-                continue
-            key, raw = popped
-            broker_id = pending.pop(key)
-            reply = _parse_reply(broker_id, raw)
-            replies[broker_id] = reply
-            if on_reply is not None:
-                on_reply(reply)
-        for broker_id in pending.values():
-            replies[broker_id] = BrokerReply(
-                broker_id, False, error="no answer before the run's deadline"
-            )
-        return replies
-
-
-def _parse_reply(broker_id: int, raw: str) -> BrokerReply:
-    try:
-        answer = json.loads(raw)
-        if answer.get("ok"):
-            return BrokerReply(broker_id, True, result=answer.get("result") or {})
-        return BrokerReply(broker_id, False, error=str(answer.get("error")))
-    except (ValueError, AttributeError) as exc:
-        return BrokerReply(broker_id, False, error=f"unreadable reply: {exc}")
-
-
 # -- runs ---------------------------------------------------------------------------------
 def _stoppers() -> tuple[type[BaseException], ...]:
     # Imported here, not at the top: controlplane.errors needs Django's settings, and the
@@ -333,7 +233,7 @@ class _Inventory:
 
 
 def _inventory(
-    channel: HousekeepingChannel, image: ClusterImage, topics: list[str], run: _Run
+    channel: CommandClient, image: ClusterImage, topics: list[str], run: _Run
 ) -> _Inventory:
     """Ask every broker holding replicas; an error for each partition without a leader entry."""
     holders: set[int] = set()
@@ -412,6 +312,16 @@ def _retention_plans(
     return plans
 
 
+def _survey(
+    gw: ClusterGateway, channel: CommandClient, topics: list[str] | None, run: _Run
+) -> tuple[ClusterImage, _Inventory]:
+    """Step 1 of every run: the metadata image and the brokers' inventory of ``topics``."""
+    image = gw.image()
+    selected = _selected_topics(image, topics, run)
+    run.report(0.0, f"inventory of {len(selected)} topics")
+    return image, _inventory(channel, image, selected, run)
+
+
 def run_retention(
     *,
     gw: ClusterGateway,
@@ -424,12 +334,9 @@ def run_retention(
     run = _Run(progress)
     stoppers = _stoppers()
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    channel = HousekeepingChannel(gw, deadline=time.monotonic() + timeout_s)
+    channel = gw.commands(timeout_s=timeout_s)
     try:
-        image = gw.image()
-        selected = _selected_topics(image, topics, run)
-        run.report(0.0, f"inventory of {len(selected)} topics")
-        found = _inventory(channel, image, selected, run)
+        image, found = _survey(gw, channel, topics, run)
         run.report(0.2, f"inventory of {len(found.leaders)} partitions read")
         plans = _retention_plans(image, found, now_ms=now, run=run)
         if not plans:
@@ -522,12 +429,9 @@ def run_compaction(
     """Compact the dirtiest partitions of compacted topics on every replica."""
     run = _Run(progress)
     stoppers = _stoppers()
-    channel = HousekeepingChannel(gw, deadline=time.monotonic() + timeout_s)
+    channel = gw.commands(timeout_s=timeout_s)
     try:
-        image = gw.image()
-        selected = _selected_topics(image, topics, run)
-        run.report(0.0, f"inventory of {len(selected)} topics")
-        found = _inventory(channel, image, selected, run)
+        image, found = _survey(gw, channel, topics, run)
         compacted = [
             entry
             for entry in found.leaders.values()
@@ -560,7 +464,7 @@ def run_compaction(
 
 def _compact_partition(
     run: _Run,
-    channel: HousekeepingChannel,
+    channel: CommandClient,
     image: ClusterImage,
     candidate: CompactionCandidate,
     now_ms: int | None,

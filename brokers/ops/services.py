@@ -14,17 +14,17 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kio.schema.alter_partition_reassignments.v0.request import (
-    AlterPartitionReassignmentsRequest,
-    ReassignablePartition,
-    ReassignableTopic,
-)
-from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32, i32Timedelta
 
 from brokers.ops import store
 from brokers.ops.planner import Proposal
+from brokers.ops.requests import (
+    PartitionKey,
+    alter_reassignments_request,
+    elect_leaders_request,
+    error_name,
+    reassignment_outcomes,
+)
 from brokers.ops.throttle import (
     Move,
     ThrottleError,
@@ -50,15 +50,6 @@ __all__ = [
 ]
 
 TIMEOUT = datetime.timedelta(seconds=30)
-PartitionKey = tuple[str, int]
-
-
-def error_name(code: int) -> str:
-    """Kafka's name for an error code (``ELECTION_NOT_NEEDED``)."""
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"UNKNOWN_ERROR_{code}"
 
 
 def validate_partitions(image: ClusterImage, keys: Iterable[PartitionKey]) -> None:
@@ -90,32 +81,13 @@ def reassignments_alter(
     gw: ClusterGateway, targets: Sequence[tuple[str, int, Sequence[int] | None]]
 ) -> dict[PartitionKey, tuple[str, str | None]]:
     """AlterPartitionReassignments; (error name, message) per partition ("NONE" when accepted)."""
-    by_topic: dict[str, list[ReassignablePartition]] = {}
-    for topic, partition, replicas in targets:
-        by_topic.setdefault(topic, []).append(
-            ReassignablePartition(
-                partition_index=i32(partition),
-                replicas=None if replicas is None else tuple(i32(r) for r in replicas),
-            )
-        )
-    response = gw.request_controller(
-        AlterPartitionReassignmentsRequest(
-            timeout=i32Timedelta.parse(TIMEOUT),
-            topics=tuple(
-                ReassignableTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items()
-            ),
-        )
-    )
+    response = gw.request_controller(alter_reassignments_request(targets, timeout=TIMEOUT))
     if response.error_code != ErrorCode.none:
         raise KafkaUnavailable(
             f"the controller refused the reassignment: {error_name(response.error_code)} "
             f"{response.error_message or ''}".strip()
         )
-    return {
-        (t.name, p.partition_index): (error_name(p.error_code), p.error_message)
-        for t in response.responses
-        for p in t.partitions
-    }
+    return reassignment_outcomes(response)
 
 
 def reassignment_execute(
@@ -295,18 +267,7 @@ def election_preferred(*, partitions: Sequence[PartitionKey] | None) -> dict[str
 
 
 def leaders_elect(gw: ClusterGateway, partitions: list[PartitionKey] | None) -> dict[str, Any]:
-    by_topic: dict[str, list[i32]] = {}
-    for topic, partition in partitions or []:
-        by_topic.setdefault(topic, []).append(i32(partition))
-    response = gw.request_controller(
-        ElectLeadersRequest(
-            election_type=0,
-            topic_partitions=None
-            if partitions is None
-            else tuple(TopicPartitions(topic=t, partitions=tuple(p)) for t, p in by_topic.items()),
-            timeout=i32Timedelta.parse(TIMEOUT),
-        )
-    )
+    response = gw.request_controller(elect_leaders_request(partitions, timeout=TIMEOUT))
     if response.error_code != ErrorCode.none:
         raise KafkaUnavailable(f"leader election failed: {error_name(response.error_code)}")
     results = []

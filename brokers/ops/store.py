@@ -72,15 +72,22 @@ def untrack_reassignments(gw: ClusterGateway, keys: Iterable[tuple[str, int]]) -
         gw.redis.hdel(_key(gw, "reassignments"), *fields)
 
 
-def throttle_mark(gw: ClusterGateway, *, brokers: Iterable[int], topics: Iterable[str]) -> None:
+def _throttle_sets(
+    gw: ClusterGateway, command: str, brokers: Iterable[int], topics: Iterable[str]
+) -> None:
+    """``SADD``/``SREM`` the brokers and topics in the throttle marks, in one round trip."""
     pipe = gw.redis.pipeline(transaction=False)
-    broker_ids = [str(b) for b in brokers]
-    names = list(topics)
-    if broker_ids:
-        pipe.sadd(_key(gw, "throttled_brokers"), *broker_ids)
-    if names:
-        pipe.sadd(_key(gw, "throttled_topics"), *names)
+    for key, members in (
+        ("throttled_brokers", [str(b) for b in brokers]),
+        ("throttled_topics", list(topics)),
+    ):
+        if members:
+            getattr(pipe, command)(_key(gw, key), *members)
     pipe.execute()
+
+
+def throttle_mark(gw: ClusterGateway, *, brokers: Iterable[int], topics: Iterable[str]) -> None:
+    _throttle_sets(gw, "sadd", brokers, topics)
 
 
 def throttle_marks(gw: ClusterGateway) -> tuple[set[int], set[str]]:
@@ -89,14 +96,7 @@ def throttle_marks(gw: ClusterGateway) -> tuple[set[int], set[str]]:
 
 
 def throttle_unmark(gw: ClusterGateway, *, brokers: Iterable[int], topics: Iterable[str]) -> None:
-    pipe = gw.redis.pipeline(transaction=False)
-    broker_ids = [str(b) for b in brokers]
-    names = list(topics)
-    if broker_ids:
-        pipe.srem(_key(gw, "throttled_brokers"), *broker_ids)
-    if names:
-        pipe.srem(_key(gw, "throttled_topics"), *names)
-    pipe.execute()
+    _throttle_sets(gw, "srem", brokers, topics)
 
 
 def rebalance_load(gw: ClusterGateway) -> dict[str, Any] | None:

@@ -14,8 +14,9 @@ Every value is checked here (400 naming the field) and turned into confluent-kaf
 ``AclBinding`` / ``AclBindingFilter``; requests go through the control plane's shared
 AdminClient (``controlplane.cluster.gateway().admin()``), i.e. CreateAcls / DescribeAcls /
 DeleteAcls on the brokers. Confluent calls the cluster resource CLUSTER, confluent-kafka BROKER:
-:func:`_ctype` and :func:`_rtype` translate. ACLs are sensitive, so reading needs the operator
-role and changing them admin; the audit middleware records every change.
+:func:`confluent_resource_type` and :func:`kafka_resource_type` translate (``manage.py
+acls`` uses them too). ACLs are sensitive, so reading needs the operator role and changing
+them admin; the audit middleware records every change.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.rest.common import V3, resource_serializer
 from controlplane.errors import BadRequest, KafkaUnavailable
+from controlplane.rest_v3 import V3, resource_serializer
 from controlplane.roles import ADMIN, OPERATOR
 from controlplane.validation import validated
 
@@ -119,12 +120,14 @@ FILTER_PARAMS = [
 
 
 # -- conversion -----------------------------------------------------------------------------
-def _ctype(rtype: str) -> str:
-    """Confluent's resource type → confluent-kafka's (it calls the cluster BROKER)."""
+def confluent_resource_type(rtype: str) -> str:
+    """Kafka's (and Confluent's) resource type → confluent-kafka's (it calls the cluster
+    BROKER)."""
     return "BROKER" if rtype == "CLUSTER" else rtype
 
 
-def _rtype(binding: Any) -> str:
+def kafka_resource_type(binding: Any) -> str:
+    """A confluent-kafka binding's resource type as Kafka names it (CLUSTER, not BROKER)."""
     name = binding.restype.name
     return "CLUSTER" if name == "BROKER" else name
 
@@ -134,7 +137,7 @@ def binding_of(acl: dict[str, Any]) -> Any:
     from confluent_kafka.admin import AclBinding
 
     return AclBinding(
-        _ctype(acl["resource_type"]),
+        confluent_resource_type(acl["resource_type"]),
         acl["resource_name"],
         acl["pattern_type"],
         acl["principal"],
@@ -161,7 +164,7 @@ def acl_filter(params: Any) -> Any:
                 raise BadRequest(f"{name}: {raw!r} is not one of {choices}")
         values[name] = raw
     return AclBindingFilter(
-        _ctype(values["resource_type"]),
+        confluent_resource_type(values["resource_type"]),
         values["resource_name"],
         values["pattern_type"],
         values["principal"],
@@ -173,7 +176,7 @@ def acl_filter(params: Any) -> Any:
 
 def acl_fields(binding: Any) -> dict[str, str]:
     return {
-        "resource_type": _rtype(binding),
+        "resource_type": kafka_resource_type(binding),
         "resource_name": binding.name,
         "pattern_type": binding.resource_pattern_type.name,
         "principal": binding.principal,
@@ -224,7 +227,9 @@ def create_acls(bindings: list[Any]) -> None:
         _result(future)
 
 
-def _sort_key(b: Any) -> tuple[str, ...]:
+def acl_sort_key(b: Any) -> tuple[str, ...]:
+    """Bindings in Kafka's order: resource type, name, pattern, principal, host, operation,
+    permission (what the REST list and ``manage.py acls`` print)."""
     return tuple(acl_fields(b).values())
 
 
@@ -247,7 +252,7 @@ class AclListView(APIView):
             future = _admin().describe_acls(flt, request_timeout=TIMEOUT)
         except (ValueError, TypeError) as exc:
             raise BadRequest(f"acls: {exc}") from None
-        found = sorted(_result(future) or (), key=_sort_key)
+        found = sorted(_result(future) or (), key=acl_sort_key)
         body = v3.collection("KafkaAclList", ("acls",), [acl_resource(v3, b) for b in found])
         return Response(body)
 
@@ -278,7 +283,7 @@ class AclListView(APIView):
         deleted: list[Any] = []
         for future in futures.values():
             deleted += list(_result(future) or ())
-        deleted.sort(key=_sort_key)
+        deleted.sort(key=acl_sort_key)
         return Response({"data": [acl_resource(v3, b) for b in deleted]})
 
 

@@ -25,15 +25,17 @@ from kio.schema.incremental_alter_configs.v1.request import (
 )
 from kio.static.primitive import i8
 
-from brokers.rest.common import raise_for_kafka_error
 from controlplane.cluster import gateway
 from controlplane.errors import BadRequest, NotFound
+from controlplane.rest_v3 import raise_for_kafka_error
 
 __all__ = [
     "ConfigEntry",
     "ConfigOp",
+    "alter_configs_request",
     "config_describe",
     "configs_alter",
+    "describe_configs_request",
 ]
 
 RESOURCE_TOPIC = 2
@@ -84,6 +86,58 @@ class ConfigOp:
     value: str | None = None
 
 
+# -- the requests (also sent by ``manage.py configs`` to its own --bootstrap-server) ------------
+def describe_configs_request(
+    *, kind: Kind, name: str, keys: list[str] | None = None
+) -> DescribeConfigsRequest:
+    """DescribeConfigs (with synonyms) of one topic or broker (``name`` "" = cluster default)."""
+    return DescribeConfigsRequest(
+        resources=(
+            DescribeConfigsResource(
+                resource_type=i8(RESOURCE_TOPIC if kind == "topic" else RESOURCE_BROKER),
+                resource_name=name,
+                configuration_keys=tuple(keys) if keys is not None else None,
+            ),
+        ),
+        include_synonyms=True,
+        include_documentation=False,
+    )
+
+
+def alter_configs_request(
+    *, kind: Kind, name: str, operations: list[ConfigOp], validate_only: bool = False
+) -> IncrementalAlterConfigsRequest:
+    """IncrementalAlterConfigs of one resource; 400 for an unknown operation or a SET
+    without a value."""
+    configs = []
+    for op in operations:
+        code = OPERATIONS.get(op.operation.upper())
+        if code is None:
+            raise BadRequest(
+                f"unknown operation {op.operation!r} for config {op.name!r}: "
+                f"expected one of {', '.join(OPERATIONS)}"
+            )
+        if code != OPERATIONS["DELETE"] and op.value is None:
+            raise BadRequest(f"config {op.name!r}: value is required for {op.operation.upper()}")
+        configs.append(
+            AlterableConfig(
+                name=op.name,
+                config_operation=i8(code),
+                value=None if code == OPERATIONS["DELETE"] else op.value,
+            )
+        )
+    return IncrementalAlterConfigsRequest(
+        resources=(
+            AlterConfigsResource(
+                resource_type=i8(RESOURCE_TOPIC if kind == "topic" else RESOURCE_BROKER),
+                resource_name=name,
+                configs=tuple(configs),
+            ),
+        ),
+        validate_only=validate_only,
+    )
+
+
 def _send(kind: Kind, name: str, body: Any) -> Any:
     if kind == "broker" and name:
         return gateway().request_broker(int(name), body)
@@ -100,17 +154,7 @@ def _label(kind: Kind, name: str) -> str:
 
 def config_describe(*, kind: Kind, name: str, keys: list[str] | None = None) -> list[ConfigEntry]:
     """Every config of a topic / broker (``name`` "" = cluster default), sorted by name."""
-    request = DescribeConfigsRequest(
-        resources=(
-            DescribeConfigsResource(
-                resource_type=i8(RESOURCE_TOPIC if kind == "topic" else RESOURCE_BROKER),
-                resource_name=name,
-                configuration_keys=tuple(keys) if keys is not None else None,
-            ),
-        ),
-        include_synonyms=True,
-        include_documentation=False,
-    )
+    request = describe_configs_request(kind=kind, name=name, keys=keys)
     (result,) = _send(kind, name, request).results
     raise_for_kafka_error(result.error_code, result.error_message, what=_label(kind, name))
     entries = [
@@ -146,32 +190,8 @@ def configs_alter(
     """Apply SET / DELETE operations atomically (IncrementalAlterConfigs)."""
     if not operations:
         raise BadRequest("no config operations given: data must list at least one config")
-    configs = []
-    for op in operations:
-        code = OPERATIONS.get(op.operation.upper())
-        if code is None:
-            raise BadRequest(
-                f"unknown operation {op.operation!r} for config {op.name!r}: "
-                f"expected one of {', '.join(OPERATIONS)}"
-            )
-        if code != OPERATIONS["DELETE"] and op.value is None:
-            raise BadRequest(f"config {op.name!r}: value is required for {op.operation.upper()}")
-        configs.append(
-            AlterableConfig(
-                name=op.name,
-                config_operation=i8(code),
-                value=None if code == OPERATIONS["DELETE"] else op.value,
-            )
-        )
-    request = IncrementalAlterConfigsRequest(
-        resources=(
-            AlterConfigsResource(
-                resource_type=i8(RESOURCE_TOPIC if kind == "topic" else RESOURCE_BROKER),
-                resource_name=name,
-                configs=tuple(configs),
-            ),
-        ),
-        validate_only=validate_only,
+    request = alter_configs_request(
+        kind=kind, name=name, operations=operations, validate_only=validate_only
     )
     (result,) = _send(kind, name, request).responses
     raise_for_kafka_error(result.error_code, result.error_message, what=_label(kind, name))

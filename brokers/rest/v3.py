@@ -18,9 +18,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brokers.rest import selectors
-from brokers.rest.common import V3, RelationshipSerializer, resource_serializer
 from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get, configs_alter
 from controlplane.errors import NotFound
+from controlplane.rest_v3 import (
+    V3,
+    RelationshipSerializer,
+    V3ReadView,
+    config_fields,
+    parse_int,
+    resource_serializer,
+)
 from controlplane.validation import validated
 from weir.metadata.image import BrokerImage
 
@@ -36,7 +43,6 @@ __all__ = [
     "ClusterConfigsAlterView",
     "ClusterDetailView",
     "ClusterListView",
-    "parse_int",
     "validated",
 ]
 
@@ -44,24 +50,6 @@ BROKER_ID = OpenApiParameter("broker_id", OpenApiTypes.INT, OpenApiParameter.PAT
 
 
 # -- schemas -------------------------------------------------------------------------------
-class SynonymSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    value = serializers.CharField(allow_null=True)
-    source = serializers.CharField()
-
-
-def _config_fields() -> dict[str, serializers.Field]:
-    return {
-        "name": serializers.CharField(),
-        "value": serializers.CharField(allow_null=True),
-        "is_default": serializers.BooleanField(),
-        "is_read_only": serializers.BooleanField(),
-        "is_sensitive": serializers.BooleanField(),
-        "source": serializers.CharField(),
-        "synonyms": SynonymSerializer(many=True),
-    }
-
-
 ClusterSerializer, ClusterListSerializer = resource_serializer(
     "KafkaCluster",
     {
@@ -85,10 +73,10 @@ BrokerSerializer, BrokerListSerializer = resource_serializer(
     },
 )
 BrokerConfigSerializer, BrokerConfigListSerializer = resource_serializer(
-    "KafkaBrokerConfig", {"broker_id": serializers.IntegerField(), **_config_fields()}
+    "KafkaBrokerConfig", {"broker_id": serializers.IntegerField(), **config_fields()}
 )
 ClusterConfigSerializer, ClusterConfigListSerializer = resource_serializer(
-    "KafkaClusterConfig", {"config_type": serializers.CharField(), **_config_fields()}
+    "KafkaClusterConfig", {"config_type": serializers.CharField(), **config_fields()}
 )
 
 
@@ -110,17 +98,6 @@ class AlterConfigBatchSerializer(serializers.Serializer):
 
 
 # -- helpers shared with the topics views ---------------------------------------------------
-def parse_int(text: str, *, what: str) -> int:
-    """A path segment that must be a non-negative integer, else 404 naming it."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise NotFound(f"{what} {text!r} not found: it must be an integer") from None
-    if value < 0 or value > 2**31 - 1:
-        raise NotFound(f"{what} {text!r} not found")
-    return value
-
-
 def alter_ops(data: dict[str, Any]) -> list[ConfigOp]:
     return [
         ConfigOp(name=item["name"], operation=item["operation"].upper(), value=item["value"])
@@ -217,63 +194,63 @@ class ClusterDetailView(APIView):
 
 
 # -- brokers ---------------------------------------------------------------------------------
-class BrokerListView(APIView):
+class BrokerListView(V3ReadView):
     """The live brokers."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaBrokers",
         responses=BrokerListSerializer,
         tags=["REST proxy v3: brokers"],
     )
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3) -> Any:
         data = [broker_resource(v3, b) for b in selectors.broker_list()]
-        return Response(v3.collection("KafkaBrokerList", ("brokers",), data))
+        return v3.listing("KafkaBrokerList", ("brokers",), data)
 
 
-class BrokerDetailView(APIView):
+class BrokerDetailView(V3ReadView):
     """One broker: host, port, rack."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaBroker",
         parameters=[BROKER_ID],
         responses=BrokerSerializer,
         tags=["REST proxy v3: brokers"],
     )
-    def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, broker_id: str) -> Any:
         broker = selectors.broker_get(broker_id=parse_int(broker_id, what="broker"))
-        return Response(broker_resource(v3, broker))
+        return broker_resource(v3, broker)
 
 
-class BrokerConfigListView(APIView):
+class BrokerConfigListView(V3ReadView):
     """Every config of one broker, with source and synonyms."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaBrokerConfigs",
         parameters=[BROKER_ID],
         responses=BrokerConfigListSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, broker_id: str) -> Any:
         b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
         data = [
             broker_config_resource(v3, b, e) for e in config_describe(kind="broker", name=str(b))
         ]
-        return Response(v3.collection("KafkaBrokerConfigList", ("brokers", b, "configs"), data))
+        return v3.listing("KafkaBrokerConfigList", ("brokers", b, "configs"), data)
 
 
-class AllBrokersConfigListView(APIView):
+class AllBrokersConfigListView(V3ReadView):
     """The per-broker dynamic configs of every live broker (``brokers/-/configs``)."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaAllBrokerConfigs",
         responses=BrokerConfigListSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3) -> Any:
         data = []
         for broker in selectors.broker_list():
             b = broker.broker_id
@@ -282,23 +259,23 @@ class AllBrokersConfigListView(APIView):
                 for e in config_describe(kind="broker", name=str(b))
                 if e.source == "DYNAMIC_BROKER_CONFIG"
             ]
-        return Response(v3.collection("KafkaBrokerConfigList", ("brokers", "-", "configs"), data))
+        return v3.listing("KafkaBrokerConfigList", ("brokers", "-", "configs"), data)
 
 
-class BrokerConfigDetailView(APIView):
+class BrokerConfigDetailView(V3ReadView):
     """Read, set (PUT ``{"value": ...}``) or reset (DELETE) one config of one broker."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaBrokerConfig",
         parameters=[BROKER_ID],
         responses=BrokerConfigSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str, broker_id: str, name: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, broker_id: str, name: str) -> Any:
         b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
         entry = config_get(kind="broker", name=str(b), config=name)
-        return Response(broker_config_resource(v3, b, entry))
+        return broker_config_resource(v3, b, entry)
 
     @extend_schema(
         operation_id="updateKafkaBrokerConfig",
@@ -351,16 +328,16 @@ class BrokerConfigsAlterView(APIView):
 
 
 # -- cluster-wide broker configs --------------------------------------------------------------
-class ClusterConfigListView(APIView):
+class ClusterConfigListView(V3ReadView):
     """The cluster-wide dynamic broker configs (every broker's default)."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="listKafkaClusterConfigs",
         responses=ClusterConfigListSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3) -> Any:
         entries = config_describe(kind="broker", name="")
         # Confluent lists only the cluster-wide dynamic configs here.
         data = [
@@ -368,23 +345,23 @@ class ClusterConfigListView(APIView):
             for e in entries
             if e.source == "DYNAMIC_DEFAULT_BROKER_CONFIG"
         ]
-        return Response(v3.collection("KafkaClusterConfigList", ("broker-configs",), data))
+        return v3.listing("KafkaClusterConfigList", ("broker-configs",), data)
 
 
-class ClusterConfigDetailView(APIView):
+class ClusterConfigDetailView(V3ReadView):
     """Read, set or reset one cluster-wide broker config."""
 
-    @extend_schema(
+    read_schema = dict(
         operation_id="getKafkaClusterConfig",
         responses=ClusterConfigSerializer,
         tags=["REST proxy v3: broker configs"],
     )
-    def get(self, request: Request, cluster_id: str, name: str) -> Response:
-        v3 = V3(request, cluster_id)
+
+    def read(self, v3: V3, name: str) -> Any:
         entry = config_get(kind="broker", name="", config=name)
         if entry.source != "DYNAMIC_DEFAULT_BROKER_CONFIG":
             raise NotFound(f"config {name!r} has no cluster-wide value (it is {entry.source})")
-        return Response(cluster_config_resource(v3, entry))
+        return cluster_config_resource(v3, entry)
 
     @extend_schema(
         operation_id="updateKafkaClusterConfig",

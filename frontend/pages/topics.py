@@ -23,7 +23,8 @@ from controlplane.cluster import gateway
 from controlplane.errors import ApiError
 from frontend.pages.base import Page
 from topics import selectors
-from weir.metadata.image import ClusterImage, PartitionImage, TopicImage
+from topics.health import health_counts, partition_health
+from weir.metadata.image import ClusterImage, TopicImage
 from weir.metadata.partition_state import PartitionStatus
 
 __all__ = ["partition_rows", "topic_rows", "urlpatterns"]
@@ -34,14 +35,6 @@ States = Mapping[tuple[str, int], PartitionStatus]
 def _replication_factor(topic: TopicImage) -> int:
     first = topic.partitions.get(0)
     return len(first.replicas) if first is not None else 0
-
-
-def _is_under_replicated(p: PartitionImage) -> bool:
-    return len(p.isr) < len(p.replicas)
-
-
-def _is_offline(p: PartitionImage, live: frozenset[int]) -> bool:
-    return p.leader < 0 or p.leader not in live
 
 
 def topic_rows(*, image: ClusterImage, states: States) -> list[dict[str, Any]]:
@@ -55,10 +48,8 @@ def topic_rows(*, image: ClusterImage, states: States) -> list[dict[str, Any]]:
     live = image.live_broker_ids
     for topic in selectors.topic_list(image=image):
         size = records = watermarks = known = 0
-        under = offline = 0
+        health = health_counts(topic.partitions.values(), live=live)
         for p in topic.partitions.values():
-            under += _is_under_replicated(p)
-            offline += _is_offline(p, live)
             state = states.get((topic.name, p.partition))
             if state is None:
                 continue
@@ -72,8 +63,8 @@ def topic_rows(*, image: ClusterImage, states: States) -> list[dict[str, Any]]:
                 "internal": selectors.topic_is_internal(topic.name),
                 "partitions": len(topic.partitions),
                 "replication_factor": _replication_factor(topic),
-                "under_replicated": under,
-                "offline": offline,
+                "under_replicated": health.under_replicated,
+                "offline": health.offline,
                 "size": size if known else None,
                 "records": records if known else None,
                 "high_watermarks": watermarks if known else None,
@@ -89,6 +80,7 @@ def partition_rows(*, topic: TopicImage, image: ClusterImage, states: States) ->
     rows = []
     for p in selectors.partition_list(topic=topic):
         state = states.get((topic.name, p.partition))
+        health = partition_health(p, live=live)
         rows.append(
             {
                 "partition": p.partition,
@@ -98,8 +90,8 @@ def partition_rows(*, topic: TopicImage, image: ClusterImage, states: States) ->
                 "isr": list(p.isr),
                 "adding": list(p.adding_replicas),
                 "removing": list(p.removing_replicas),
-                "under_replicated": _is_under_replicated(p),
-                "offline": _is_offline(p, live),
+                "under_replicated": health.under_replicated,
+                "offline": health.offline,
                 "log_start_offset": state.log_start_offset if state else None,
                 "log_end_offset": state.log_end_offset if state else None,
                 "high_watermark": state.high_watermark if state else None,

@@ -56,3 +56,15 @@ def wait_high_watermarks(expected: dict[tuple[str, int], int], timeout: float = 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def lagging_group(cluster: Cluster, *, topic: str, group: str) -> dict[str, Any]:
+    """Partition 0: 10 records 1 s apart (the oldest 60 s old), committed at 3 (7 behind);
+    partition 1: 4 records, committed at 4 (caught up). What the lag tests measure."""
+    cluster.create_topic(topic, partitions=2)
+    base = now_ms() - 60_000
+    produce_at(cluster, topic, 0, [base + i * 1_000 for i in range(10)])
+    produce_at(cluster, topic, 1, [base] * 4)
+    commit(cluster, group, {(topic, 0): 3, (topic, 1): 4})
+    wait_high_watermarks({(topic, 0): 10, (topic, 1): 4})
+    return {"topic": topic, "group": group, "base": base}

@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from controlplane.cluster import gateway
 from groups.monitor import Monitor
-from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
+from tests.controlplane.lag_helpers import lagging_group, now_ms
 from tests.weir.cluster.conftest import Cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
@@ -27,14 +27,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> dict[str, Any]:
     """Partition 0: 10 records 1 s apart (oldest 60 s old), committed at 3; partition 1: 4
     records, committed at 4."""
-    topic, group = unique("ops"), unique("ops-group")
-    cp_cluster.create_topic(topic, partitions=2)
-    base = now_ms() - 60_000
-    produce_at(cp_cluster, topic, 0, [base + i * 1_000 for i in range(10)])
-    produce_at(cp_cluster, topic, 1, [base] * 4)
-    commit(cp_cluster, group, {(topic, 0): 3, (topic, 1): 4})
-    wait_high_watermarks({(topic, 0): 10, (topic, 1): 4})
-    return {"topic": topic, "group": group, "base": base}
+    return lagging_group(cp_cluster, topic=unique("ops"), group=unique("ops-group"))
 
 
 def committed(group: str) -> dict[tuple[str, int], int]:

@@ -27,7 +27,7 @@ from groups import lag
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
 from groups.monitor import GroupLag, Monitor
 from groups.services import lag_history_downsample
-from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
+from tests.controlplane.lag_helpers import commit, lagging_group, now_ms
 from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = [pytest.mark.integration]
@@ -50,14 +50,7 @@ def monitor(cp_cluster: Cluster) -> Iterator[Monitor]:
 def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> dict[str, Any]:
     """A group 7 records behind on partition 0 (records 1 s apart, the oldest 60 s old) and
     caught up on partition 1."""
-    topic, group = unique("lag"), unique("lag-group")
-    cp_cluster.create_topic(topic, partitions=2)
-    base = now_ms() - 60_000
-    produce_at(cp_cluster, topic, 0, [base + i * 1_000 for i in range(10)])
-    produce_at(cp_cluster, topic, 1, [base] * 4)
-    commit(cp_cluster, group, {(topic, 0): 3, (topic, 1): 4})
-    wait_high_watermarks({(topic, 0): 10, (topic, 1): 4})
-    return {"topic": topic, "group": group, "base": base}
+    return lagging_group(cp_cluster, topic=unique("lag"), group=unique("lag-group"))
 
 
 @pytest.mark.django_db

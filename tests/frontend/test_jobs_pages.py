@@ -25,6 +25,7 @@ from playwright.sync_api import Page, expect
 
 from tests.controlplane.lag_helpers import now_ms, produce_at, wait_high_watermarks
 from tests.controlplane_fixtures import PASSWORD, Dashboard
+from tests.frontend.dialogs import confirm_saying as confirm
 from tests.weir.cluster.conftest import Cluster
 
 HOUR_MS = 3_600_000
@@ -55,13 +56,6 @@ def api(dashboard: Dashboard, method: str, path: str, body: Any = None) -> Any:
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
-
-
-def confirm(page: Page, says: str) -> None:
-    dialog = page.locator("#confirm-dialog")
-    expect(dialog).to_be_visible()
-    expect(dialog).to_contain_text(says)
-    dialog.locator("button.confirm").click()
 
 
 def test_operator_runs_retention_from_the_page_and_sees_it_succeed_live(

@@ -12,18 +12,12 @@ from pathlib import Path
 from confluent_kafka import Producer
 from playwright.sync_api import Page, expect
 
+from tests.frontend.dialogs import confirm
 from tests.weir.cluster.conftest import Cluster
 
 Shot = Callable[[Page, str], Path]
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 DASH = "\u2013"  # the en dash of ranges such as 0-19 in the page
-
-
-def confirm(page: Page, title: str) -> None:
-    dialog = page.locator("#confirm-dialog")
-    expect(dialog.locator("h3")).to_have_text(title)
-    dialog.locator("button.confirm").click()
-    expect(dialog).to_be_hidden()
 
 
 def record_row(page: Page, offset: int):

@@ -18,6 +18,7 @@ from playwright.sync_api import Page, expect
 
 from brokers.ops import services
 from controlplane.cluster import gateway
+from tests.frontend.dialogs import confirm_saying as confirm
 from tests.weir.cluster.conftest import Cluster, wait_until
 from tests.weir.cluster.helpers import produce_ok
 
@@ -27,13 +28,6 @@ BAR = "document.querySelector('tr[data-key=\"{key}\"] [data-progress] > div')"
 
 def replicas(topic: str, partition: int = 0) -> tuple[int, ...]:
     return gateway().image().topics[topic].partitions[partition].replicas
-
-
-def confirm(page: Page, says: str) -> None:
-    dialog = page.locator("#confirm-dialog")
-    expect(dialog).to_be_visible()
-    expect(dialog).to_contain_text(says)
-    dialog.locator("button.confirm").click()
 
 
 def pick_topic(page: Page, picker: str, topic: str) -> None:

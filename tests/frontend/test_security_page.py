@@ -14,16 +14,8 @@ from confluent_kafka.admin import AclBindingFilter
 from playwright.sync_api import Page, expect
 
 from tests.controlplane_fixtures import Dashboard
+from tests.frontend.dialogs import confirm
 from tests.weir.cluster.conftest import Cluster
-
-
-def confirm(page: Page, title: str | re.Pattern[str], typed: str | None = None) -> None:
-    dialog = page.locator("#confirm-dialog")
-    expect(dialog.locator("h3")).to_have_text(title)
-    if typed is not None:
-        dialog.locator("input").fill(typed)
-    dialog.locator("button.confirm").click()
-    expect(dialog).to_be_hidden()
 
 
 def acls_on_brokers(cluster: Cluster, principal: str) -> set[tuple[str, str, str]]:

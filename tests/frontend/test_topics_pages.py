@@ -13,16 +13,10 @@ from playwright.sync_api import Page, expect
 
 from frontend.live.topics import RateWindow
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at
+from tests.frontend.dialogs import confirm
 from tests.weir.cluster.conftest import Cluster
 
 Shot = Callable[[Page, str], Path]
-
-
-def confirm(page: Page, title: str | re.Pattern[str]) -> None:
-    dialog = page.locator("#confirm-dialog")
-    expect(dialog.locator("h3")).to_have_text(title)
-    dialog.locator("button.confirm").click()
-    expect(dialog).to_be_hidden()
 
 
 def topic_row(page: Page, name: str):

@@ -20,8 +20,9 @@ key (after the prefix)          type     holds
 ``controller_epoch``            counter  controller epoch; every controller write checks it
 ``next_producer_id``            counter  producer id allocation (INCRBY)
 ``incarnation``                 string   random id of this metadata store (detects a reset)
-``housekeeping:<id>``           stream   retention/compaction commands for broker ``<id>``
-``housekeeping_reply:<cmd>``    list     the broker's JSON answer to command ``<cmd>`` (TTL)
+``commands:<id>``               stream   commands for broker ``<id>`` (weir.commands: group
+                                         rebalances, retention, compaction)
+``command_reply:<cmd>``         list     the broker's JSON answer to command ``<cmd>`` (TTL)
 ``scram:<mechanism>``           hash     user → JSON SCRAM credential (salt, iterations,
                                          StoredKey, ServerKey; weir.security.credentials)
 ``acls``                        set      ACL bindings, canonical JSON each (weir.security)
@@ -122,13 +123,13 @@ class KeyLayout:
     def metadata_log_trimmed(self) -> str:
         return self.key("metadata_log_trimmed")
 
-    def housekeeping_commands(self, broker_id: int) -> str:
-        """Stream of housekeeping commands (retention, compaction) for one broker."""
-        return self.key(f"housekeeping:{broker_id}")
+    def broker_commands(self, broker_id: int) -> str:
+        """Stream of commands for one broker (``weir.commands``)."""
+        return self.key(f"commands:{broker_id}")
 
-    def housekeeping_reply(self, command_id: str) -> str:
+    def command_reply(self, command_id: str) -> str:
         """List the broker pushes its answer to ``command_id`` onto (expires)."""
-        return self.key(f"housekeeping_reply:{command_id}")
+        return self.key(f"command_reply:{command_id}")
 
     @property
     def acls(self) -> str:

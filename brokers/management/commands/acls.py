@@ -32,7 +32,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
+from brokers.management.kafka_admin import add_tool_arguments, admin_client
+from brokers.rest.acls import acl_sort_key, confluent_resource_type, kafka_resource_type
 
 CLUSTER_NAME = "kafka-cluster"
 
@@ -111,11 +112,9 @@ class Command(BaseCommand):
     help = "Add, list and remove Kafka ACLs (kafka-acls.sh parity)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_bootstrap_argument(parser)
-        actions = parser.add_mutually_exclusive_group(required=True)
-        actions.add_argument("--add", action="store_true", help="add ACLs")
-        actions.add_argument("--remove", action="store_true", help="remove ACLs")
-        actions.add_argument("--list", action="store_true", help="list ACLs")
+        add_tool_arguments(
+            parser, [("--add", "add ACLs"), ("--remove", "remove ACLs"), ("--list", "list ACLs")]
+        )
         for flag, what in (
             ("--allow-principal", "principal (Type:name) to allow; repeatable"),
             ("--deny-principal", "principal (Type:name) to deny; repeatable"),
@@ -267,7 +266,9 @@ class Command(BaseCommand):
         admin = admin_client(options["bootstrap_server"])
         for (rtype, name), ops in per_resource.items():
             bindings = [
-                AclBinding(_ctype(rtype), name, pattern, principal, host, _snake(op), perm)
+                AclBinding(
+                    confluent_resource_type(rtype), name, pattern, principal, host, _snake(op), perm
+                )
                 for perm, principal, host in principals
                 for op in sorted(ops)
             ]
@@ -287,7 +288,9 @@ class Command(BaseCommand):
             # The exact entries, as --add would build them (operation default All).
             resources = list(self._acls(options).items())
             filters = [
-                AclBindingFilter(_ctype(rtype), name, pattern, principal, host, _snake(op), perm)
+                AclBindingFilter(
+                    confluent_resource_type(rtype), name, pattern, principal, host, _snake(op), perm
+                )
                 for (rtype, name), ops in resources
                 for perm, principal, host in principals
                 for op in sorted(ops)
@@ -300,7 +303,9 @@ class Command(BaseCommand):
                     "name a resource: --topic, --group, --transactional-id or --cluster"
                 )
             filters = [
-                AclBindingFilter(_ctype(rtype), name, pattern, None, None, "ANY", "ANY")
+                AclBindingFilter(
+                    confluent_resource_type(rtype), name, pattern, None, None, "ANY", "ANY"
+                )
                 for (rtype, name), _ in resources
             ]
         admin = admin_client(options["bootstrap_server"])
@@ -309,7 +314,7 @@ class Command(BaseCommand):
         for future in futures.values():
             removed += _result(future, options["timeout"], "remove")
         self.stdout.write(f"Removed {len(removed)} ACLs.")
-        self._print_groups(sorted(set(removed), key=_sort_key), heading="Removed ACLs")
+        self._print_groups(sorted(set(removed), key=acl_sort_key), heading="Removed ACLs")
         for (rtype, name), _ in resources:
             self._print_current(admin, options, rtype, name, pattern)
 
@@ -323,10 +328,12 @@ class Command(BaseCommand):
         admin = admin_client(options["bootstrap_server"])
         seen: list[Any] = []
         for rtype, name in resources:
-            flt = AclBindingFilter(_ctype(rtype), name, pattern, principal, None, "ANY", "ANY")
+            flt = AclBindingFilter(
+                confluent_resource_type(rtype), name, pattern, principal, None, "ANY", "ANY"
+            )
             future = admin.describe_acls(flt, request_timeout=options["timeout"])
             seen += _result(future, options["timeout"], "list")
-        self._print_groups(sorted(set(seen), key=_sort_key))
+        self._print_groups(sorted(set(seen), key=acl_sort_key))
 
     def _print_current(
         self, admin: Any, options: dict[str, Any], rtype: str, name: str, pattern: str
@@ -334,31 +341,23 @@ class Command(BaseCommand):
         from confluent_kafka.admin import AclBindingFilter
 
         exact = pattern if pattern in ("LITERAL", "PREFIXED") else "ANY"
-        flt = AclBindingFilter(_ctype(rtype), name, exact, None, None, "ANY", "ANY")
+        flt = AclBindingFilter(
+            confluent_resource_type(rtype), name, exact, None, None, "ANY", "ANY"
+        )
         found = _result(
             admin.describe_acls(flt, request_timeout=options["timeout"]), options["timeout"], "list"
         )
         if found:
-            self._print_groups(sorted(found, key=_sort_key))
+            self._print_groups(sorted(found, key=acl_sort_key))
 
     def _print_groups(self, bindings: list[Any], heading: str = "Current ACLs") -> None:
         for (rtype, name, pattern), group in groupby(
-            bindings, key=lambda b: (_rtype_name(b), b.name, b.resource_pattern_type.name)
+            bindings, key=lambda b: (kafka_resource_type(b), b.name, b.resource_pattern_type.name)
         ):
             self.stdout.write(
                 f"{heading} for resource `{_pattern_text(rtype, name, pattern)}`: \n"
                 + "".join(f" \t{_entry_text(b)} \n" for b in group)
             )
-
-
-def _ctype(rtype: str) -> str:
-    """kafka-acls' resource type → confluent-kafka's name (it calls Cluster BROKER)."""
-    return "BROKER" if rtype == "CLUSTER" else rtype
-
-
-def _rtype_name(binding: Any) -> str:
-    name = binding.restype.name
-    return "CLUSTER" if name == "BROKER" else name
 
 
 def _pattern_text(rtype: str, name: str, pattern: str) -> str:
@@ -369,18 +368,6 @@ def _entry_text(b: Any) -> str:
     return (
         f"(principal={b.principal}, host={b.host}, operation={b.operation.name}, "
         f"permissionType={b.permission_type.name})"
-    )
-
-
-def _sort_key(b: Any) -> tuple[Any, ...]:
-    return (
-        _rtype_name(b),
-        b.name,
-        b.resource_pattern_type.name,
-        b.principal,
-        b.host,
-        b.operation.name,
-        b.permission_type.name,
     )
 
 

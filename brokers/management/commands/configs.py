@@ -17,34 +17,21 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from kio.schema.describe_configs.v4.request import (
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-)
 from kio.schema.errors import ErrorCode
-from kio.schema.incremental_alter_configs.v1.request import (
-    AlterableConfig,
-    AlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-)
-from kio.static.primitive import i8
 
-from brokers.management.kafka_admin import add_bootstrap_argument
+from brokers.management.kafka_admin import add_bootstrap_argument, api_errors
 from brokers.management.protocol_admin import send_to_any_broker
+from brokers.rest.configs import (
+    SOURCES,
+    ConfigOp,
+    Kind,
+    alter_configs_request,
+    describe_configs_request,
+)
 
-# Kafka's ConfigResource types and IncrementalAlterConfigs operations.
-_RESOURCE_TYPES = {"topic": 2, "broker": 4}
-_SET, _DELETE = 0, 1
+# Config sources with a name (kafka-configs prints "?" for the others).
+_SOURCES = {code: source for code, source in SOURCES.items() if code}
 _DYNAMIC = {1, 2, 3}
-
-_SOURCES = {
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-}
 
 
 def split_add_config(text: str) -> dict[str, str]:
@@ -119,18 +106,8 @@ class Command(BaseCommand):
         else:
             self._alter(kind, name, label, options)
 
-    def _describe(self, kind: str, name: str, label: str, options: dict[str, Any]) -> None:
-        request = DescribeConfigsRequest(
-            resources=(
-                DescribeConfigsResource(
-                    resource_type=i8(_RESOURCE_TYPES[kind]),
-                    resource_name=name,
-                    configuration_keys=None,
-                ),
-            ),
-            include_synonyms=True,
-            include_documentation=False,
-        )
+    def _describe(self, kind: Kind, name: str, label: str, options: dict[str, Any]) -> None:
+        request = describe_configs_request(kind=kind, name=name)
         response = send_to_any_broker(
             options["bootstrap_server"], request, timeout=options["timeout"]
         )
@@ -150,24 +127,15 @@ class Command(BaseCommand):
                 f"synonyms={{{synonyms}}}"
             )
 
-    def _alter(self, kind: str, name: str, label: str, options: dict[str, Any]) -> None:
+    def _alter(self, kind: Kind, name: str, label: str, options: dict[str, Any]) -> None:
         adds = split_add_config(options["add_config"]) if options["add_config"] else {}
         deletes = [k.strip() for k in options["delete_config"].split(",") if k.strip()]
         if not adds and not deletes:
             raise CommandError("--alter needs --add-config and/or --delete-config")
-        configs = tuple(
-            AlterableConfig(name=k, config_operation=i8(_SET), value=v) for k, v in adds.items()
-        ) + tuple(
-            AlterableConfig(name=k, config_operation=i8(_DELETE), value=None) for k in deletes
-        )
-        request = IncrementalAlterConfigsRequest(
-            resources=(
-                AlterConfigsResource(
-                    resource_type=i8(_RESOURCE_TYPES[kind]), resource_name=name, configs=configs
-                ),
-            ),
-            validate_only=False,
-        )
+        operations = [ConfigOp(k, "SET", v) for k, v in adds.items()]
+        operations += [ConfigOp(k, "DELETE") for k in deletes]
+        with api_errors():
+            request = alter_configs_request(kind=kind, name=name, operations=operations)
         response = send_to_any_broker(
             options["bootstrap_server"], request, timeout=options["timeout"]
         )

@@ -12,21 +12,28 @@
 
 Everything goes over the Kafka protocol (confluent-kafka's AdminClient, and Weir's kio client
 for OffsetDelete), except ``--force-rebalance``, which Kafka has no request for: it is sent to
-the group's coordinator through Redis (``weir.group_admin``), so it needs
-``WEIR_REDIS_URL`` and ``WEIR_CLUSTER_ID`` like the brokers.
+the group's coordinator over the broker command channel (``weir.commands``), so it needs
+``WEIR_REDIS_URL`` and ``WEIR_CLUSTER_ID`` like the brokers. The reads and the rebalance are
+the ones the REST API uses (``groups.selectors``, ``groups.services``); this module parses
+flags and prints what ``kafka-consumer-groups.sh`` prints.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
+from brokers.management.kafka_admin import add_tool_arguments, admin_client, api_errors
+from groups.selectors import (
+    group_committed_offsets,
+    group_description,
+    kafka_state,
+    partition_offsets,
+)
+from groups.services import group_rebalance_send
 from weir.coordinator.offset_reset import reset_target
 
 ACTIONS = ("list", "describe", "reset_offsets", "delete", "delete_offsets", "force_rebalance")
@@ -86,14 +93,17 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_bootstrap_argument(parser)
-        actions = parser.add_mutually_exclusive_group(required=True)
-        actions.add_argument("--list", action="store_true")
-        actions.add_argument("--describe", action="store_true")
-        actions.add_argument("--reset-offsets", action="store_true")
-        actions.add_argument("--delete", action="store_true")
-        actions.add_argument("--delete-offsets", action="store_true")
-        actions.add_argument("--force-rebalance", action="store_true")
+        add_tool_arguments(
+            parser,
+            [
+                "--list",
+                "--describe",
+                "--reset-offsets",
+                "--delete",
+                "--delete-offsets",
+                "--force-rebalance",
+            ],
+        )
         parser.add_argument("--group", action="append", default=[])
         parser.add_argument("--all-groups", action="store_true")
         parser.add_argument("--members", action="store_true")
@@ -165,45 +175,23 @@ class Command(BaseCommand):
         return sorted(g.group_id for g in listing.valid)
 
     def _description(self, group: str) -> Any:
-        return self._result(
-            self.admin.describe_consumer_groups([group], request_timeout=self.timeout)[group]
-        )
+        with api_errors():
+            return group_description(admin=self.admin, group=group, timeout_s=self.timeout)
 
     def _committed(self, group: str) -> dict[tuple[str, int], int]:
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
-        result = self._result(
-            self.admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout
-            )[group]
-        )
-        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+        with api_errors():
+            return group_committed_offsets(admin=self.admin, group=group, timeout_s=self.timeout)
 
     def _offsets(self, partitions: list[tuple[str, int]], spec: Any) -> dict[tuple[str, int], int]:
-        from confluent_kafka import TopicPartition
-
-        if not partitions:
-            return {}
-        futures = self.admin.list_offsets(
-            {TopicPartition(t, p): spec for t, p in partitions}, request_timeout=self.timeout
-        )
-        return {(tp.topic, tp.partition): self._result(f).offset for tp, f in futures.items()}
+        with api_errors():
+            return partition_offsets(
+                admin=self.admin, partitions=partitions, spec=spec, timeout_s=self.timeout
+            )
 
     def _latest(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         from confluent_kafka.admin import OffsetSpec
 
         return self._offsets(partitions, OffsetSpec.latest())
-
-    @staticmethod
-    def _state(description: Any) -> str:
-        name = getattr(description.state, "name", str(description.state))
-        return {
-            "STABLE": "Stable",
-            "EMPTY": "Empty",
-            "DEAD": "Dead",
-            "PREPARING_REBALANCING": "PreparingRebalance",
-            "COMPLETING_REBALANCING": "CompletingRebalance",
-        }.get(name, name.title())
 
     # --list --------------------------------------------------------------------------------
     def _list(self) -> None:
@@ -213,7 +201,7 @@ class Command(BaseCommand):
     # --describe ----------------------------------------------------------------------------
     def _describe(self, group: str) -> None:
         description = self._description(group)
-        state = self._state(description)
+        state = kafka_state(description)
         members = list(description.members)
         if self.options["state"]:
             coordinator = description.coordinator
@@ -310,7 +298,7 @@ class Command(BaseCommand):
             )
         if not self.options["topic"] and not self.options["all_topics"]:
             raise CommandError("--reset-offsets needs --topic or --all-topics")
-        state = self._state(self._description(group))
+        state = kafka_state(self._description(group))
         if state not in INACTIVE:
             raise CommandError(
                 f"Assignments can only be reset if the group '{group}' is inactive, but the "
@@ -439,23 +427,8 @@ class Command(BaseCommand):
 
     # --force-rebalance -----------------------------------------------------------------------
     def _force_rebalance(self, group: str) -> None:
-        import redis.asyncio as aioredis
-
-        from weir.group_admin import force_group_rebalance
-
-        url = os.environ.get("WEIR_REDIS_URL", "redis://127.0.0.1:6379/0")
-        cluster_id = os.environ.get("WEIR_CLUSTER_ID", "weir")
-
-        async def run() -> ErrorCode:
-            client = aioredis.Redis.from_url(url)
-            try:
-                return await force_group_rebalance(
-                    client, cluster_id=cluster_id, group_id=group, timeout_s=self.timeout
-                )
-            finally:
-                await client.aclose()
-
-        error = asyncio.run(run())
+        with api_errors():
+            error = group_rebalance_send(group=group, timeout_s=self.timeout)
         if error is not ErrorCode.none:
             raise CommandError(f"Rebalancing group {group} failed: {error.name.upper()}")
         self.stdout.write(f"Group {group} is rebalancing: its members rejoin now.")

@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
 from kio.schema.errors import ErrorCode
 
 from brokers.management.kafka_admin import add_bootstrap_argument
 from brokers.management.protocol_admin import request_timeout, send_to_controller
-
-ELECTION_TYPES = {"preferred": 0, "unclean": 1}
+from brokers.ops.requests import ELECTION_TYPES, elect_leaders_request
 
 
 class Command(BaseCommand):
@@ -38,14 +36,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         targets = self._targets(options)
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in targets or []:
-            by_topic.setdefault(topic, []).append(partition)
-        request = ElectLeadersRequest(
+        request = elect_leaders_request(
+            targets,
             election_type=ELECTION_TYPES[options["election_type"]],
-            topic_partitions=None
-            if targets is None
-            else tuple(TopicPartitions(topic=t, partitions=tuple(p)) for t, p in by_topic.items()),
             timeout=request_timeout(options["timeout"]),
         )
         response = send_to_controller(options["bootstrap_server"], request)

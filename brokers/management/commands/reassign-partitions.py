@@ -22,21 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from kio.schema.alter_partition_reassignments.v0.request import (
-    AlterPartitionReassignmentsRequest,
-    ReassignablePartition,
-    ReassignableTopic,
-)
 from kio.schema.errors import ErrorCode
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
-from brokers.management.kafka_admin import add_bootstrap_argument, admin_client
+from brokers.management.kafka_admin import add_tool_arguments, admin_client
 from brokers.management.protocol_admin import (
     ClusterInfo,
     cluster_info,
     request_timeout,
     send_to_controller,
 )
+from brokers.ops.requests import alter_reassignments_request, reassignment_outcomes
 from brokers.ops.throttle import (
     Move,
     ThrottleError,
@@ -104,13 +100,7 @@ class Command(BaseCommand):
     help = "Move partition replicas between brokers (kafka-reassign-partitions.sh parity)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_bootstrap_argument(parser)
-        actions = parser.add_mutually_exclusive_group(required=True)
-        actions.add_argument("--generate", action="store_true")
-        actions.add_argument("--execute", action="store_true")
-        actions.add_argument("--verify", action="store_true")
-        actions.add_argument("--cancel", action="store_true")
-        actions.add_argument("--list", action="store_true")
+        add_tool_arguments(parser, ["--generate", "--execute", "--verify", "--cancel", "--list"])
         parser.add_argument("--topics-to-move-json-file")
         parser.add_argument("--broker-list", help="comma-separated broker ids")
         parser.add_argument("--reassignment-json-file")
@@ -197,22 +187,8 @@ class Command(BaseCommand):
     def _alter(
         self, bootstrap: str, plan: list[tuple[str, int, list[int] | None]], timeout: float
     ) -> None:
-        by_topic: dict[str, list[ReassignablePartition]] = {}
-        for topic, partition, replicas in plan:
-            by_topic.setdefault(topic, []).append(
-                ReassignablePartition(
-                    partition_index=partition,
-                    replicas=None if replicas is None else tuple(replicas),
-                )
-            )
         response = send_to_controller(
-            bootstrap,
-            AlterPartitionReassignmentsRequest(
-                timeout=request_timeout(timeout),
-                topics=tuple(
-                    ReassignableTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items()
-                ),
-            ),
+            bootstrap, alter_reassignments_request(plan, timeout=request_timeout(timeout))
         )
         if response.error_code != ErrorCode.none:
             raise CommandError(
@@ -220,10 +196,9 @@ class Command(BaseCommand):
                 f"{response.error_message or ''}"
             )
         failures = [
-            f"{t.name}-{p.partition_index}: {ErrorCode(p.error_code).name} {p.error_message or ''}"
-            for t in response.responses
-            for p in t.partitions
-            if p.error_code != ErrorCode.none
+            f"{t}-{p}: {error.lower()} {message or ''}"
+            for (t, p), (error, message) in reassignment_outcomes(response).items()
+            if error != "NONE"
         ]
         if failures:
             raise CommandError("Error reassigning partition(s):\n" + "\n".join(failures))

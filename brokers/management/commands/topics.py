@@ -19,7 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brokers.management.kafka_admin import (
-    add_bootstrap_argument,
+    add_tool_arguments,
     admin_client,
     parse_config_pairs,
     wait_all,
@@ -30,13 +30,16 @@ class Command(BaseCommand):
     help = "Create, list, describe, alter and delete topics (kafka-topics.sh parity)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_bootstrap_argument(parser)
-        actions = parser.add_mutually_exclusive_group(required=True)
-        actions.add_argument("--create", action="store_true", help="create a topic")
-        actions.add_argument("--list", action="store_true", help="list topic names")
-        actions.add_argument("--describe", action="store_true", help="describe topics")
-        actions.add_argument("--alter", action="store_true", help="add partitions to a topic")
-        actions.add_argument("--delete", action="store_true", help="delete a topic")
+        add_tool_arguments(
+            parser,
+            [
+                ("--create", "create a topic"),
+                ("--list", "list topic names"),
+                ("--describe", "describe topics"),
+                ("--alter", "add partitions to a topic"),
+                ("--delete", "delete a topic"),
+            ],
+        )
         parser.add_argument("--topic", help="topic name")
         parser.add_argument("--partitions", type=int, help="number of partitions")
         parser.add_argument("--replication-factor", type=int, help="replicas per partition")

@@ -4,8 +4,9 @@
                       [--history-interval 5] [--commit-interval-ms 5000]
 
 Each tick computes every group's lag and status and publishes it (:class:`groups.monitor
-.Monitor`), then runs the periodic tasks that are due (``controlplane.periodic``: other apps'
-``periodic`` modules, e.g. the rebalance executor). Errors are logged and the loop goes on,
+.Monitor`), then runs the periodic tasks of the one registry (``controlplane.periodic``) that
+run here (``RunsIn.MONITOR``: other apps' ``periodic`` modules, e.g. the rebalance executor;
+Celery beat runs the rest). Errors are logged and the loop goes on,
 so Redis or the brokers going away only pauses the updates. SIGTERM and Ctrl-C stop it
 between ticks.
 """

@@ -8,7 +8,6 @@ segments; every test uses topics of its own (``unique``), so they share the clus
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from brokers.ops.housekeeping import HousekeepingChannel
 from controlplane.cluster import ClusterGateway
 from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.cluster.conftest import (
@@ -139,7 +137,7 @@ def log_start_checkpoint(cluster: Cluster, broker_id: int, topic: str, index: in
 
 def inventory(gw: ClusterGateway, broker_id: int, topic: str) -> dict[str, Any]:
     """One broker's inventory entry of ``topic``-0 (through the housekeeping channel)."""
-    channel = HousekeepingChannel(gw, deadline=time.monotonic() + 10)
+    channel = gw.commands(timeout_s=10)
     reply = channel.request({broker_id: ("inventory", {"topics": [topic]})})[broker_id]
     assert reply.ok, reply.error
     (entry,) = [p for p in reply.result["partitions"] if p["partition"] == 0]

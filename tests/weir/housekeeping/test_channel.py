@@ -1,5 +1,6 @@
-"""The housekeeping channel under bad input and silent brokers: every command gets an answer
-or the run an error line, never a hang, and a broker keeps serving after nonsense."""
+"""The command channel (housekeeping commands) under bad input and silent brokers: every
+command gets an answer or the run an error line, never a hang, and a broker keeps serving
+after nonsense."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 
 import pytest
 
-from brokers.ops.housekeeping import HousekeepingChannel, run_retention
+from brokers.ops.housekeeping import run_retention
 from controlplane.cluster import ClusterGateway
 from tests.weir.cluster.conftest import BROKER_IDS, Cluster
 from tests.weir.housekeeping.conftest import inventory, produce_records
@@ -22,7 +23,7 @@ def test_bad_commands_get_an_error_and_the_broker_keeps_serving(
     topic = unique("plain")
     hk_cluster.create_topic(topic)
     broker_id = hk_cluster.leader(topic)
-    channel = HousekeepingChannel(gw, deadline=time.monotonic() + 15)
+    channel = gw.commands(timeout_s=15)
     bad: list[tuple[str, object]] = [
         ("shred", {}),
         ("inventory", {"topics": "not-a-list"}),
@@ -44,13 +45,13 @@ def test_bad_commands_get_an_error_and_the_broker_keeps_serving(
     assert "above the high watermark" in item["error"]
     for (command, _), reply in zip([b for i, b in enumerate(bad) if i != 4], answers, strict=True):
         assert not reply.ok and reply.error, (command, reply)
-    assert "unknown housekeeping command" in answers[0].error
+    assert "unknown command 'shred'" in answers[0].error
     assert "not compact" in answers[4].error
 
     # Args that are not JSON at all, straight onto the stream.
-    reply_to = gw.keys.housekeeping_reply(unique("raw"))
+    reply_to = gw.keys.command_reply(unique("raw"))
     gw.redis.xadd(
-        gw.keys.housekeeping_commands(broker_id),
+        gw.keys.broker_commands(broker_id),
         {"id": "raw", "command": "inventory", "args": "{not json", "reply_to": reply_to},
     )
     popped = gw.redis.blpop([reply_to], timeout=4)
@@ -65,7 +66,7 @@ def test_bad_commands_get_an_error_and_the_broker_keeps_serving(
 
 
 def test_an_unknown_broker_is_an_error_at_once(gw: ClusterGateway) -> None:
-    channel = HousekeepingChannel(gw, deadline=time.monotonic() + 30)
+    channel = gw.commands(timeout_s=30)
     reply = channel.request({99: ("inventory", {})})[99]
     assert (reply.ok, reply.error) == (False, "broker is not alive")
 
@@ -80,7 +81,7 @@ def test_a_silent_broker_is_an_error_not_a_hang(
     try:
         result = run_retention(gw=gw, topics=[topic], timeout_s=1.5)
         # One more command that expires while the broker sleeps.
-        expiring = HousekeepingChannel(gw, deadline=time.monotonic() + 0.3)
+        expiring = gw.commands(timeout_s=0.3)
         reply_to = expiring.send(silent, "inventory", {"topics": [topic]})
         time.sleep(0.5)
     finally:

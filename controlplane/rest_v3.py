@@ -1,5 +1,8 @@
 """What every REST Proxy v3 resource shares: cluster check, URLs, resource shapes, errors.
 
+The brokers, topics and groups apps each serve part of Confluent's v3 API; this module is
+the shape they share, so a resource reads the same whichever app serves it.
+
 Confluent's v3 resources all look alike: ``{"kind": "KafkaTopic", "metadata": {"self": <url>,
 "resource_name": "crn:///kafka=<cluster>/topic=<name>"}, ...fields, "<link>": {"related":
 <url>}}``, and collections ``{"kind": "KafkaTopicList", "metadata": {"self": <url>, "next":
@@ -14,12 +17,15 @@ there.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema
 from kio.schema.errors import ErrorCode
 from rest_framework import serializers
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from controlplane.errors import ApiError, BadRequest, Conflict, KafkaUnavailable, NotFound
 
@@ -28,7 +34,11 @@ __all__ = [
     "ListMetadataSerializer",
     "RelationshipSerializer",
     "ResourceMetadataSerializer",
+    "SynonymSerializer",
+    "V3ReadView",
+    "config_fields",
     "kafka_error_status",
+    "parse_int",
     "raise_for_kafka_error",
     "resource_serializer",
 ]
@@ -80,6 +90,17 @@ def raise_for_kafka_error(code: int, message: str | None, *, what: str) -> None:
     raise cls(text)
 
 
+def parse_int(text: str, *, what: str) -> int:
+    """A path segment that must be a non-negative integer, else 404 naming it."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise NotFound(f"{what} {text!r} not found: it must be an integer") from None
+    if value < 0 or value > 2**31 - 1:
+        raise NotFound(f"{what} {text!r} not found")
+    return value
+
+
 class V3:
     """URL and resource builders for one v3 request on cluster ``cluster_id``."""
 
@@ -115,6 +136,12 @@ class V3:
             **fields,
         }
 
+    def listing(
+        self, kind: str, self_parts: tuple[object, ...], data: list[dict[str, Any]]
+    ) -> Response:
+        """The response to a list request: :meth:`collection` with status 200."""
+        return Response(self.collection(kind, self_parts, data))
+
     def collection(
         self, kind: str, self_parts: tuple[object, ...], data: list[dict[str, Any]]
     ) -> dict[str, Any]:
@@ -124,6 +151,32 @@ class V3:
             "metadata": {"self": self.url(*self_parts), "next": None},
             "data": data,
         }
+
+
+class V3ReadView(APIView):
+    """A v3 endpoint that reads: ``GET`` checks the cluster, builds the :class:`V3` and
+    answers what ``read(v3, **path)`` returns (a resource dict, or a ``v3.listing``).
+
+    A subclass sets ``read_schema`` (drf-spectacular's ``extend_schema`` arguments for its
+    GET) and writes ``read``; its other methods stay plain DRF methods.
+    """
+
+    read_schema: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "read" not in cls.__dict__:
+            return
+
+        # A function per class: extend_schema records the schema on the function itself.
+        def get(self: V3ReadView, request: Request, cluster_id: str, **path: str) -> Response:
+            answer = self.read(V3(request, cluster_id), **path)
+            return answer if isinstance(answer, Response) else Response(answer)
+
+        cls.get = extend_schema(**cls.read_schema)(get)  # type: ignore[method-assign]
+
+    def read(self, v3: V3, **path: str) -> dict[str, Any] | Response:
+        raise NotImplementedError
 
 
 # -- schema serializers (documentation and schemathesis' response checks) --------------------
@@ -162,3 +215,22 @@ def resource_serializer(
         },
     )
     return item, listing
+
+
+class SynonymSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    value = serializers.CharField(allow_null=True)
+    source = serializers.CharField()
+
+
+def config_fields() -> dict[str, serializers.Field]:
+    """The fields of every v3 config resource (broker, cluster-wide and topic configs)."""
+    return {
+        "name": serializers.CharField(),
+        "value": serializers.CharField(allow_null=True),
+        "is_default": serializers.BooleanField(),
+        "is_read_only": serializers.BooleanField(),
+        "is_sensitive": serializers.BooleanField(),
+        "source": serializers.CharField(),
+        "synonyms": SynonymSerializer(many=True),
+    }
