@@ -38,6 +38,7 @@ from weir.handlers import (
 from weir.handlers import groups as group_api
 from weir.handlers import metadata as metadata_api
 from weir.handlers._authz import Access
+from weir.handlers._leader import Leaders
 
 if TYPE_CHECKING:
     from weir.controller import Controller
@@ -80,6 +81,7 @@ def registry(
     parts: dict[str, Any] = {
         "metadata": metadata,
         "replicas": replicas,
+        "leaders": Leaders(metadata, replicas),
         "access": Access(authorizer),
         "groups": groups,
         "lease": lease,

@@ -2,12 +2,15 @@
 
 kio generates one dataclass per message version, and fields come and go between versions.
 Handlers pass every field any version may want; ``make`` keeps the ones this version's class
-has. Nested classes are found by name in the response class's module.
+has. Nested classes are found by name in the response class's module. ``per_partition`` is
+the shape every topic/partition request answers in: one result per requested partition,
+grouped by topic as asked, and a topic the principal may not touch denied as a whole.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from datetime import timedelta
 from functools import cache
@@ -15,7 +18,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 
-__all__ = ["NO_THROTTLE", "make", "response_class", "response_types"]
+__all__ = ["NO_THROTTLE", "make", "per_partition", "response_class", "response_types"]
 
 NO_THROTTLE = timedelta(0)
 
@@ -57,3 +60,38 @@ def _absent(**_: Any) -> None:
 @cache
 def response_types(api_key: int, api_version: int) -> _Types:
     return _Types(sys.modules[response_class(api_key, api_version).__module__])
+
+
+def per_partition(
+    request_topics: Iterable[Any],
+    *,
+    topic_cls: type,
+    partition_cls: type,
+    allowed: Callable[[str], bool],
+    answer: Callable[[str, Any], Mapping[str, Any]],
+    denied: Mapping[str, Any],
+    name: str = "name",
+    index: str = "partition_index",
+) -> tuple[Any, ...]:
+    """One ``topic_cls`` per requested topic holding one ``partition_cls`` per requested
+    partition, in request order.
+
+    ``allowed(topic)`` is asked once per topic; a denied topic's partitions all answer
+    ``denied`` and are never looked at. Otherwise ``answer(topic, partition)`` gives the
+    partition's fields. ``name`` and ``index`` are the topic-name and partition-index field
+    names, which the request and response share.
+    """
+    results = []
+    for topic in request_topics:
+        topic_name = getattr(topic, name)
+        ok = allowed(topic_name)
+        partitions = tuple(
+            make(
+                partition_cls,
+                **{index: getattr(p, index)},
+                **(answer(topic_name, p) if ok else denied),
+            )
+            for p in topic.partitions
+        )
+        results.append(make(topic_cls, **{name: topic_name}, partitions=partitions))
+    return tuple(results)
