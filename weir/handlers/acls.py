@@ -26,12 +26,10 @@ from redis.exceptions import RedisError
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.protocol.codec import Request
 from weir.security.acl import (
-    CLUSTER_NAME,
     AclBinding,
     AclBindingFilter,
     AclOperation,
     InvalidAclError,
-    ResourceType,
     operation,
     pattern_type,
     permission,
@@ -82,10 +80,6 @@ def _binding(raw: Any) -> AclBinding:
     )
 
 
-def _cluster_allowed(access: Access, ctx: ConnectionContext, op: AclOperation) -> bool:
-    return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
-
-
 async def handle_describe(
     ctx: ConnectionContext,
     request: Request,
@@ -102,7 +96,7 @@ async def handle_describe(
             cls, throttle_time=NO_THROTTLE, error_code=code, error_message=message, resources=()
         )
 
-    if not _cluster_allowed(access, ctx, AclOperation.DESCRIBE):
+    if not access.on_cluster(ctx, AclOperation.DESCRIBE):
         return fail(ErrorCode.cluster_authorization_failed, _DENIED.format(what="describe"))
     flt = _filter(request.body)
     try:
@@ -153,7 +147,7 @@ async def handle_create(
     creations = request.body.creations
     outcomes: list[tuple[ErrorCode, str | None]] = []
     valid: list[AclBinding] = []
-    allowed = _cluster_allowed(access, ctx, AclOperation.ALTER)
+    allowed = access.on_cluster(ctx, AclOperation.ALTER)
     for raw in creations:
         if not allowed:
             outcomes.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="create")))
@@ -195,7 +189,7 @@ async def handle_delete(
     types = response_types(DELETE_KEY, version)
     filters = [_filter(raw) for raw in request.body.filters]
     errors: list[tuple[ErrorCode, str | None]] = []
-    allowed = _cluster_allowed(access, ctx, AclOperation.ALTER)
+    allowed = access.on_cluster(ctx, AclOperation.ALTER)
     for flt in filters:
         if not allowed:
             errors.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="delete")))

@@ -13,8 +13,9 @@ from kio.schema.errors import ErrorCode
 
 from weir.controller import IsrChangeRequest
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._controller import controller_epoch
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -44,19 +45,12 @@ async def handle_alter_partition(
     body = request.body
     version = request.api_version
     types = response_types(ALTER_PARTITION_KEY, version)
-    if not access.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
-        return make(
-            response_class(ALTER_PARTITION_KEY, version),
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            topics=(),
-        )
-    epoch = lease.epoch
+    error, epoch = controller_epoch(ctx, access, lease, AclOperation.CLUSTER_ACTION)
     if epoch is None:
         return make(
             response_class(ALTER_PARTITION_KEY, version),
             throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.not_controller,
+            error_code=error,
             topics=(),
         )
     topics = []
@@ -112,21 +106,9 @@ async def handle_elect_leaders(
     types = response_types(ELECT_LEADERS_KEY, version)
     cls = response_class(ELECT_LEADERS_KEY, version)
     election_type = getattr(body, "election_type", PREFERRED)
-    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            replica_election_results=(),
-        )
-    epoch = lease.epoch
+    error, epoch = controller_epoch(ctx, access, lease, AclOperation.ALTER)
     if epoch is None:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.not_controller,
-            replica_election_results=(),
-        )
+        return make(cls, throttle_time=NO_THROTTLE, error_code=error, replica_election_results=())
     if body.topic_partitions is None:
         targets = None
     else:

@@ -7,6 +7,7 @@ work is in ``weir.topic_admin``; this module only maps requests and responses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -14,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from weir import topic_admin
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -30,29 +31,20 @@ INCREMENTAL_VERSIONS = (0, 1)
 
 
 _TOPIC_CONFIG = 2
+_DENIED = "not authorized"
 
 
 def _may(access: Access, ctx: ConnectionContext, op: AclOperation, resource: Any) -> bool:
     """Kafka: ``op`` on the topic for topic configs, on the cluster for broker configs."""
     if resource.resource_type == _TOPIC_CONFIG:
         return access.authorize(ctx, op, ResourceType.TOPIC, resource.resource_name)
-    return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+    return access.on_cluster(ctx, op)
 
 
 def _denied(resource: Any) -> ErrorCode:
     if resource.resource_type == _TOPIC_CONFIG:
         return ErrorCode.topic_authorization_failed
     return ErrorCode.cluster_authorization_failed
-
-
-def _alter_denied(types: Any, resource: Any) -> Any:
-    return make(
-        types.AlterConfigsResourceResponse,
-        error_code=_denied(resource),
-        error_message="not authorized",
-        resource_type=resource.resource_type,
-        resource_name=resource.resource_name,
-    )
 
 
 async def handle_describe(
@@ -66,7 +58,7 @@ async def handle_describe(
     results = []
     for resource in body.resources:
         if not _may(access, ctx, AclOperation.DESCRIBE_CONFIGS, resource):
-            outcome = topic_admin.ConfigsOutcome(_denied(resource), "not authorized")
+            outcome = topic_admin.ConfigsOutcome(_denied(resource), _DENIED)
         else:
             outcome = admin.describe_configs(
                 resource_type=resource.resource_type,
@@ -117,32 +109,14 @@ async def handle_alter(
     ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
 ) -> Any:
     """Legacy AlterConfigs: the given set replaces every dynamic config of the resource."""
-    body = request.body
-    version = request.api_version
-    types = response_types(ALTER_KEY, version)
-    responses = []
-    for resource in body.resources:
-        if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
-            responses.append(_alter_denied(types, resource))
-            continue
-        outcome = await admin.alter_configs(
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-            operations=[(c.name, topic_admin.OP_SET, c.value) for c in resource.configs],
-            replace=True,
-            validate_only=body.validate_only,
-        )
-        responses.append(
-            make(
-                types.AlterConfigsResourceResponse,
-                error_code=outcome.error,
-                error_message=outcome.message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        )
-    return make(
-        response_class(ALTER_KEY, version), throttle_time=NO_THROTTLE, responses=tuple(responses)
+    return await _alter(
+        ALTER_KEY,
+        ctx,
+        request,
+        access,
+        admin,
+        lambda c: (c.name, topic_admin.OP_SET, c.value),
+        replace=True,
     )
 
 
@@ -150,21 +124,45 @@ async def handle_incremental(
     ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
 ) -> Any:
     """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT per config (KIP-339)."""
+    return await _alter(
+        INCREMENTAL_KEY,
+        ctx,
+        request,
+        access,
+        admin,
+        lambda c: (c.name, c.config_operation, c.value),
+        replace=False,
+    )
+
+
+async def _alter(
+    api_key: int,
+    ctx: ConnectionContext,
+    request: Request,
+    access: Access,
+    admin: TopicAdmin,
+    operation: Callable[[Any], tuple[str, int, str | None]],
+    *,
+    replace: bool,
+) -> Any:
+    """Both alter APIs: per resource, ALTER_CONFIGS or a denial, then ``operation`` of each
+    requested config applied by the topic admin; they differ only in how a config entry
+    reads as an operation and whether the set replaces the resource's dynamic configs."""
     body = request.body
     version = request.api_version
-    types = response_types(INCREMENTAL_KEY, version)
+    types = response_types(api_key, version)
     responses = []
     for resource in body.resources:
         if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
-            responses.append(_alter_denied(types, resource))
-            continue
-        outcome = await admin.alter_configs(
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-            operations=[(c.name, c.config_operation, c.value) for c in resource.configs],
-            replace=False,
-            validate_only=body.validate_only,
-        )
+            outcome = topic_admin.ConfigsOutcome(_denied(resource), _DENIED)
+        else:
+            outcome = await admin.alter_configs(
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                operations=[operation(c) for c in resource.configs],
+                replace=replace,
+                validate_only=body.validate_only,
+            )
         responses.append(
             make(
                 types.AlterConfigsResourceResponse,
@@ -175,7 +173,5 @@ async def handle_incremental(
             )
         )
     return make(
-        response_class(INCREMENTAL_KEY, version),
-        throttle_time=NO_THROTTLE,
-        responses=tuple(responses),
+        response_class(api_key, version), throttle_time=NO_THROTTLE, responses=tuple(responses)
     )

@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.log.errors import OffsetOutOfRangeError
 from weir.protocol.codec import RecordsRegion, Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def _authorized(
     if not access.enabled:
         return wanted, []
     if replica_id >= 0:
-        ok = access.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+        ok = access.on_cluster(ctx, AclOperation.CLUSTER_ACTION)
         allowed = {topic: ok for topic, _ in wanted}
     else:
         allowed = {

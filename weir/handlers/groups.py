@@ -20,7 +20,6 @@ from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
-    CLUSTER_NAME,
     AclOperation,
     ResourceType,
 )
@@ -56,6 +55,37 @@ def _ms(value: timedelta | int | None) -> int:
 def _may(access: Access, ctx: ConnectionContext, op: AclOperation, group_id: str) -> bool:
     """``op`` on the group (Kafka: Read for membership and offsets, Describe to look it up)."""
     return access.authorize(ctx, op, ResourceType.GROUP, group_id)
+
+
+def _shard(
+    access: Access,
+    ctx: ConnectionContext,
+    groups: GroupCoordinator,
+    op: AclOperation,
+    group_id: str,
+) -> Shard | ErrorCode:
+    """The shard that holds ``group_id``, if the principal may ``op`` on the group and this
+    broker coordinates it; else the error the group answers."""
+    if not _may(access, ctx, op, group_id):
+        return ErrorCode.group_authorization_failed
+    try:
+        return groups.shard_for(group_id)
+    except CoordinatorError as exc:
+        return exc.error
+
+
+def _member_group(
+    access: Access, ctx: ConnectionContext, groups: GroupCoordinator, group_id: str
+) -> tuple[Shard, Group] | ErrorCode:
+    """(shard, group) for a member's SyncGroup, Heartbeat or LeaveGroup: Read on the group,
+    coordinated here, and known (UNKNOWN_MEMBER_ID otherwise); else the error to answer."""
+    shard = _shard(access, ctx, groups, AclOperation.READ, group_id)
+    if isinstance(shard, ErrorCode):
+        return shard
+    group = shard.groups.get(group_id)
+    if group is None:
+        return ErrorCode.unknown_member_id
+    return shard, group
 
 
 def _client_host(ctx: ConnectionContext) -> str:
@@ -164,12 +194,9 @@ async def handle_join_group(
             members=fields.get("members", ()),
         )
 
-    if not _may(access, ctx, AclOperation.READ, body.group_id):
-        return reply(ErrorCode.group_authorization_failed)
-    try:
-        shard = groups.shard_for(body.group_id)
-    except CoordinatorError as exc:
-        return reply(exc.error)
+    shard = _shard(access, ctx, groups, AclOperation.READ, body.group_id)
+    if isinstance(shard, ErrorCode):
+        return reply(shard)
     group = shard.groups.get(body.group_id)
     if group is None:
         if body.member_id:
@@ -264,15 +291,10 @@ async def handle_sync_group(
             assignment=assignment,
         )
 
-    if not _may(access, ctx, AclOperation.READ, body.group_id):
-        return reply(ErrorCode.group_authorization_failed)
-    try:
-        shard = groups.shard_for(body.group_id)
-    except CoordinatorError as exc:
-        return reply(exc.error)
-    group = shard.groups.get(body.group_id)
-    if group is None:
-        return reply(ErrorCode.unknown_member_id)
+    found = _member_group(access, ctx, groups, body.group_id)
+    if isinstance(found, ErrorCode):
+        return reply(found)
+    shard, group = found
     outcome = group.sync(
         member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
@@ -304,15 +326,10 @@ async def handle_heartbeat(
 ) -> Any:
     body = request.body
     cls = response_class(HEARTBEAT_KEY, request.api_version)
-    if not _may(access, ctx, AclOperation.READ, body.group_id):
-        return make(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.group_authorization_failed)
-    try:
-        shard = groups.shard_for(body.group_id)
-    except CoordinatorError as exc:
-        return make(cls, throttle_time=NO_THROTTLE, error_code=exc.error)
-    group = shard.groups.get(body.group_id)
-    if group is None:
-        return make(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.unknown_member_id)
+    found = _member_group(access, ctx, groups, body.group_id)
+    if isinstance(found, ErrorCode):
+        return make(cls, throttle_time=NO_THROTTLE, error_code=found)
+    shard, group = found
     error = group.heartbeat(
         member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
@@ -360,15 +377,10 @@ async def handle_leave_group(
             ),
         )
 
-    if not _may(access, ctx, AclOperation.READ, body.group_id):
-        return reply(ErrorCode.group_authorization_failed)
-    try:
-        shard = groups.shard_for(body.group_id)
-    except CoordinatorError as exc:
-        return reply(exc.error)
-    group = shard.groups.get(body.group_id)
-    if group is None:
-        return reply(ErrorCode.unknown_member_id)
+    found = _member_group(access, ctx, groups, body.group_id)
+    if isinstance(found, ErrorCode):
+        return reply(found)
+    shard, group = found
     outcome = group.leave(members, now_ms=time_ms())
     groups.process(shard, group, outcome.completions)
     response = outcome.reply
@@ -394,14 +406,9 @@ async def handle_describe_groups(
     want_ops = bool(getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
-        if not _may(access, ctx, AclOperation.DESCRIBE, group_id):
-            denied = ErrorCode.group_authorization_failed
-            described.append(_described(types, group_id, denied, "", "", "", ()))
-            continue
-        try:
-            shard = groups.shard_for(group_id)
-        except CoordinatorError as exc:
-            described.append(_described(types, group_id, exc.error, "", "", "", ()))
+        shard = _shard(access, ctx, groups, AclOperation.DESCRIBE, group_id)
+        if isinstance(shard, ErrorCode):
+            described.append(_described(types, group_id, shard, "", "", "", ()))
             continue
         group = shard.groups.get(group_id)
         if group is None:
@@ -475,7 +482,7 @@ async def handle_list_groups(
     wanted = {s.lower() for s in getattr(request.body, "states_filter", ()) or ()}
     loading = any(not shard.loaded for shard in groups.shards.values())
     listed = []
-    everything = access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+    everything = access.on_cluster(ctx, AclOperation.DESCRIBE)
     for _, group in groups.all_groups():
         state = group.state.value
         if state == "Dead" or (wanted and state.lower() not in wanted):
@@ -510,13 +517,13 @@ async def handle_delete_groups(
     types = response_types(DELETE_GROUPS_KEY, version)
     results = []
     for group_id in request.body.groups_names:
-        if not _may(access, ctx, AclOperation.DELETE, group_id):
-            denied = ErrorCode.group_authorization_failed
-            results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=denied))
-            continue
+        shard = _shard(access, ctx, groups, AclOperation.DELETE, group_id)
         try:
-            shard = groups.shard_for(group_id)
-            error = await groups.delete_group(shard, group_id)
+            error = (
+                shard
+                if isinstance(shard, ErrorCode)
+                else await groups.delete_group(shard, group_id)
+            )
         except CoordinatorError as exc:
             error = exc.error
         results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=error))

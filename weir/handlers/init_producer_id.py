@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ _MAX_EPOCH = 32767
 def _may_write_idempotently(metadata: MetadataView, access: Access, ctx: ConnectionContext) -> bool:
     """Kafka 3.x: IdempotentWrite on the cluster, or Write on any topic (checked against the
     topics that exist, where Kafka asks whether any Write ACL could match)."""
-    if access.authorize(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+    if access.on_cluster(ctx, AclOperation.IDEMPOTENT_WRITE):
         return True
     return any(
         access.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, name)

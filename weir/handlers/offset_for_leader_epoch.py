@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, per_partition, response_class, response_types
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -29,9 +29,7 @@ async def handle(
 ) -> Any:
     types = response_types(API_KEY, request.api_version)
     replica = getattr(request.body, "replica_id", -1) >= 0
-    cluster_ok = replica and access.authorize(
-        ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
-    )
+    cluster_ok = replica and access.on_cluster(ctx, AclOperation.CLUSTER_ACTION)
     topics = per_partition(
         request.body.topics,
         topic_cls=types.OffsetForLeaderTopicResult,

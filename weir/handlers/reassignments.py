@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._controller import controller_epoch
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ ALTER_KEY = 45
 ALTER_VERSIONS = (0, 0)
 LIST_KEY = 46
 LIST_VERSIONS = (0, 0)
+
+_NOT_CONTROLLER = "this broker is not the controller"
 
 
 async def handle_alter(
@@ -39,21 +42,13 @@ async def handle_alter(
     version = request.api_version
     types = response_types(ALTER_KEY, version)
     cls = response_class(ALTER_KEY, version)
-    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
-            responses=(),
-        )
-    epoch = lease.epoch
+    error, epoch = controller_epoch(ctx, access, lease, AclOperation.ALTER)
     if epoch is None:
         return make(
             cls,
             throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.not_controller,
-            error_message="this broker is not the controller",
+            error_code=error,
+            error_message=_NOT_CONTROLLER if error is ErrorCode.not_controller else None,
             responses=(),
         )
     requests = [
@@ -96,7 +91,7 @@ async def handle_list(
     body = request.body
     version = request.api_version
     types = response_types(LIST_KEY, version)
-    if not access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.on_cluster(ctx, AclOperation.DESCRIBE):
         return make(
             response_class(LIST_KEY, version),
             throttle_time=NO_THROTTLE,

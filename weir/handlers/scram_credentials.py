@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_BY_ID,
@@ -47,7 +47,7 @@ async def handle_describe(
 ) -> Any:
     version = request.api_version
     types = response_types(DESCRIBE_KEY, version)
-    if not access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.on_cluster(ctx, AclOperation.DESCRIBE):
         return make(
             response_class(DESCRIBE_KEY, version),
             throttle_time=NO_THROTTLE,
@@ -115,7 +115,7 @@ async def handle_alter(
     def fail(user: str, code: ErrorCode, message: str) -> None:
         errors.setdefault(user, (code, message))
 
-    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.on_cluster(ctx, AclOperation.ALTER):
         for user in counts:
             fail(user, ErrorCode.cluster_authorization_failed, "not authorized")
     for user, count in counts.items():

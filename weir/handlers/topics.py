@@ -6,6 +6,7 @@ resend to the controller named in Metadata, as with Kafka.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -13,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from weir import topic_admin
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _may(
         view = metadata.topic_view_by_id(topic_id)
         name = view.name if view is not None else None
     if name is None:
-        return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+        return access.on_cluster(ctx, op)
     return access.authorize(ctx, op, ResourceType.TOPIC, name)
 
 
@@ -71,6 +72,20 @@ async def _forward(
         return None
     timeout_s = request.body.timeout.total_seconds() + 10
     return await channel.forward(request.body, timeout_s)
+
+
+async def _unless_refused(
+    allowed: bool,
+    lease: ControllerLease,
+    act: Callable[[], Awaitable[topic_admin.TopicOutcome]],
+) -> topic_admin.TopicOutcome:
+    """One topic of a topic-admin request: denied, NOT_CONTROLLER (a request answered here
+    because it was not forwarded), or ``act``'s outcome."""
+    if not allowed:
+        return topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+    if not lease.is_controller:
+        return topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+    return await act()
 
 
 async def handle_create_topics(
@@ -100,19 +115,19 @@ async def handle_create_topics(
             outcome = topic_admin.TopicOutcome(
                 ErrorCode.invalid_request, f"topic {topic.name} appears more than once"
             )
-        elif not allowed[topic.name]:
-            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not lease.is_controller:
-            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
         else:
-            outcome = await admin.create_topic(
-                name=topic.name,
-                num_partitions=topic.num_partitions,
-                replication_factor=topic.replication_factor,
-                assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
-                configs={c.name: c.value for c in topic.configs},
-                validate_only=body.validate_only,
-                timeout_ms=timeout_ms,
+            outcome = await _unless_refused(
+                allowed[topic.name],
+                lease,
+                lambda topic=topic: admin.create_topic(
+                    name=topic.name,
+                    num_partitions=topic.num_partitions,
+                    replication_factor=topic.replication_factor,
+                    assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
+                    configs={c.name: c.value for c in topic.configs},
+                    validate_only=body.validate_only,
+                    timeout_ms=timeout_ms,
+                ),
             )
         results.append(
             make(
@@ -170,12 +185,13 @@ async def handle_delete_topics(
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     results = []
     for name, topic_id in targets:
-        if not allowed[(name, topic_id)]:
-            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not lease.is_controller:
-            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
-        else:
-            outcome = await admin.delete_topic(name=name, topic_id=topic_id, timeout_ms=timeout_ms)
+        outcome = await _unless_refused(
+            allowed[(name, topic_id)],
+            lease,
+            lambda name=name, topic_id=topic_id: admin.delete_topic(
+                name=name, topic_id=topic_id, timeout_ms=timeout_ms
+            ),
+        )
         results.append(
             make(
                 types.DeletableTopicResult,
@@ -215,12 +231,10 @@ async def handle_create_partitions(
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     results = []
     for topic in body.topics:
-        if not allowed[topic.name]:
-            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not lease.is_controller:
-            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
-        else:
-            outcome = await admin.create_partitions(
+        outcome = await _unless_refused(
+            allowed[topic.name],
+            lease,
+            lambda topic=topic: admin.create_partitions(
                 name=topic.name,
                 count=topic.count,
                 assignments=(
@@ -230,7 +244,8 @@ async def handle_create_partitions(
                 ),
                 validate_only=body.validate_only,
                 timeout_ms=timeout_ms,
-            )
+            ),
+        )
         results.append(
             make(
                 types.CreatePartitionsTopicResult,
