@@ -114,7 +114,7 @@ def registry(
             topics.CREATE_PARTITIONS_VERSIONS,
             topics.handle_create_partitions,
         ),
-        (configs.INCREMENTAL_KEY, configs.INCREMENTAL_VERSIONS, configs.handle_incremental),
+        (configs.INCREMENTAL_KEY, configs.INCREMENTAL_VERSIONS, configs.handle_alter),
         (
             offset_for_leader_epoch.API_KEY,
             offset_for_leader_epoch.VERSIONS,

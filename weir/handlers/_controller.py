@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from weir.controller_lease import ControllerLease
+    from weir.controller import Controller
     from weir.handlers._authz import Access
     from weir.security.acl import AclOperation
     from weir.server import ConnectionContext
@@ -18,13 +18,13 @@ __all__ = ["controller_epoch"]
 
 
 def controller_epoch(
-    ctx: ConnectionContext, access: Access, lease: ControllerLease, op: AclOperation
+    ctx: ConnectionContext, access: Access, controller: Controller, op: AclOperation
 ) -> tuple[ErrorCode, int | None]:
     """(NONE, the lease epoch), or (CLUSTER_AUTHORIZATION_FAILED or NOT_CONTROLLER, None):
     the error the whole request answers."""
     if not access.on_cluster(ctx, op):
         return ErrorCode.cluster_authorization_failed, None
-    epoch = lease.epoch
+    epoch = controller.epoch
     if epoch is None:
         return ErrorCode.not_controller, None
     return ErrorCode.none, epoch

@@ -20,7 +20,6 @@ from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.controller import Controller
-    from weir.controller_lease import ControllerLease
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
 
@@ -39,13 +38,12 @@ async def handle_alter_partition(
     *,
     metadata: MetadataView,
     access: Access,
-    lease: ControllerLease,
     controller: Controller,
 ) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(ALTER_PARTITION_KEY, version)
-    error, epoch = controller_epoch(ctx, access, lease, AclOperation.CLUSTER_ACTION)
+    error, epoch = controller_epoch(ctx, access, controller, AclOperation.CLUSTER_ACTION)
     if epoch is None:
         return make(
             response_class(ALTER_PARTITION_KEY, version),
@@ -98,7 +96,6 @@ async def handle_elect_leaders(
     request: Request,
     *,
     access: Access,
-    lease: ControllerLease,
     controller: Controller,
 ) -> Any:
     body = request.body
@@ -106,7 +103,7 @@ async def handle_elect_leaders(
     types = response_types(ELECT_LEADERS_KEY, version)
     cls = response_class(ELECT_LEADERS_KEY, version)
     election_type = getattr(body, "election_type", PREFERRED)
-    error, epoch = controller_epoch(ctx, access, lease, AclOperation.ALTER)
+    error, epoch = controller_epoch(ctx, access, controller, AclOperation.ALTER)
     if epoch is None:
         return make(cls, throttle_time=NO_THROTTLE, error_code=error, replica_election_results=())
     if body.topic_partitions is None:

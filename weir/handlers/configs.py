@@ -7,7 +7,6 @@ work is in ``weir.topic_admin``; this module only maps requests and responses.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -108,49 +107,14 @@ async def handle_describe(
 async def handle_alter(
     ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
 ) -> Any:
-    """Legacy AlterConfigs: the given set replaces every dynamic config of the resource."""
-    return await _alter(
-        ALTER_KEY,
-        ctx,
-        request,
-        access,
-        admin,
-        lambda c: (c.name, topic_admin.OP_SET, c.value),
-        replace=True,
-    )
-
-
-async def handle_incremental(
-    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
-) -> Any:
-    """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT per config (KIP-339)."""
-    return await _alter(
-        INCREMENTAL_KEY,
-        ctx,
-        request,
-        access,
-        admin,
-        lambda c: (c.name, c.config_operation, c.value),
-        replace=False,
-    )
-
-
-async def _alter(
-    api_key: int,
-    ctx: ConnectionContext,
-    request: Request,
-    access: Access,
-    admin: TopicAdmin,
-    operation: Callable[[Any], tuple[str, int, str | None]],
-    *,
-    replace: bool,
-) -> Any:
-    """Both alter APIs: per resource, ALTER_CONFIGS or a denial, then ``operation`` of each
-    requested config applied by the topic admin; they differ only in how a config entry
-    reads as an operation and whether the set replaces the resource's dynamic configs."""
+    """AlterConfigs and IncrementalAlterConfigs, one walk: per resource, ALTER_CONFIGS or a
+    denial, then the requested configs applied by the topic admin. Legacy AlterConfigs sets
+    each given config and the set replaces every dynamic config of the resource; the
+    incremental form does SET, DELETE, APPEND or SUBTRACT per config (KIP-339)."""
+    incremental = request.api_key == INCREMENTAL_KEY
     body = request.body
     version = request.api_version
-    types = response_types(api_key, version)
+    types = response_types(request.api_key, version)
     responses = []
     for resource in body.resources:
         if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
@@ -159,8 +123,11 @@ async def _alter(
             outcome = await admin.alter_configs(
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
-                operations=[operation(c) for c in resource.configs],
-                replace=replace,
+                operations=[
+                    (c.name, c.config_operation if incremental else topic_admin.OP_SET, c.value)
+                    for c in resource.configs
+                ],
+                replace=not incremental,
                 validate_only=body.validate_only,
             )
         responses.append(
@@ -173,5 +140,7 @@ async def _alter(
             )
         )
     return make(
-        response_class(api_key, version), throttle_time=NO_THROTTLE, responses=tuple(responses)
+        response_class(request.api_key, version),
+        throttle_time=NO_THROTTLE,
+        responses=tuple(responses),
     )

@@ -18,7 +18,6 @@ from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.controller import Controller
-    from weir.controller_lease import ControllerLease
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
 
@@ -35,14 +34,13 @@ async def handle_alter(
     request: Request,
     *,
     access: Access,
-    lease: ControllerLease,
     controller: Controller,
 ) -> Any:
     body = request.body
     version = request.api_version
     types = response_types(ALTER_KEY, version)
     cls = response_class(ALTER_KEY, version)
-    error, epoch = controller_epoch(ctx, access, lease, AclOperation.ALTER)
+    error, epoch = controller_epoch(ctx, access, controller, AclOperation.ALTER)
     if epoch is None:
         return make(
             cls,

@@ -38,6 +38,16 @@ ALTER_KEY = 51
 ALTER_VERSIONS = (0, 0)
 
 
+def _unnamed_or_unknown(change: Any) -> tuple[ErrorCode, str] | None:
+    """Kafka's first checks on a deletion or an upsertion: it names a user and a known
+    mechanism."""
+    if not change.name:
+        return ErrorCode.unacceptable_credential, "Username must not be empty"
+    if int(change.mechanism) not in MECHANISM_BY_ID:
+        return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+    return None
+
+
 async def handle_describe(
     ctx: ConnectionContext,
     request: Request,
@@ -126,23 +136,21 @@ async def handle_alter(
                 "A user credential cannot be altered twice in the same request",
             )
     for deletion in body.deletions:
-        mechanism = MECHANISM_BY_ID.get(int(deletion.mechanism))
-        if not deletion.name:
-            fail(deletion.name, ErrorCode.unacceptable_credential, "Username must not be empty")
-        elif mechanism is None:
-            fail(deletion.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
-        elif deletion.name not in errors and not await credentials.exists(mechanism, deletion.name):
+        problem = _unnamed_or_unknown(deletion)
+        if problem is not None:
+            fail(deletion.name, *problem)
+        elif deletion.name not in errors and not await credentials.exists(
+            MECHANISM_BY_ID[int(deletion.mechanism)], deletion.name
+        ):
             fail(
                 deletion.name,
                 ErrorCode.resource_not_found,
                 "Attempt to delete a user credential that does not exist",
             )
     for upsert in body.upsertions:
-        mechanism = MECHANISM_BY_ID.get(int(upsert.mechanism))
-        if not upsert.name:
-            fail(upsert.name, ErrorCode.unacceptable_credential, "Username must not be empty")
-        elif mechanism is None:
-            fail(upsert.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
+        problem = _unnamed_or_unknown(upsert)
+        if problem is not None:
+            fail(upsert.name, *problem)
         elif not MIN_ITERATIONS <= upsert.iterations <= MAX_ITERATIONS:
             fail(
                 upsert.name,
