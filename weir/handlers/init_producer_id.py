@@ -49,46 +49,26 @@ async def handle(
 ) -> Any:
     body = request.body
     cls = response_class(API_KEY, request.api_version)
+
+    def reply(error: ErrorCode, producer_id: int = -1, producer_epoch: int = -1) -> Any:
+        return make(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+
     if body.transactional_id is not None:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.transactional_id_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        return reply(ErrorCode.transactional_id_authorization_failed)
     if not _may_write_idempotently(metadata, access, ctx):
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        return reply(ErrorCode.cluster_authorization_failed)
     producer_id = getattr(body, "producer_id", -1)
     epoch = getattr(body, "producer_epoch", -1)
     if producer_id >= 0 and 0 <= epoch < _MAX_EPOCH - 1:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.none,
-            producer_id=producer_id,
-            producer_epoch=epoch + 1,
-        )
+        return reply(ErrorCode.none, producer_id, epoch + 1)
     try:
         new_id = await allocate_producer_id()
     except ConnectionError:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.coordinator_not_available,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        producer_id=new_id,
-        producer_epoch=0,
-    )
+        return reply(ErrorCode.coordinator_not_available)
+    return reply(ErrorCode.none, new_id, 0)

@@ -10,6 +10,7 @@ new topic to appear so the client's first produce does not bounce.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -101,26 +102,41 @@ async def handle_metadata(
     return make(
         response_class(METADATA_KEY, version),
         throttle_time=NO_THROTTLE,
-        brokers=tuple(
-            make(
+        topics=tuple(topics),
+        **_cluster(
+            metadata,
+            access,
+            ctx,
+            bool(getattr(body, "include_cluster_authorized_operations", False)),
+            lambda b: make(
                 types.MetadataResponseBroker,
                 node_id=b.broker_id,
                 host=b.host,
                 port=b.port,
                 rack=b.rack,
-            )
-            for b in metadata.live_brokers()
-        ),
-        cluster_id=metadata.cluster_id,
-        controller_id=metadata.controller_id(),
-        topics=tuple(topics),
-        cluster_authorized_operations=access.operations_field(
-            ctx,
-            bool(getattr(body, "include_cluster_authorized_operations", False)),
-            ResourceType.CLUSTER,
-            CLUSTER_NAME,
+            ),
         ),
     )
+
+
+def _cluster(
+    metadata: MetadataView,
+    access: Access,
+    ctx: ConnectionContext,
+    want_ops: bool,
+    broker: Callable[[Any], Any],
+) -> dict[str, Any]:
+    """The cluster as Metadata and DescribeCluster both describe it: the live brokers (each
+    as ``broker`` builds its entry), the cluster id, the controller, and the principal's
+    cluster operations when asked."""
+    return {
+        "brokers": tuple(broker(b) for b in metadata.live_brokers()),
+        "cluster_id": metadata.cluster_id,
+        "controller_id": metadata.controller_id(),
+        "cluster_authorized_operations": access.operations_field(
+            ctx, want_ops, ResourceType.CLUSTER, CLUSTER_NAME
+        ),
+    }
 
 
 def _missing(types: Any, name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> Any:
@@ -170,22 +186,17 @@ async def handle_describe_cluster(
         error_code=ErrorCode.none,
         error_message=None,
         endpoint_type=1,  # brokers
-        cluster_id=metadata.cluster_id,
-        controller_id=metadata.controller_id(),
-        brokers=tuple(
-            make(
+        **_cluster(
+            metadata,
+            access,
+            ctx,
+            request.body.include_cluster_authorized_operations,
+            lambda b: make(
                 types.DescribeClusterBroker,
                 broker_id=b.broker_id,
                 host=b.host,
                 port=b.port,
                 rack=b.rack,
-            )
-            for b in metadata.live_brokers()
-        ),
-        cluster_authorized_operations=access.operations_field(
-            ctx,
-            request.body.include_cluster_authorized_operations,
-            ResourceType.CLUSTER,
-            CLUSTER_NAME,
+            ),
         ),
     )
