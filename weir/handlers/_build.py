@@ -5,6 +5,7 @@ Handlers pass every field any version may want; ``make`` keeps the ones this ver
 has. Nested classes are found by name in the response class's module. ``per_partition`` is
 the shape every topic/partition request answers in: one result per requested partition,
 grouped by topic as asked, and a topic the principal may not touch denied as a whole.
+``by_topic`` groups partition results that come as a flat list.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from typing import Any
 
 from kio.index import load_response_schema
 
-__all__ = ["NO_THROTTLE", "make", "per_partition", "response_class", "response_types"]
+__all__ = [
+    "NO_THROTTLE",
+    "by_topic",
+    "make",
+    "per_partition",
+    "response_class",
+    "response_types",
+]
 
 NO_THROTTLE = timedelta(0)
 
@@ -95,3 +103,14 @@ def per_partition(
         )
         results.append(make(topic_cls, **{name: topic_name}, partitions=partitions))
     return tuple(results)
+
+
+def by_topic(
+    entries: Iterable[tuple[str, Any]], topic: Callable[[str, tuple[Any, ...]], Any]
+) -> tuple[Any, ...]:
+    """(topic name, partition entry) pairs grouped under one entry per topic, topics in the
+    order first seen; ``topic(name, partitions)`` builds a topic's entry."""
+    grouped: dict[str, list[Any]] = {}
+    for name, entry in entries:
+        grouped.setdefault(name, []).append(entry)
+    return tuple(topic(name, tuple(parts)) for name, parts in grouped.items())

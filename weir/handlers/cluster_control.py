@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.controller import IsrChangeRequest
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import NO_THROTTLE, by_topic, make, response_class, response_types
 from weir.handlers._controller import controller_epoch
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
@@ -124,22 +124,25 @@ async def handle_elect_leaders(
     if targets is None:
         # Kafka reports only the partitions whose leader changed for an "all" election.
         results = {k: v for k, v in results.items() if v is ErrorCode.none}
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, index), error in sorted(results.items()):
-        by_topic.setdefault(topic, []).append(
-            make(
-                types.PartitionResult,
-                partition_id=index,
-                error_code=error,
-                error_message=None if error is ErrorCode.none else error.name,
-            )
-        )
     return make(
         cls,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
-        replica_election_results=tuple(
-            make(types.ReplicaElectionResult, topic=topic, partition_result=tuple(parts))
-            for topic, parts in by_topic.items()
+        replica_election_results=by_topic(
+            (
+                (
+                    topic,
+                    make(
+                        types.PartitionResult,
+                        partition_id=index,
+                        error_code=error,
+                        error_message=None if error is ErrorCode.none else error.name,
+                    ),
+                )
+                for (topic, index), error in sorted(results.items())
+            ),
+            lambda topic, parts: make(
+                types.ReplicaElectionResult, topic=topic, partition_result=parts
+            ),
         ),
     )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import NO_THROTTLE, by_topic, make, response_class, response_types
 from weir.log.errors import OffsetOutOfRangeError
 from weir.protocol.codec import RecordsRegion, Request
 from weir.security.acl import AclOperation, ResourceType
@@ -268,28 +268,29 @@ async def _park(
 
 def _response(version: int, reads: list[_PartitionRead]) -> Any:
     types = response_types(API_KEY, version)
-    by_topic: dict[str, list[Any]] = {}
-    for r in reads:
-        by_topic.setdefault(r.topic, []).append(
-            make(
-                types.PartitionData,
-                partition_index=r.index,
-                error_code=r.error,
-                high_watermark=r.high_watermark,
-                last_stable_offset=r.high_watermark,
-                log_start_offset=r.log_start_offset,
-                aborted_transactions=(),
-                preferred_read_replica=-1,
-                records=r.records,
-            )
-        )
     return make(
         response_class(API_KEY, version),
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         session_id=0,
-        responses=tuple(
-            make(types.FetchableTopicResponse, topic=topic, partitions=tuple(parts))
-            for topic, parts in by_topic.items()
+        responses=by_topic(
+            (
+                (
+                    r.topic,
+                    make(
+                        types.PartitionData,
+                        partition_index=r.index,
+                        error_code=r.error,
+                        high_watermark=r.high_watermark,
+                        last_stable_offset=r.high_watermark,
+                        log_start_offset=r.log_start_offset,
+                        aborted_transactions=(),
+                        preferred_read_replica=-1,
+                        records=r.records,
+                    ),
+                )
+                for r in reads
+            ),
+            lambda topic, parts: make(types.FetchableTopicResponse, topic=topic, partitions=parts),
         ),
     )

@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from weir.coordinator import MemberIdentity, Pending
 from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._group import group_shard, member_group
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     AclOperation,
@@ -55,37 +56,6 @@ def _ms(value: timedelta | int | None) -> int:
 def _may(access: Access, ctx: ConnectionContext, op: AclOperation, group_id: str) -> bool:
     """``op`` on the group (Kafka: Read for membership and offsets, Describe to look it up)."""
     return access.authorize(ctx, op, ResourceType.GROUP, group_id)
-
-
-def _shard(
-    access: Access,
-    ctx: ConnectionContext,
-    groups: GroupCoordinator,
-    op: AclOperation,
-    group_id: str,
-) -> Shard | ErrorCode:
-    """The shard that holds ``group_id``, if the principal may ``op`` on the group and this
-    broker coordinates it; else the error the group answers."""
-    if not _may(access, ctx, op, group_id):
-        return ErrorCode.group_authorization_failed
-    try:
-        return groups.shard_for(group_id)
-    except CoordinatorError as exc:
-        return exc.error
-
-
-def _member_group(
-    access: Access, ctx: ConnectionContext, groups: GroupCoordinator, group_id: str
-) -> tuple[Shard, Group] | ErrorCode:
-    """(shard, group) for a member's SyncGroup, Heartbeat or LeaveGroup: Read on the group,
-    coordinated here, and known (UNKNOWN_MEMBER_ID otherwise); else the error to answer."""
-    shard = _shard(access, ctx, groups, AclOperation.READ, group_id)
-    if isinstance(shard, ErrorCode):
-        return shard
-    group = shard.groups.get(group_id)
-    if group is None:
-        return ErrorCode.unknown_member_id
-    return shard, group
 
 
 def _client_host(ctx: ConnectionContext) -> str:
@@ -194,7 +164,7 @@ async def handle_join_group(
             members=fields.get("members", ()),
         )
 
-    shard = _shard(access, ctx, groups, AclOperation.READ, body.group_id)
+    shard = group_shard(access, ctx, groups, AclOperation.READ, body.group_id)
     if isinstance(shard, ErrorCode):
         return reply(shard)
     group = shard.groups.get(body.group_id)
@@ -291,7 +261,7 @@ async def handle_sync_group(
             assignment=assignment,
         )
 
-    found = _member_group(access, ctx, groups, body.group_id)
+    found = member_group(access, ctx, groups, body.group_id)
     if isinstance(found, ErrorCode):
         return reply(found)
     shard, group = found
@@ -326,7 +296,7 @@ async def handle_heartbeat(
 ) -> Any:
     body = request.body
     cls = response_class(HEARTBEAT_KEY, request.api_version)
-    found = _member_group(access, ctx, groups, body.group_id)
+    found = member_group(access, ctx, groups, body.group_id)
     if isinstance(found, ErrorCode):
         return make(cls, throttle_time=NO_THROTTLE, error_code=found)
     shard, group = found
@@ -377,7 +347,7 @@ async def handle_leave_group(
             ),
         )
 
-    found = _member_group(access, ctx, groups, body.group_id)
+    found = member_group(access, ctx, groups, body.group_id)
     if isinstance(found, ErrorCode):
         return reply(found)
     shard, group = found
@@ -406,7 +376,7 @@ async def handle_describe_groups(
     want_ops = bool(getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
-        shard = _shard(access, ctx, groups, AclOperation.DESCRIBE, group_id)
+        shard = group_shard(access, ctx, groups, AclOperation.DESCRIBE, group_id)
         if isinstance(shard, ErrorCode):
             described.append(_described(types, group_id, shard, "", "", "", ()))
             continue
@@ -517,7 +487,7 @@ async def handle_delete_groups(
     types = response_types(DELETE_GROUPS_KEY, version)
     results = []
     for group_id in request.body.groups_names:
-        shard = _shard(access, ctx, groups, AclOperation.DELETE, group_id)
+        shard = group_shard(access, ctx, groups, AclOperation.DELETE, group_id)
         try:
             error = (
                 shard

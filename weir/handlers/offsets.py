@@ -15,7 +15,8 @@ from kio.schema.errors import ErrorCode
 
 from weir.coordinator import PartitionCommit
 from weir.group_coordinator import CoordinatorError
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import NO_THROTTLE, by_topic, make, response_class, response_types
+from weir.handlers._group import group_shard
 from weir.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
@@ -74,21 +75,22 @@ async def handle_offset_commit(
     except CoordinatorError as exc:
         for c in commits:
             errors[(c.topic, c.partition)] = exc.error
-    by_topic: dict[str, list[Any]] = {}
-    for topic, p in requested:
-        by_topic.setdefault(topic, []).append(
-            make(
-                types.OffsetCommitResponsePartition,
-                partition_index=p.partition_index,
-                error_code=errors.get((topic, p.partition_index), ErrorCode.none),
-            )
-        )
     return make(
         response_class(OFFSET_COMMIT_KEY, version),
         throttle_time=NO_THROTTLE,
-        topics=tuple(
-            make(types.OffsetCommitResponseTopic, name=name, partitions=tuple(parts))
-            for name, parts in by_topic.items()
+        topics=by_topic(
+            (
+                (
+                    topic,
+                    make(
+                        types.OffsetCommitResponsePartition,
+                        partition_index=p.partition_index,
+                        error_code=errors.get((topic, p.partition_index), ErrorCode.none),
+                    ),
+                )
+                for topic, p in requested
+            ),
+            lambda name, parts: make(types.OffsetCommitResponseTopic, name=name, partitions=parts),
         ),
     )
 
@@ -196,19 +198,12 @@ def _fetch_group(
         if topics is None
         else [(t.name, index) for t in topics for index in t.partition_indexes]
     )
-    if not access.authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
-        denied = ErrorCode.group_authorization_failed
+    shard = group_shard(access, ctx, groups, AclOperation.READ, group_id)
+    if isinstance(shard, ErrorCode):
         if not per_partition_errors or wanted is None:
-            return {"topics": (), "error_code": denied}
-        rows = [(t, p, -1, -1, "", denied) for t, p in wanted]
-        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": denied}
-    try:
-        shard = groups.shard_for(group_id)
-    except CoordinatorError as exc:
-        if not per_partition_errors or wanted is None:
-            return {"topics": (), "error_code": exc.error}
-        rows = [(t, p, -1, -1, "", exc.error) for t, p in wanted]
-        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": exc.error}
+            return {"topics": (), "error_code": shard}
+        rows = [(t, p, -1, -1, "", shard) for t, p in wanted]
+        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": shard}
     fetched = shard.offsets.fetch(group_id, wanted)
     rows = [(f.topic, f.partition, f.offset, f.leader_epoch, f.metadata, f.error) for f in fetched]
     if access.enabled:
@@ -234,21 +229,22 @@ def _describable(
 
 
 def _topics(types: Any, topic_type: str, partition_type: str, rows: list[tuple[Any, ...]]) -> Any:
-    by_topic: dict[str, list[Any]] = {}
-    for topic, partition, offset, epoch, metadata, error in rows:
-        by_topic.setdefault(topic, []).append(
-            make(
-                getattr(types, partition_type),
-                partition_index=partition,
-                committed_offset=offset,
-                committed_leader_epoch=epoch,
-                metadata=metadata,
-                error_code=error,
+    return by_topic(
+        (
+            (
+                topic,
+                make(
+                    getattr(types, partition_type),
+                    partition_index=partition,
+                    committed_offset=offset,
+                    committed_leader_epoch=epoch,
+                    metadata=metadata,
+                    error_code=error,
+                ),
             )
-        )
-    return tuple(
-        make(getattr(types, topic_type), name=name, partitions=tuple(parts))
-        for name, parts in by_topic.items()
+            for topic, partition, offset, epoch, metadata, error in rows
+        ),
+        lambda name, parts: make(getattr(types, topic_type), name=name, partitions=parts),
     )
 
 
@@ -265,25 +261,25 @@ async def handle_offset_delete(
     wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
 
     def reply(error: ErrorCode, results: dict[tuple[str, int], ErrorCode]) -> Any:
-        by_topic: dict[str, list[Any]] = {}
-        for topic, partition in wanted:
-            by_topic.setdefault(topic, []).append(
-                make(
-                    types.OffsetDeleteResponsePartition,
-                    partition_index=partition,
-                    error_code=results.get((topic, partition), ErrorCode.none),
+        topics = by_topic(
+            (
+                (
+                    topic,
+                    make(
+                        types.OffsetDeleteResponsePartition,
+                        partition_index=partition,
+                        error_code=results.get((topic, partition), ErrorCode.none),
+                    ),
                 )
-            )
+                for topic, partition in wanted
+            ),
+            lambda name, parts: make(types.OffsetDeleteResponseTopic, name=name, partitions=parts),
+        )
         return make(
             cls,
             error_code=error,
             throttle_time=NO_THROTTLE,
-            topics=tuple(
-                make(types.OffsetDeleteResponseTopic, name=name, partitions=tuple(parts))
-                for name, parts in by_topic.items()
-            )
-            if error is ErrorCode.none
-            else (),
+            topics=topics if error is ErrorCode.none else (),
         )
 
     try:
