@@ -74,6 +74,14 @@ def _fail(error: ErrorCode, message: str) -> TopicOutcome:
     return TopicOutcome(error=error, message=message)
 
 
+def _too_few_brokers(replication_factor: int, live: int) -> TopicOutcome:
+    """Placing replicas (new topic or new partitions) needs as many live brokers."""
+    return _fail(
+        ErrorCode.invalid_replication_factor,
+        f"Replication factor: {replication_factor} larger than available brokers: {live}.",
+    )
+
+
 def _check_assignments(assignments: dict[int, list[int]], live: set[int]) -> str | None:
     if sorted(assignments) != list(range(len(assignments))):
         return "Partitions should be a consecutive 0-based integer sequence"
@@ -198,11 +206,7 @@ class TopicAdmin:
                     "Replication factor must be larger than 0.",
                 )
             if replication_factor > len(live):
-                return _fail(
-                    ErrorCode.invalid_replication_factor,
-                    f"Replication factor: {replication_factor} larger than available brokers: "
-                    f"{len(live)}.",
-                )
+                return _too_few_brokers(replication_factor, len(live))
             placement = assign_replicas(
                 partitions=num_partitions,
                 replication_factor=replication_factor,
@@ -332,11 +336,7 @@ class TopicAdmin:
             new_assignments = [list(a) for a in assignments]
         else:
             if replication_factor > len(live):
-                return _fail(
-                    ErrorCode.invalid_replication_factor,
-                    f"Replication factor: {replication_factor} larger than available brokers: "
-                    f"{len(live)}.",
-                )
+                return _too_few_brokers(replication_factor, len(live))
             new_assignments = assign_new_partitions(
                 existing=[list(p.replicas) for p in view.partitions],
                 count=adding,
