@@ -2,7 +2,9 @@
 
 kio generates one dataclass per message version, and fields come and go between versions.
 Handlers pass every field any version may want; ``make`` keeps the ones this version's class
-has. Nested classes are found by name in the response class's module. ``per_partition`` is
+has. Nested classes are found by name in the response class's module. ``respond`` builds the
+response to a request (its API key and version pick the class) and says "no throttle": Weir
+never throttles clients, and that is said here once. ``per_partition`` is
 the shape every topic/partition request answers in: one result per requested partition,
 grouped by topic as asked, and a topic the principal may not touch denied as a whole.
 ``by_topic`` groups partition results that come as a flat list.
@@ -15,17 +17,22 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from datetime import timedelta
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.index import load_response_schema
+
+if TYPE_CHECKING:
+    from weir.protocol.codec import Request
 
 __all__ = [
     "NO_THROTTLE",
     "by_topic",
     "make",
     "per_partition",
+    "respond",
     "response_class",
     "response_types",
+    "types_of",
 ]
 
 NO_THROTTLE = timedelta(0)
@@ -68,6 +75,18 @@ def _absent(**_: Any) -> None:
 @cache
 def response_types(api_key: int, api_version: int) -> _Types:
     return _Types(sys.modules[response_class(api_key, api_version).__module__])
+
+
+def types_of(request: Request) -> _Types:
+    """The nested entity classes of the response to ``request``."""
+    return response_types(request.api_key, request.api_version)
+
+
+def respond(request: Request, /, **fields: Any) -> Any:
+    """The response to ``request`` with ``fields`` (those its version has), never throttled."""
+    return make(
+        response_class(request.api_key, request.api_version), throttle_time=NO_THROTTLE, **fields
+    )
 
 
 def per_partition(

@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 from redis.exceptions import RedisError
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import (
     AclBinding,
@@ -81,20 +81,12 @@ def _binding(raw: Any) -> AclBinding:
 
 
 async def handle_describe(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    acls: AclCache,
+    ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
-    version = request.api_version
-    types = response_types(DESCRIBE_KEY, version)
-    cls = response_class(DESCRIBE_KEY, version)
+    types = types_of(request)
 
     def fail(code: ErrorCode, message: str) -> Any:
-        return make(
-            cls, throttle_time=NO_THROTTLE, error_code=code, error_message=message, resources=()
-        )
+        return respond(request, error_code=code, error_message=message, resources=())
 
     if not access.on_cluster(ctx, AclOperation.DESCRIBE):
         return fail(ErrorCode.cluster_authorization_failed, _DENIED.format(what="describe"))
@@ -126,9 +118,8 @@ async def handle_describe(
                 ),
             )
         )
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         error_message=None,
         resources=tuple(resources),
@@ -136,14 +127,9 @@ async def handle_describe(
 
 
 async def handle_create(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    acls: AclCache,
+    ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
-    version = request.api_version
-    types = response_types(CREATE_KEY, version)
+    types = types_of(request)
     creations = request.body.creations
     outcomes: list[tuple[ErrorCode, str | None]] = []
     valid: list[AclBinding] = []
@@ -168,9 +154,8 @@ async def handle_create(
             log.warning("CreateAcls: %s", exc)
             failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))
             outcomes = [failed if code == ErrorCode.none else (code, m) for code, m in outcomes]
-    return make(
-        response_class(CREATE_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         results=tuple(
             make(types.AclCreationResult, error_code=code, error_message=message)
             for code, message in outcomes
@@ -179,14 +164,9 @@ async def handle_create(
 
 
 async def handle_delete(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    acls: AclCache,
+    ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
-    version = request.api_version
-    types = response_types(DELETE_KEY, version)
+    types = types_of(request)
     filters = [_filter(raw) for raw in request.body.filters]
     errors: list[tuple[ErrorCode, str | None]] = []
     allowed = access.on_cluster(ctx, AclOperation.ALTER)
@@ -236,8 +216,7 @@ async def handle_delete(
                 ),
             )
         )
-    return make(
-        response_class(DELETE_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         filter_results=tuple(results),
     )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.controller import IsrChangeRequest
-from weir.handlers._build import NO_THROTTLE, by_topic, make, response_class, response_types
+from weir.handlers._build import by_topic, make, respond, types_of
 from weir.handlers._controller import controller_epoch
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
@@ -41,13 +41,11 @@ async def handle_alter_partition(
     controller: Controller,
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(ALTER_PARTITION_KEY, version)
+    types = types_of(request)
     error, epoch = controller_epoch(ctx, access, controller, AclOperation.CLUSTER_ACTION)
     if epoch is None:
-        return make(
-            response_class(ALTER_PARTITION_KEY, version),
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=error,
             topics=(),
         )
@@ -83,29 +81,22 @@ async def handle_alter_partition(
                 )
             )
         topics.append(make(types.TopicData, topic_id=topic.topic_id, partitions=tuple(results)))
-    return make(
-        response_class(ALTER_PARTITION_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         topics=tuple(topics),
     )
 
 
 async def handle_elect_leaders(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    controller: Controller,
+    ctx: ConnectionContext, request: Request, *, access: Access, controller: Controller
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(ELECT_LEADERS_KEY, version)
-    cls = response_class(ELECT_LEADERS_KEY, version)
+    types = types_of(request)
     election_type = getattr(body, "election_type", PREFERRED)
     error, epoch = controller_epoch(ctx, access, controller, AclOperation.ALTER)
     if epoch is None:
-        return make(cls, throttle_time=NO_THROTTLE, error_code=error, replica_election_results=())
+        return respond(request, error_code=error, replica_election_results=())
     if body.topic_partitions is None:
         targets = None
     else:
@@ -115,18 +106,16 @@ async def handle_elect_leaders(
     elif election_type == UNCLEAN:
         results = await controller.elect_unclean(epoch, targets=targets)
     else:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=ErrorCode.invalid_request,
             replica_election_results=(),
         )
     if targets is None:
         # Kafka reports only the partitions whose leader changed for an "all" election.
         results = {k: v for k, v in results.items() if v is ErrorCode.none}
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         replica_election_results=by_topic(
             (

@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir import topic_admin
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import (
+    make,
+    respond,
+    types_of,
+)
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
@@ -50,8 +54,7 @@ async def handle_describe(
     ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(DESCRIBE_KEY, version)
+    types = types_of(request)
     include_synonyms = getattr(body, "include_synonyms", False)
     include_docs = getattr(body, "include_documentation", False)
     results = []
@@ -99,9 +102,7 @@ async def handle_describe(
                 ),
             )
         )
-    return make(
-        response_class(DESCRIBE_KEY, version), throttle_time=NO_THROTTLE, results=tuple(results)
-    )
+    return respond(request, results=tuple(results))
 
 
 async def handle_alter(
@@ -113,8 +114,7 @@ async def handle_alter(
     incremental form does SET, DELETE, APPEND or SUBTRACT per config (KIP-339)."""
     incremental = request.api_key == INCREMENTAL_KEY
     body = request.body
-    version = request.api_version
-    types = response_types(request.api_key, version)
+    types = types_of(request)
     responses = []
     for resource in body.resources:
         if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
@@ -139,8 +139,7 @@ async def handle_alter(
                 resource_name=resource.resource_name,
             )
         )
-    return make(
-        response_class(request.api_key, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         responses=tuple(responses),
     )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, per_partition, response_class, response_types
+from weir.handlers._build import per_partition, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
@@ -27,7 +27,7 @@ VERSIONS = (0, 2)
 async def handle(
     ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
 ) -> Any:
-    types = response_types(API_KEY, request.api_version)
+    types = types_of(request)
     topics = per_partition(
         request.body.topics,
         topic_cls=types.DeleteRecordsTopicResult,
@@ -36,9 +36,7 @@ async def handle(
         answer=lambda name, p: _delete(leaders, name, p.partition_index, p.offset),
         denied=_DENIED,
     )
-    return make(
-        response_class(API_KEY, request.api_version), throttle_time=NO_THROTTLE, topics=topics
-    )
+    return respond(request, topics=topics)
 
 
 def _result(error: ErrorCode, low_watermark: int = -1) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, by_topic, make, response_class, response_types
+from weir.handlers._build import by_topic, make, respond, types_of
 from weir.log.errors import OffsetOutOfRangeError
 from weir.protocol.codec import RecordsRegion, Request
 from weir.security.acl import AclOperation, ResourceType
@@ -100,7 +100,7 @@ async def handle(
     throttled = sum(r.size for r in reads if r.throttled)
     if throttled:
         throttle.record(throttled)
-    return _response(request.api_version, reads + denied)
+    return _response(request, reads + denied)
 
 
 def _authorized(
@@ -266,11 +266,10 @@ async def _park(
             partition.remove_waiter(on_change)
 
 
-def _response(version: int, reads: list[_PartitionRead]) -> Any:
-    types = response_types(API_KEY, version)
-    return make(
-        response_class(API_KEY, version),
-        throttle_time=NO_THROTTLE,
+def _response(request: Request, reads: list[_PartitionRead]) -> Any:
+    types = types_of(request)
+    return respond(
+        request,
         error_code=ErrorCode.none,
         session_id=0,
         responses=by_topic(

@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.coordinator import MemberIdentity, Pending
 from weir.group_coordinator import CoordinatorError
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.handlers._group import group_shard, member_group
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -76,12 +76,10 @@ async def handle_find_coordinator(
     key_type = getattr(body, "key_type", _GROUP_KEY_TYPE)
     keys = list(body.coordinator_keys) if version >= 4 else [body.key]
     answers = [await _find(access, groups, metadata, ctx, key_type, key) for key in keys]
-    cls = response_class(FIND_COORDINATOR_KEY, version)
     if version >= 4:
-        types = response_types(FIND_COORDINATOR_KEY, version)
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
+        types = types_of(request)
+        return respond(
+            request,
             coordinators=tuple(
                 make(
                     types.Coordinator,
@@ -96,9 +94,8 @@ async def handle_find_coordinator(
             ),
         )
     error, message, node, host, port = answers[0]
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=error,
         error_message=message,
         node_id=node,
@@ -148,12 +145,11 @@ async def handle_join_group(
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(JOIN_GROUP_KEY, version)
+    types = types_of(request)
 
     def reply(error: ErrorCode, **fields: Any) -> Any:
-        return make(
-            response_class(JOIN_GROUP_KEY, version),
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=error,
             generation_id=fields.get("generation_id", -1),
             protocol_type=fields.get("protocol_type"),
@@ -249,12 +245,10 @@ async def handle_sync_group(
     time_ms: Callable[[], int],
 ) -> Any:
     body = request.body
-    version = request.api_version
 
     def reply(error: ErrorCode, assignment: bytes = b"", **fields: Any) -> Any:
-        return make(
-            response_class(SYNC_GROUP_KEY, version),
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=error,
             protocol_type=fields.get("protocol_type"),
             protocol_name=fields.get("protocol_name"),
@@ -295,10 +289,9 @@ async def handle_heartbeat(
     time_ms: Callable[[], int],
 ) -> Any:
     body = request.body
-    cls = response_class(HEARTBEAT_KEY, request.api_version)
     found = member_group(access, ctx, groups, body.group_id)
     if isinstance(found, ErrorCode):
-        return make(cls, throttle_time=NO_THROTTLE, error_code=found)
+        return respond(request, error_code=found)
     shard, group = found
     error = group.heartbeat(
         member_id=body.member_id,
@@ -307,7 +300,7 @@ async def handle_heartbeat(
         now_ms=time_ms(),
     )
     shard.wake.set()  # the member's session deadline moved
-    return make(cls, throttle_time=NO_THROTTLE, error_code=error)
+    return respond(request, error_code=error)
 
 
 # LeaveGroup -----------------------------------------------------------------------------------
@@ -321,8 +314,7 @@ async def handle_leave_group(
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(LEAVE_GROUP_KEY, version)
-    cls = response_class(LEAVE_GROUP_KEY, version)
+    types = types_of(request)
     if version >= 3:
         members = [
             MemberIdentity(member_id=m.member_id, group_instance_id=m.group_instance_id)
@@ -332,9 +324,8 @@ async def handle_leave_group(
         members = [MemberIdentity(member_id=body.member_id)]
 
     def reply(error: ErrorCode, results: tuple[Any, ...] = ()) -> Any:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=error,
             members=tuple(
                 make(
@@ -364,15 +355,10 @@ async def handle_leave_group(
 
 # DescribeGroups -------------------------------------------------------------------------------
 async def handle_describe_groups(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(DESCRIBE_GROUPS_KEY, version)
+    types = types_of(request)
     want_ops = bool(getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
@@ -410,9 +396,8 @@ async def handle_describe_groups(
                 access.operations_field(ctx, want_ops, ResourceType.GROUP, group_id),
             )
         )
-    return make(
-        response_class(DESCRIBE_GROUPS_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         groups=tuple(described),
     )
 
@@ -441,14 +426,9 @@ def _described(
 
 # ListGroups -----------------------------------------------------------------------------------
 async def handle_list_groups(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
-    version = request.api_version
-    types = response_types(LIST_GROUPS_KEY, version)
+    types = types_of(request)
     wanted = {s.lower() for s in getattr(request.body, "states_filter", ()) or ()}
     loading = any(not shard.loaded for shard in groups.shards.values())
     listed = []
@@ -467,9 +447,8 @@ async def handle_list_groups(
                 group_state=state,
             )
         )
-    return make(
-        response_class(LIST_GROUPS_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.coordinator_load_in_progress if loading else ErrorCode.none,
         groups=tuple(sorted(listed, key=lambda g: g.group_id)),
     )
@@ -477,14 +456,9 @@ async def handle_list_groups(
 
 # DeleteGroups ---------------------------------------------------------------------------------
 async def handle_delete_groups(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
-    version = request.api_version
-    types = response_types(DELETE_GROUPS_KEY, version)
+    types = types_of(request)
     results = []
     for group_id in request.body.groups_names:
         shard = group_shard(access, ctx, groups, AclOperation.DELETE, group_id)
@@ -497,8 +471,7 @@ async def handle_delete_groups(
         except CoordinatorError as exc:
             error = exc.error
         results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=error))
-    return make(
-        response_class(DELETE_GROUPS_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         results=tuple(results),
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class
+from weir.handlers._build import respond
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
@@ -48,12 +48,10 @@ async def handle(
     allocate_producer_id: Callable[[], Awaitable[int]],
 ) -> Any:
     body = request.body
-    cls = response_class(API_KEY, request.api_version)
 
     def reply(error: ErrorCode, producer_id: int = -1, producer_epoch: int = -1) -> Any:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=error,
             producer_id=producer_id,
             producer_epoch=producer_epoch,

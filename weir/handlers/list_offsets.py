@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, per_partition, response_class, response_types
+from weir.handlers._build import per_partition, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
@@ -33,7 +33,7 @@ MAX_TIMESTAMP = -3
 async def handle(
     ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
 ) -> Any:
-    types = response_types(API_KEY, request.api_version)
+    types = types_of(request)
     topics = per_partition(
         request.body.topics,
         topic_cls=types.ListOffsetsTopicResponse,
@@ -42,9 +42,7 @@ async def handle(
         answer=lambda name, p: _result(*_lookup(leaders, name, p)),
         denied=_result(ErrorCode.topic_authorization_failed),
     )
-    return make(
-        response_class(API_KEY, request.api_version), throttle_time=NO_THROTTLE, topics=topics
-    )
+    return respond(request, topics=topics)
 
 
 def _result(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -48,7 +48,7 @@ async def handle_metadata(
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(METADATA_KEY, version)
+    types = types_of(request)
     requested = body.topics
     if requested is not None and version == 0 and not requested:
         requested = None  # v0: an empty list means all topics
@@ -99,9 +99,8 @@ async def handle_metadata(
                     continue
             assert view is not None
             topics.append(topic_entry(view))
-    return make(
-        response_class(METADATA_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         topics=tuple(topics),
         **_cluster(
             metadata,
@@ -178,11 +177,9 @@ def _topic(types: Any, view: TopicView, ops: int) -> Any:
 async def handle_describe_cluster(
     ctx: ConnectionContext, request: Request, *, metadata: MetadataView, access: Access
 ) -> Any:
-    version = request.api_version
-    types = response_types(DESCRIBE_CLUSTER_KEY, version)
-    return make(
-        response_class(DESCRIBE_CLUSTER_KEY, version),
-        throttle_time=NO_THROTTLE,
+    types = types_of(request)
+    return respond(
+        request,
         error_code=ErrorCode.none,
         error_message=None,
         endpoint_type=1,  # brokers

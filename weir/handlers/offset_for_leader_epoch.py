@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, per_partition, response_class, response_types
+from weir.handlers._build import per_partition, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
@@ -27,7 +27,7 @@ VERSIONS = (2, 4)
 async def handle(
     ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
 ) -> Any:
-    types = response_types(API_KEY, request.api_version)
+    types = types_of(request)
     replica = getattr(request.body, "replica_id", -1) >= 0
     cluster_ok = replica and access.on_cluster(ctx, AclOperation.CLUSTER_ACTION)
     topics = per_partition(
@@ -48,9 +48,7 @@ async def handle(
         name="topic",
         index="partition",
     )
-    return make(
-        response_class(API_KEY, request.api_version), throttle_time=NO_THROTTLE, topics=topics
-    )
+    return respond(request, topics=topics)
 
 
 def _result(error: ErrorCode, epoch: int = -1, end_offset: int = -1) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.coordinator import PartitionCommit
 from weir.group_coordinator import CoordinatorError
-from weir.handlers._build import NO_THROTTLE, by_topic, make, response_class, response_types
+from weir.handlers._build import by_topic, make, respond, types_of
 from weir.handlers._group import group_shard
 from weir.security.acl import AclOperation, ResourceType
 
@@ -43,7 +43,7 @@ async def handle_offset_commit(
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(OFFSET_COMMIT_KEY, version)
+    types = types_of(request)
     requested = [(t.name, p) for t in body.topics for p in t.partitions]
     errors: dict[tuple[str, int], ErrorCode] = {}
     commits: list[PartitionCommit] = []
@@ -75,9 +75,8 @@ async def handle_offset_commit(
     except CoordinatorError as exc:
         for c in commits:
             errors[(c.topic, c.partition)] = exc.error
-    return make(
-        response_class(OFFSET_COMMIT_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         topics=by_topic(
             (
                 (
@@ -137,16 +136,11 @@ async def _commit(
 
 # OffsetFetch ----------------------------------------------------------------------------------
 async def handle_offset_fetch(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(OFFSET_FETCH_KEY, version)
-    cls = response_class(OFFSET_FETCH_KEY, version)
+    types = types_of(request)
     if version >= 8:
         answers = [
             make(
@@ -165,7 +159,7 @@ async def handle_offset_fetch(
             )
             for g in body.groups
         ]
-        return make(cls, throttle_time=NO_THROTTLE, groups=tuple(answers))
+        return respond(request, groups=tuple(answers))
     fetched = _fetch_group(
         access,
         groups,
@@ -177,7 +171,7 @@ async def handle_offset_fetch(
         "OffsetFetchResponsePartition",
         per_partition_errors=version < 2,
     )
-    return make(cls, throttle_time=NO_THROTTLE, **fetched)
+    return respond(request, **fetched)
 
 
 def _fetch_group(
@@ -250,14 +244,10 @@ def _topics(types: Any, topic_type: str, partition_type: str, rows: list[tuple[A
 
 # OffsetDelete ---------------------------------------------------------------------------------
 async def handle_offset_delete(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, groups: GroupCoordinator
 ) -> Any:
     body = request.body
-    types = response_types(OFFSET_DELETE_KEY, request.api_version)
-    cls = response_class(OFFSET_DELETE_KEY, request.api_version)
+    types = types_of(request)
     wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
 
     def reply(error: ErrorCode, results: dict[tuple[str, int], ErrorCode]) -> Any:
@@ -275,10 +265,9 @@ async def handle_offset_delete(
             ),
             lambda name, parts: make(types.OffsetDeleteResponseTopic, name=name, partitions=parts),
         )
-        return make(
-            cls,
+        return respond(
+            request,
             error_code=error,
-            throttle_time=NO_THROTTLE,
             topics=topics if error is ErrorCode.none else (),
         )
 

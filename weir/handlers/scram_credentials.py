@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.security.scram import (
@@ -49,18 +49,12 @@ def _unnamed_or_unknown(change: Any) -> tuple[ErrorCode, str] | None:
 
 
 async def handle_describe(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    credentials: ScramCredentialStore,
+    ctx: ConnectionContext, request: Request, *, access: Access, credentials: ScramCredentialStore
 ) -> Any:
-    version = request.api_version
-    types = response_types(DESCRIBE_KEY, version)
+    types = types_of(request)
     if not access.on_cluster(ctx, AclOperation.DESCRIBE):
-        return make(
-            response_class(DESCRIBE_KEY, version),
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=ErrorCode.cluster_authorization_failed,
             error_message="Cluster authorization failed.",  # Kafka's message for the code
             results=(),
@@ -100,9 +94,8 @@ async def handle_describe(
                 else (),
             )
         )
-    return make(
-        response_class(DESCRIBE_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         error_message=None,
         results=tuple(results),
@@ -110,14 +103,9 @@ async def handle_describe(
 
 
 async def handle_alter(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    credentials: ScramCredentialStore,
+    ctx: ConnectionContext, request: Request, *, access: Access, credentials: ScramCredentialStore
 ) -> Any:
-    version = request.api_version
-    types = response_types(ALTER_KEY, version)
+    types = types_of(request)
     body = request.body
     counts = Counter(d.name for d in body.deletions) + Counter(u.name for u in body.upsertions)
     errors: dict[str, tuple[ErrorCode, str | None]] = {}
@@ -181,6 +169,4 @@ async def handle_alter(
                 error_message=message,
             )
         )
-    return make(
-        response_class(ALTER_KEY, version), throttle_time=NO_THROTTLE, results=tuple(results)
-    )
+    return respond(request, results=tuple(results))

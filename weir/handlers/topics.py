@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir import topic_admin
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
@@ -103,8 +103,7 @@ async def handle_create_topics(
     if forwarded is not None:
         return forwarded
     body = request.body
-    version = request.api_version
-    types = response_types(CREATE_TOPICS_KEY, version)
+    types = types_of(request)
     seen: dict[str, int] = {}
     for topic in body.topics:
         seen[topic.name] = seen.get(topic.name, 0) + 1
@@ -151,9 +150,8 @@ async def handle_create_topics(
                 ),
             )
         )
-    return make(
-        response_class(CREATE_TOPICS_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         topics=tuple(results),
     )
 
@@ -181,7 +179,7 @@ async def handle_delete_topics(
     forwarded = await _forward(lease, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
-    types = response_types(DELETE_TOPICS_KEY, version)
+    types = types_of(request)
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     results = []
     for name, topic_id in targets:
@@ -201,9 +199,8 @@ async def handle_delete_topics(
                 error_message=outcome.message,
             )
         )
-    return make(
-        response_class(DELETE_TOPICS_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         responses=tuple(results),
     )
 
@@ -226,8 +223,7 @@ async def handle_create_partitions(
     if forwarded is not None:
         return forwarded
     body = request.body
-    version = request.api_version
-    types = response_types(CREATE_PARTITIONS_KEY, version)
+    types = types_of(request)
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     results = []
     for topic in body.topics:
@@ -254,8 +250,7 @@ async def handle_create_partitions(
                 error_message=outcome.message,
             )
         )
-    return make(
-        response_class(CREATE_PARTITIONS_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         results=tuple(results),
     )
