@@ -9,7 +9,6 @@ resolves; requests for a group this broker does not coordinate answer NOT_COORDI
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -136,12 +135,7 @@ async def _find(
 
 # JoinGroup ------------------------------------------------------------------------------------
 async def handle_join_group(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
-    time_ms: Callable[[], int],
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
     version = request.api_version
@@ -180,7 +174,7 @@ async def handle_join_group(
         protocol_type=body.protocol_type,
         protocols=[(p.name, p.metadata) for p in body.protocols],
         api_version=version,
-        now_ms=time_ms(),
+        now_ms=groups.now_ms(),
     )
     response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
@@ -237,12 +231,7 @@ def _forget_if_unused(shard: Shard, group: Group) -> None:
 
 # SyncGroup ------------------------------------------------------------------------------------
 async def handle_sync_group(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
-    time_ms: Callable[[], int],
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
 
@@ -266,7 +255,7 @@ async def handle_sync_group(
         protocol_type=getattr(body, "protocol_type", None),
         protocol_name=getattr(body, "protocol_name", None),
         assignments={a.member_id: a.assignment for a in body.assignments},
-        now_ms=time_ms(),
+        now_ms=groups.now_ms(),
     )
     response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
@@ -281,12 +270,7 @@ async def handle_sync_group(
 
 # Heartbeat ------------------------------------------------------------------------------------
 async def handle_heartbeat(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
-    time_ms: Callable[[], int],
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
     found = member_group(access, ctx, groups, body.group_id)
@@ -297,7 +281,7 @@ async def handle_heartbeat(
         member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
         generation_id=body.generation_id,
-        now_ms=time_ms(),
+        now_ms=groups.now_ms(),
     )
     shard.wake.set()  # the member's session deadline moved
     return respond(request, error_code=error)
@@ -305,12 +289,7 @@ async def handle_heartbeat(
 
 # LeaveGroup -----------------------------------------------------------------------------------
 async def handle_leave_group(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
-    time_ms: Callable[[], int],
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
     version = request.api_version
@@ -342,7 +321,7 @@ async def handle_leave_group(
     if isinstance(found, ErrorCode):
         return reply(found)
     shard, group = found
-    outcome = group.leave(members, now_ms=time_ms())
+    outcome = group.leave(members, now_ms=groups.now_ms())
     groups.process(shard, group, outcome.completions)
     response = outcome.reply
     if version < 3 and response.members:

@@ -7,7 +7,6 @@ a commit is validated by the group state machine, appended as offset records, an
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +38,6 @@ async def handle_offset_commit(
     metadata: MetadataView,
     access: Access,
     groups: GroupCoordinator,
-    time_ms: Callable[[], int],
 ) -> Any:
     body = request.body
     version = request.api_version
@@ -71,7 +69,7 @@ async def handle_offset_commit(
         )
     try:
         if group_ok:
-            await _commit(groups, time_ms, body, version, commits, errors)
+            await _commit(groups, body, version, commits, errors)
     except CoordinatorError as exc:
         for c in commits:
             errors[(c.topic, c.partition)] = exc.error
@@ -96,7 +94,6 @@ async def handle_offset_commit(
 
 async def _commit(
     groups: GroupCoordinator,
-    time_ms: Callable[[], int],
     body: Any,
     version: int,
     commits: list[PartitionCommit],
@@ -117,7 +114,7 @@ async def _commit(
         generation_id=generation,
         partitions=commits,
         api_version=version,
-        now_ms=time_ms(),
+        now_ms=groups.now_ms(),
         retention_time_ms=retention_ms if retention_ms >= 0 else -1,
     )
     shard.wake.set()  # a member's commit refreshes its session
