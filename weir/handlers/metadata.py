@@ -10,7 +10,6 @@ new topic to appear so the client's first produce does not bounce.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -107,13 +106,8 @@ async def handle_metadata(
             access,
             ctx,
             bool(getattr(body, "include_cluster_authorized_operations", False)),
-            lambda b: make(
-                types.MetadataResponseBroker,
-                node_id=b.broker_id,
-                host=b.host,
-                port=b.port,
-                rack=b.rack,
-            ),
+            types.MetadataResponseBroker,
+            "node_id",
         ),
     )
 
@@ -123,13 +117,17 @@ def _cluster(
     access: Access,
     ctx: ConnectionContext,
     want_ops: bool,
-    broker: Callable[[Any], Any],
+    broker_cls: type,
+    id_field: str,
 ) -> dict[str, Any]:
-    """The cluster as Metadata and DescribeCluster both describe it: the live brokers (each
-    as ``broker`` builds its entry), the cluster id, the controller, and the principal's
-    cluster operations when asked."""
+    """The cluster as Metadata and DescribeCluster both describe it: the live brokers (as
+    ``broker_cls`` entries whose id field is ``id_field``), the cluster id, the controller,
+    and the principal's cluster operations when asked."""
     return {
-        "brokers": tuple(broker(b) for b in metadata.live_brokers()),
+        "brokers": tuple(
+            make(broker_cls, **{id_field: b.broker_id}, host=b.host, port=b.port, rack=b.rack)
+            for b in metadata.live_brokers()
+        ),
         "cluster_id": metadata.cluster_id,
         "controller_id": metadata.controller_id(),
         "cluster_authorized_operations": access.operations_field(
@@ -188,12 +186,7 @@ async def handle_describe_cluster(
             access,
             ctx,
             request.body.include_cluster_authorized_operations,
-            lambda b: make(
-                types.DescribeClusterBroker,
-                broker_id=b.broker_id,
-                host=b.host,
-                port=b.port,
-                rack=b.rack,
-            ),
+            types.DescribeClusterBroker,
+            "broker_id",
         ),
     )
