@@ -216,7 +216,4 @@ async def handle_delete(
                 ),
             )
         )
-    return respond(
-        request,
-        filter_results=tuple(results),
-    )
+    return respond(request, filter_results=tuple(results))

@@ -139,7 +139,4 @@ async def handle_alter(
                 resource_name=resource.resource_name,
             )
         )
-    return respond(
-        request,
-        responses=tuple(responses),
-    )
+    return respond(request, responses=tuple(responses))

@@ -375,10 +375,7 @@ async def handle_describe_groups(
                 access.operations_field(ctx, want_ops, ResourceType.GROUP, group_id),
             )
         )
-    return respond(
-        request,
-        groups=tuple(described),
-    )
+    return respond(request, groups=tuple(described))
 
 
 def _described(
@@ -450,7 +447,4 @@ async def handle_delete_groups(
         except CoordinatorError as exc:
             error = exc.error
         results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=error))
-    return respond(
-        request,
-        results=tuple(results),
-    )
+    return respond(request, results=tuple(results))

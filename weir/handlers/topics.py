@@ -150,10 +150,7 @@ async def handle_create_topics(
                 ),
             )
         )
-    return respond(
-        request,
-        topics=tuple(results),
-    )
+    return respond(request, topics=tuple(results))
 
 
 async def handle_delete_topics(
@@ -199,10 +196,7 @@ async def handle_delete_topics(
                 error_message=outcome.message,
             )
         )
-    return respond(
-        request,
-        responses=tuple(results),
-    )
+    return respond(request, responses=tuple(results))
 
 
 async def handle_create_partitions(
@@ -250,7 +244,4 @@ async def handle_create_partitions(
                 error_message=outcome.message,
             )
         )
-    return respond(
-        request,
-        results=tuple(results),
-    )
+    return respond(request, results=tuple(results))
