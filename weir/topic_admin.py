@@ -117,6 +117,11 @@ class TopicAdmin:
         self._lease = lease
         self._channel = channel
 
+    @property
+    def is_controller(self) -> bool:
+        """Does this broker hold the controller lease (so topic changes are made here)?"""
+        return self._lease.is_controller
+
     async def auto_create_topic(
         self,
         name: str,
@@ -131,7 +136,7 @@ class TopicAdmin:
         The controller creates it; any other broker asks the controller with CreateTopics,
         as Kafka's AutoTopicCreationManager does.
         """
-        if self._lease.is_controller:
+        if self.is_controller:
             outcome = await self.create_topic(
                 name=name,
                 num_partitions=num_partitions,

@@ -43,7 +43,6 @@ from weir.handlers._leader import Leaders
 if TYPE_CHECKING:
     from weir.controller import Controller
     from weir.controller_channel import ControllerChannel
-    from weir.controller_lease import ControllerLease
     from weir.credential_store import ScramCredentialStore
     from weir.group_coordinator import GroupCoordinator
     from weir.metadata_view import MetadataView
@@ -64,7 +63,6 @@ def registry(
     replicas: ReplicaManager,
     authorizer: Authorizer | None,
     groups: GroupCoordinator,
-    lease: ControllerLease,
     controller: Controller,
     channel: ControllerChannel,
     admin: TopicAdmin,
@@ -84,7 +82,6 @@ def registry(
         "leaders": Leaders(metadata, replicas),
         "access": Access(authorizer),
         "groups": groups,
-        "lease": lease,
         "controller": controller,
         "channel": channel,
         "admin": admin,

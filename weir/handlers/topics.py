@@ -19,7 +19,6 @@ from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.controller_channel import ControllerChannel
-    from weir.controller_lease import ControllerLease
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
     from weir.topic_admin import TopicAdmin
@@ -56,7 +55,7 @@ def _may(
 
 
 async def _forward(
-    lease: ControllerLease, channel: ControllerChannel, request: Request, all_allowed: bool = True
+    admin: TopicAdmin, channel: ControllerChannel, request: Request, all_allowed: bool = True
 ) -> Any | None:
     """KIP-590: a broker that is not the controller forwards topic admin to the controller.
 
@@ -64,7 +63,7 @@ async def _forward(
     that was itself forwarded is never forwarded again, so two brokers that disagree about
     the controller for a moment cannot bounce it between them: it gets NOT_CONTROLLER.
     """
-    if lease.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
+    if admin.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
         return None
     if not all_allowed:
         # The principal is known here, not at the controller (forwarding runs as the
@@ -76,14 +75,14 @@ async def _forward(
 
 async def _unless_refused(
     allowed: bool,
-    lease: ControllerLease,
+    admin: TopicAdmin,
     act: Callable[[], Awaitable[topic_admin.TopicOutcome]],
 ) -> topic_admin.TopicOutcome:
     """One topic of a topic-admin request: denied, NOT_CONTROLLER (a request answered here
     because it was not forwarded), or ``act``'s outcome."""
     if not allowed:
         return topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-    if not lease.is_controller:
+    if not admin.is_controller:
         return topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
     return await act()
 
@@ -92,14 +91,12 @@ async def handle_create_topics(
     ctx: ConnectionContext,
     request: Request,
     *,
-    metadata: MetadataView,
     access: Access,
-    lease: ControllerLease,
     channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
     allowed = {t.name: access.may_create_topic(ctx, t.name) for t in request.body.topics}
-    forwarded = await _forward(lease, channel, request, all(allowed.values()))
+    forwarded = await _forward(admin, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     body = request.body
@@ -117,7 +114,7 @@ async def handle_create_topics(
         else:
             outcome = await _unless_refused(
                 allowed[topic.name],
-                lease,
+                admin,
                 lambda topic=topic: admin.create_topic(
                     name=topic.name,
                     num_partitions=topic.num_partitions,
@@ -159,7 +156,6 @@ async def handle_delete_topics(
     *,
     metadata: MetadataView,
     access: Access,
-    lease: ControllerLease,
     channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
@@ -173,7 +169,7 @@ async def handle_delete_topics(
         (name, topic_id): _may(metadata, access, ctx, AclOperation.DELETE, name, topic_id)
         for name, topic_id in targets
     }
-    forwarded = await _forward(lease, channel, request, all(allowed.values()))
+    forwarded = await _forward(admin, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     types = types_of(request)
@@ -182,7 +178,7 @@ async def handle_delete_topics(
     for name, topic_id in targets:
         outcome = await _unless_refused(
             allowed[(name, topic_id)],
-            lease,
+            admin,
             lambda name=name, topic_id=topic_id: admin.delete_topic(
                 name=name, topic_id=topic_id, timeout_ms=timeout_ms
             ),
@@ -203,9 +199,7 @@ async def handle_create_partitions(
     ctx: ConnectionContext,
     request: Request,
     *,
-    metadata: MetadataView,
     access: Access,
-    lease: ControllerLease,
     channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
@@ -213,7 +207,7 @@ async def handle_create_partitions(
         t.name: access.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name)
         for t in request.body.topics
     }
-    forwarded = await _forward(lease, channel, request, all(allowed.values()))
+    forwarded = await _forward(admin, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     body = request.body
@@ -223,7 +217,7 @@ async def handle_create_partitions(
     for topic in body.topics:
         outcome = await _unless_refused(
             allowed[topic.name],
-            lease,
+            admin,
             lambda topic=topic: admin.create_partitions(
                 name=topic.name,
                 count=topic.count,
