@@ -256,7 +256,6 @@ class Broker:
             replicas=self.replicas,
             authorizer=build_authorizer(config, self.acls),
             groups=self.groups,
-            lease=self.lease,
             controller=self.controller,
             channel=self.channel,
             admin=self.admin,

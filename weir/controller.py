@@ -303,6 +303,12 @@ class Controller:
         self._task: asyncio.Task[None] | None = None
         self._last_rebalance = 0.0
 
+    @property
+    def epoch(self) -> int | None:
+        """The controller lease epoch while this broker holds it, else None; the controller's
+        writes are fenced by it."""
+        return self._epoch()
+
     def start(self) -> None:
         self._last_rebalance = self._time_s()
         self._task = asyncio.create_task(self._run(), name="controller")
@@ -350,39 +356,48 @@ class Controller:
         self, epoch: int, targets: Iterable[tuple[str, int]] | None
     ) -> dict[tuple[str, int], ErrorCode]:
         """Preferred-leader election for ``targets`` (None: every partition)."""
-        image = self._image()
-        live = set(image.brokers)
-        wanted = None if targets is None else set(targets)
-        results: dict[tuple[str, int], ErrorCode] = {}
-        by_topic: dict[str, list[PartitionChange]] = {}
-        for topic in image.topics.values():
-            for partition in topic.partitions.values():
-                key = (topic.name, partition.partition)
-                if wanted is not None and key not in wanted:
-                    continue
-                change = preferred_leader_change(partition, live)
-                if change is None:
-                    results[key] = (
-                        ErrorCode.election_not_needed
-                        if partition.replicas and partition.leader == partition.replicas[0]
-                        else ErrorCode.preferred_leader_not_available
-                    )
-                else:
-                    by_topic.setdefault(topic.name, []).append(change)
-                    results[key] = ErrorCode.none
-        if wanted is not None:
-            for key in wanted - set(results):
-                results[key] = ErrorCode.unknown_topic_or_partition
-        for topic, changes in by_topic.items():
-            if not await self._write(epoch, topic, changes, "preferred leader election"):
-                for change in changes:
-                    results[(topic, change.partition)] = ErrorCode.not_controller
-        return results
+
+        def decide(partition: PartitionImage, live: set[int]) -> PartitionChange | ErrorCode:
+            change = preferred_leader_change(partition, live)
+            if change is not None:
+                return change
+            if partition.replicas and partition.leader == partition.replicas[0]:
+                return ErrorCode.election_not_needed
+            return ErrorCode.preferred_leader_not_available
+
+        return await self._elect(epoch, targets, decide, "preferred leader election")
 
     async def elect_unclean(
         self, epoch: int, targets: Iterable[tuple[str, int]] | None
     ) -> dict[tuple[str, int], ErrorCode]:
         """Unclean election: a live replica leads even when it is out of sync."""
+
+        def decide(partition: PartitionImage, live: set[int]) -> PartitionChange | ErrorCode:
+            if partition.leader in live:
+                return ErrorCode.election_not_needed
+            elected = elect_leader(partition, live, unclean=True)
+            if elected is None or elected[0] < 0:
+                return ErrorCode.eligible_leaders_not_available
+            return PartitionChange(
+                partition=partition.partition,
+                leader=elected[0],
+                isr=elected[1],
+                expected_partition_epoch=partition.partition_epoch,
+            )
+
+        return await self._elect(epoch, targets, decide, "unclean leader election")
+
+    async def _elect(
+        self,
+        epoch: int,
+        targets: Iterable[tuple[str, int]] | None,
+        decide: Callable[[PartitionImage, set[int]], PartitionChange | ErrorCode],
+        reason: str,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """An election over ``targets`` (None: every partition): ``decide`` gives each
+        partition's change or why it has none; the changes are written per topic, and a
+        topic whose write is refused (the lease moved) answers NOT_CONTROLLER. A target
+        that does not exist answers UNKNOWN_TOPIC_OR_PARTITION."""
         image = self._image()
         live = set(image.brokers)
         wanted = None if targets is None else set(targets)
@@ -393,27 +408,17 @@ class Controller:
                 key = (topic.name, partition.partition)
                 if wanted is not None and key not in wanted:
                     continue
-                if partition.leader in live:
-                    results[key] = ErrorCode.election_not_needed
-                    continue
-                elected = elect_leader(partition, live, unclean=True)
-                if elected is None or elected[0] < 0:
-                    results[key] = ErrorCode.eligible_leaders_not_available
-                    continue
-                by_topic.setdefault(topic.name, []).append(
-                    PartitionChange(
-                        partition=partition.partition,
-                        leader=elected[0],
-                        isr=elected[1],
-                        expected_partition_epoch=partition.partition_epoch,
-                    )
-                )
-                results[key] = ErrorCode.none
+                decided = decide(partition, live)
+                if isinstance(decided, ErrorCode):
+                    results[key] = decided
+                else:
+                    by_topic.setdefault(topic.name, []).append(decided)
+                    results[key] = ErrorCode.none
         if wanted is not None:
             for key in wanted - set(results):
                 results[key] = ErrorCode.unknown_topic_or_partition
         for topic, changes in by_topic.items():
-            if not await self._write(epoch, topic, changes, "unclean leader election"):
+            if not await self._write(epoch, topic, changes, reason):
                 for change in changes:
                     results[(topic, change.partition)] = ErrorCode.not_controller
         return results

@@ -24,7 +24,10 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.alter_partition.v2 import request as alter_partition
+from kio.schema.create_topics.v7 import request as create_topics
 from kio.schema.errors import ErrorCode
+from kio.schema.incremental_alter_configs.v1 import request as incremental_alter_configs
 
 from weir.client import BrokerClient, BrokerClientError
 
@@ -95,24 +98,19 @@ class ControllerChannel:
         self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str]
     ) -> ErrorCode:
         """Ask the controller to create ``name`` (auto-creation); its error code."""
-        from kio.schema.create_topics.v7.request import (
-            CreatableTopic,
-            CreatableTopicConfig,
-            CreateTopicsRequest,
-        )
-
         client = self._client()
         if client is None:
             return ErrorCode.leader_not_available
-        request = CreateTopicsRequest(
+        request = create_topics.CreateTopicsRequest(
             topics=(
-                CreatableTopic(
+                create_topics.CreatableTopic(
                     name=name,
                     num_partitions=num_partitions,
                     replication_factor=replication_factor,
                     assignments=(),
                     configs=tuple(
-                        CreatableTopicConfig(name=k, value=v) for k, v in configs.items()
+                        create_topics.CreatableTopicConfig(name=k, value=v)
+                        for k, v in configs.items()
                     ),
                 ),
             ),
@@ -130,22 +128,18 @@ class ControllerChannel:
         self, resource_type: int, resource_name: str, changes: list[tuple[str, int, str | None]]
     ) -> tuple[ErrorCode, str | None]:
         """Send a config change to the controller as IncrementalAlterConfigs."""
-        from kio.schema.incremental_alter_configs.v1.request import (
-            AlterableConfig,
-            AlterConfigsResource,
-            IncrementalAlterConfigsRequest,
-        )
-
         client = self._client()
         if client is None:
             return ErrorCode.not_controller, "no controller is available; retry"
-        request = IncrementalAlterConfigsRequest(
+        request = incremental_alter_configs.IncrementalAlterConfigsRequest(
             resources=(
-                AlterConfigsResource(
+                incremental_alter_configs.AlterConfigsResource(
                     resource_type=resource_type,
                     resource_name=resource_name,
                     configs=tuple(
-                        AlterableConfig(name=name, config_operation=op, value=value)
+                        incremental_alter_configs.AlterableConfig(
+                            name=name, config_operation=op, value=value
+                        )
                         for name, op, value in changes
                     ),
                 ),
@@ -161,23 +155,17 @@ class ControllerChannel:
 
     async def alter_partition(self, partition: Partition, request: IsrChangeRequest) -> ErrorCode:
         """A leader's ISR proposal as AlterPartition; the partition's error code."""
-        from kio.schema.alter_partition.v2.request import (
-            AlterPartitionRequest,
-            PartitionData,
-            TopicData,
-        )
-
         client = self._client()
         if client is None:
             return ErrorCode.not_controller
-        body = AlterPartitionRequest(
+        body = alter_partition.AlterPartitionRequest(
             broker_id=self._broker_id,
             broker_epoch=self._broker_epoch(),
             topics=(
-                TopicData(
+                alter_partition.TopicData(
                     topic_id=uuid.UUID(partition.topic_id),
                     partitions=(
-                        PartitionData(
+                        alter_partition.PartitionData(
                             partition_index=partition.index,
                             leader_epoch=request.leader_epoch,
                             new_isr=request.new_isr,

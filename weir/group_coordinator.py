@@ -134,6 +134,10 @@ class GroupCoordinator:
         self._background: set[asyncio.Task[Any]] = set()
         self._creating: asyncio.Task[ErrorCode] | None = None
 
+    def now_ms(self) -> int:
+        """The coordinator's clock: the ``now_ms`` requests hand the group state machines."""
+        return self._time_ms()
+
     # configuration ---------------------------------------------------------------------
     @property
     def num_partitions(self) -> int:

@@ -74,6 +74,14 @@ def _fail(error: ErrorCode, message: str) -> TopicOutcome:
     return TopicOutcome(error=error, message=message)
 
 
+def _too_few_brokers(replication_factor: int, live: int) -> TopicOutcome:
+    """Placing replicas (new topic or new partitions) needs as many live brokers."""
+    return _fail(
+        ErrorCode.invalid_replication_factor,
+        f"Replication factor: {replication_factor} larger than available brokers: {live}.",
+    )
+
+
 def _check_assignments(assignments: dict[int, list[int]], live: set[int]) -> str | None:
     if sorted(assignments) != list(range(len(assignments))):
         return "Partitions should be a consecutive 0-based integer sequence"
@@ -109,6 +117,11 @@ class TopicAdmin:
         self._lease = lease
         self._channel = channel
 
+    @property
+    def is_controller(self) -> bool:
+        """Does this broker hold the controller lease (so topic changes are made here)?"""
+        return self._lease.is_controller
+
     async def auto_create_topic(
         self,
         name: str,
@@ -123,7 +136,7 @@ class TopicAdmin:
         The controller creates it; any other broker asks the controller with CreateTopics,
         as Kafka's AutoTopicCreationManager does.
         """
-        if self._lease.is_controller:
+        if self.is_controller:
             outcome = await self.create_topic(
                 name=name,
                 num_partitions=num_partitions,
@@ -198,11 +211,7 @@ class TopicAdmin:
                     "Replication factor must be larger than 0.",
                 )
             if replication_factor > len(live):
-                return _fail(
-                    ErrorCode.invalid_replication_factor,
-                    f"Replication factor: {replication_factor} larger than available brokers: "
-                    f"{len(live)}.",
-                )
+                return _too_few_brokers(replication_factor, len(live))
             placement = assign_replicas(
                 partitions=num_partitions,
                 replication_factor=replication_factor,
@@ -332,11 +341,7 @@ class TopicAdmin:
             new_assignments = [list(a) for a in assignments]
         else:
             if replication_factor > len(live):
-                return _fail(
-                    ErrorCode.invalid_replication_factor,
-                    f"Replication factor: {replication_factor} larger than available brokers: "
-                    f"{len(live)}.",
-                )
+                return _too_few_brokers(replication_factor, len(live))
             new_assignments = assign_new_partitions(
                 existing=[list(p.replicas) for p in view.partitions],
                 count=adding,

@@ -3,7 +3,9 @@
 ``MetadataView`` is fed ``ClusterImage`` values; ``ControllerLease`` a fake store; the
 ``IsrManager`` fake lease/controller/channel and a partition stand-in; the checkpointer and
 the replication throttle a fake replica manager. The handler registry is checked for its
-binding rule (a handler gets exactly the parts its signature names).
+binding rule (a handler gets exactly the parts its signature names), and the rules handlers
+share (leader/epoch check, per-partition answers, grouping by topic, the controller gate) on
+their own.
 """
 
 from __future__ import annotations
@@ -428,3 +430,94 @@ def test_access_without_an_authorizer_allows_everything() -> None:
     assert not access.enabled
     assert access.authorize(None, AclOperation.WRITE, ResourceType.TOPIC, "t")  # type: ignore[arg-type]
     assert access.may_create_topic(None, "t")  # type: ignore[arg-type]
+
+
+# -- the shared handler rules ---------------------------------------------------------------
+@dataclass
+class LocalReplicas:
+    local: dict[tuple[str, int], Any] = field(default_factory=dict)
+
+    def get(self, topic: str, index: int) -> Any:
+        return self.local.get((topic, index))
+
+
+def test_leaders_fence_a_client_whose_leader_epoch_differs() -> None:
+    from weir.handlers._leader import Leaders
+
+    v = view()
+    v.apply(image())
+    replica = FakePartition(leader_epoch=5)
+    leaders = Leaders(v, LocalReplicas({("t", 0): replica}))  # type: ignore[arg-type]
+    assert leaders.led("t", 0) == (ErrorCode.none, replica)
+    assert leaders.led("t", 0, 5) == (ErrorCode.none, replica)
+    assert leaders.led("t", 0, 4) == (ErrorCode.fenced_leader_epoch, None)
+    assert leaders.led("t", 0, 6) == (ErrorCode.unknown_leader_epoch, None)
+    assert leaders.led("t", 1, 5) == (ErrorCode.not_leader_or_follower, None)
+
+
+def test_per_partition_denies_a_whole_topic_without_reading_it() -> None:
+    from weir.handlers._build import per_partition
+
+    @dataclass
+    class Part:
+        partition_index: int
+        error_code: Any = None
+
+    @dataclass
+    class Topic:
+        name: str
+        partitions: tuple[Any, ...] = ()
+
+    asked: list[tuple[str, int]] = []
+
+    def answer(topic: str, p: Any) -> dict[str, Any]:
+        asked.append((topic, p.partition_index))
+        return {"error_code": ErrorCode.none}
+
+    request = [Topic("ok", (Part(0), Part(1))), Topic("no", (Part(0),))]
+    result = per_partition(
+        request,
+        topic_cls=Topic,
+        partition_cls=Part,
+        allowed=lambda name: name == "ok",
+        answer=answer,
+        denied={"error_code": ErrorCode.topic_authorization_failed},
+    )
+    assert asked == [("ok", 0), ("ok", 1)]
+    assert result == (
+        Topic("ok", (Part(0, ErrorCode.none), Part(1, ErrorCode.none))),
+        Topic("no", (Part(0, ErrorCode.topic_authorization_failed),)),
+    )
+
+
+def test_by_topic_groups_in_first_seen_order() -> None:
+    from weir.handlers._build import by_topic
+
+    rows = [("b", 1), ("a", 2), ("b", 3)]
+    assert by_topic(rows, lambda name, parts: (name, parts)) == (("b", (1, 3)), ("a", (2,)))
+
+
+async def test_controller_requests_need_the_cluster_operation_and_the_lease() -> None:
+    from weir.handlers._controller import controller_epoch
+    from weir.security.acl import AclOperation
+
+    @dataclass
+    class Epoch:
+        epoch: int | None
+
+    @dataclass
+    class Deny:
+        def authorize_connection(self, *_: Any) -> bool:
+            return False
+
+    alter = AclOperation.ALTER
+    assert controller_epoch(None, Access(), Epoch(4), alter) == (ErrorCode.none, 4)  # type: ignore[arg-type]
+    assert controller_epoch(None, Access(), Epoch(None), alter) == (  # type: ignore[arg-type]
+        ErrorCode.not_controller,
+        None,
+    )
+    denied = Access(Deny())  # type: ignore[arg-type]
+    assert controller_epoch(None, denied, Epoch(4), alter) == (  # type: ignore[arg-type]
+        ErrorCode.cluster_authorization_failed,
+        None,
+    )

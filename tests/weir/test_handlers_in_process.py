@@ -141,7 +141,6 @@ async def parts(redis_server: str, cluster_id: str, tmp_path: Path) -> AsyncIter
         groups=GroupCoordinator(
             view=view, replicas=replicas, create_topic=admin.auto_create_topic, time_ms=now_ms
         ),
-        lease=lease,
         controller=controller,
         channel=channel,
         admin=admin,

@@ -15,6 +15,7 @@ remove or replace a member and answers the removed member's parked requests itse
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 
@@ -84,19 +85,11 @@ class Membership:
     def replace_static(
         self, group_instance_id: str, old_member_id: str, new_member_id: str
     ) -> tuple[Member, Member]:
-        """A restarted static member takes over: same everything, new member id."""
+        """A restarted static member takes over: same everything, new member id; the old
+        member's parked requests stay with the old member (the caller answers them)."""
         old = self.members.pop(old_member_id)
-        new = Member(
-            member_id=new_member_id,
-            group_instance_id=old.group_instance_id,
-            client_id=old.client_id,
-            client_host=old.client_host,
-            rebalance_timeout_ms=old.rebalance_timeout_ms,
-            session_timeout_ms=old.session_timeout_ms,
-            protocol_type=old.protocol_type,
-            protocols=old.protocols,
-            assignment=old.assignment,
-            last_heartbeat_ms=old.last_heartbeat_ms,
+        new = dataclasses.replace(
+            old, member_id=new_member_id, join_ticket=None, sync_ticket=None, is_new=False
         )
         self.members[new_member_id] = new
         if self.leader_id == old_member_id:

@@ -38,11 +38,11 @@ from weir.handlers import (
 from weir.handlers import groups as group_api
 from weir.handlers import metadata as metadata_api
 from weir.handlers._authz import Access
+from weir.handlers._leader import Leaders
 
 if TYPE_CHECKING:
     from weir.controller import Controller
     from weir.controller_channel import ControllerChannel
-    from weir.controller_lease import ControllerLease
     from weir.credential_store import ScramCredentialStore
     from weir.group_coordinator import GroupCoordinator
     from weir.metadata_view import MetadataView
@@ -63,7 +63,6 @@ def registry(
     replicas: ReplicaManager,
     authorizer: Authorizer | None,
     groups: GroupCoordinator,
-    lease: ControllerLease,
     controller: Controller,
     channel: ControllerChannel,
     admin: TopicAdmin,
@@ -80,9 +79,9 @@ def registry(
     parts: dict[str, Any] = {
         "metadata": metadata,
         "replicas": replicas,
+        "leaders": Leaders(metadata, replicas),
         "access": Access(authorizer),
         "groups": groups,
-        "lease": lease,
         "controller": controller,
         "channel": channel,
         "admin": admin,
@@ -112,7 +111,7 @@ def registry(
             topics.CREATE_PARTITIONS_VERSIONS,
             topics.handle_create_partitions,
         ),
-        (configs.INCREMENTAL_KEY, configs.INCREMENTAL_VERSIONS, configs.handle_incremental),
+        (configs.INCREMENTAL_KEY, configs.INCREMENTAL_VERSIONS, configs.handle_alter),
         (
             offset_for_leader_epoch.API_KEY,
             offset_for_leader_epoch.VERSIONS,

@@ -42,11 +42,15 @@ class Access:
             return True
         return self.authorizer.authorize_connection(ctx, op, rtype, name)
 
+    def on_cluster(self, ctx: ConnectionContext, op: AclOperation) -> bool:
+        """May the connection's principal do ``op`` on the cluster resource?"""
+        return self.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
     def may_create_topic(self, ctx: ConnectionContext, name: str) -> bool:
         """Creating a topic needs Create on the cluster or on the topic (Kafka's rule)."""
-        return self.authorize(
-            ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
-        ) or self.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
+        return self.on_cluster(ctx, AclOperation.CREATE) or self.authorize(
+            ctx, AclOperation.CREATE, ResourceType.TOPIC, name
+        )
 
     def operations_field(
         self, ctx: ConnectionContext, requested: bool, rtype: ResourceType, name: str

@@ -2,20 +2,38 @@
 
 kio generates one dataclass per message version, and fields come and go between versions.
 Handlers pass every field any version may want; ``make`` keeps the ones this version's class
-has. Nested classes are found by name in the response class's module.
+has. Nested classes are found by name in the response class's module. ``respond`` builds the
+response to a request (its API key and version pick the class) and says "no throttle": Weir
+never throttles clients, and that is said here once. ``per_partition`` is
+the shape every topic/partition request answers in: one result per requested partition,
+grouped by topic as asked, and a topic the principal may not touch denied as a whole.
+``by_topic`` groups partition results that come as a flat list.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from datetime import timedelta
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.index import load_response_schema
 
-__all__ = ["NO_THROTTLE", "make", "response_class", "response_types"]
+if TYPE_CHECKING:
+    from weir.protocol.codec import Request
+
+__all__ = [
+    "NO_THROTTLE",
+    "by_topic",
+    "make",
+    "per_partition",
+    "respond",
+    "response_class",
+    "response_types",
+    "types_of",
+]
 
 NO_THROTTLE = timedelta(0)
 
@@ -57,3 +75,61 @@ def _absent(**_: Any) -> None:
 @cache
 def response_types(api_key: int, api_version: int) -> _Types:
     return _Types(sys.modules[response_class(api_key, api_version).__module__])
+
+
+def types_of(request: Request) -> _Types:
+    """The nested entity classes of the response to ``request``."""
+    return response_types(request.api_key, request.api_version)
+
+
+def respond(request: Request, /, **fields: Any) -> Any:
+    """The response to ``request`` with ``fields`` (those its version has), never throttled."""
+    return make(
+        response_class(request.api_key, request.api_version), throttle_time=NO_THROTTLE, **fields
+    )
+
+
+def per_partition(
+    request_topics: Iterable[Any],
+    *,
+    topic_cls: type,
+    partition_cls: type,
+    allowed: Callable[[str], bool],
+    answer: Callable[[str, Any], Mapping[str, Any]],
+    denied: Mapping[str, Any],
+    name: str = "name",
+    index: str = "partition_index",
+) -> tuple[Any, ...]:
+    """One ``topic_cls`` per requested topic holding one ``partition_cls`` per requested
+    partition, in request order.
+
+    ``allowed(topic)`` is asked once per topic; a denied topic's partitions all answer
+    ``denied`` and are never looked at. Otherwise ``answer(topic, partition)`` gives the
+    partition's fields. ``name`` and ``index`` are the topic-name and partition-index field
+    names, which the request and response share.
+    """
+    results = []
+    for topic in request_topics:
+        topic_name = getattr(topic, name)
+        ok = allowed(topic_name)
+        partitions = tuple(
+            make(
+                partition_cls,
+                **{index: getattr(p, index)},
+                **(answer(topic_name, p) if ok else denied),
+            )
+            for p in topic.partitions
+        )
+        results.append(make(topic_cls, **{name: topic_name}, partitions=partitions))
+    return tuple(results)
+
+
+def by_topic(
+    entries: Iterable[tuple[str, Any]], topic: Callable[[str, tuple[Any, ...]], Any]
+) -> tuple[Any, ...]:
+    """(topic name, partition entry) pairs grouped under one entry per topic, topics in the
+    order first seen; ``topic(name, partitions)`` builds a topic's entry."""
+    grouped: dict[str, list[Any]] = {}
+    for name, entry in entries:
+        grouped.setdefault(name, []).append(entry)
+    return tuple(topic(name, tuple(parts)) for name, parts in grouped.items())

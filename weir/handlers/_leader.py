@@ -1,7 +1,13 @@
-"""The one check every data-plane handler makes first: does this broker lead the partition?"""
+"""The one check every data-plane handler makes first: does this broker lead the partition?
+
+``Leaders`` is the part data-plane handlers take instead of the metadata view and the replica
+manager: they need only "this broker's replica, if it leads the partition at the epoch the
+client knows", and the errors clients expect when it does not.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -11,7 +17,7 @@ if TYPE_CHECKING:
     from weir.partition import Partition
     from weir.replica_manager import ReplicaManager
 
-__all__ = ["led_partition"]
+__all__ = ["Leaders", "led_partition"]
 
 
 def led_partition(
@@ -22,3 +28,32 @@ def led_partition(
     local = replicas.get(topic, index)
     error = metadata.leader_error(topic, index, local)
     return error, (local if error is ErrorCode.none else None)
+
+
+def epoch_error(partition: Partition, requested: int) -> ErrorCode:
+    """KIP-320: a client that knows a newer or older leader epoch than ours must refresh
+    (-1: the client does not say)."""
+    if requested < 0 or requested == partition.leader_epoch:
+        return ErrorCode.none
+    if requested < partition.leader_epoch:
+        return ErrorCode.fenced_leader_epoch
+    return ErrorCode.unknown_leader_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class Leaders:
+    """The partitions this broker leads, as the metadata view and the local replicas agree."""
+
+    metadata: MetadataView
+    replicas: ReplicaManager
+
+    def led(
+        self, topic: str, index: int, current_epoch: int = -1
+    ) -> tuple[ErrorCode, Partition | None]:
+        """(NONE, the replica) when this broker leads ``topic``-``index`` at the leader epoch
+        the client knows (``current_epoch``), else (the error clients expect, None)."""
+        error, partition = led_partition(self.metadata, self.replicas, topic, index)
+        if partition is None:
+            return error, None
+        error = epoch_error(partition, current_epoch)
+        return error, (partition if error is ErrorCode.none else None)

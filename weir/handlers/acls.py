@@ -23,15 +23,13 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 from redis.exceptions import RedisError
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import (
-    CLUSTER_NAME,
     AclBinding,
     AclBindingFilter,
     AclOperation,
     InvalidAclError,
-    ResourceType,
     operation,
     pattern_type,
     permission,
@@ -82,27 +80,15 @@ def _binding(raw: Any) -> AclBinding:
     )
 
 
-def _cluster_allowed(access: Access, ctx: ConnectionContext, op: AclOperation) -> bool:
-    return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
-
-
 async def handle_describe(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    acls: AclCache,
+    ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
-    version = request.api_version
-    types = response_types(DESCRIBE_KEY, version)
-    cls = response_class(DESCRIBE_KEY, version)
+    types = types_of(request)
 
     def fail(code: ErrorCode, message: str) -> Any:
-        return make(
-            cls, throttle_time=NO_THROTTLE, error_code=code, error_message=message, resources=()
-        )
+        return respond(request, error_code=code, error_message=message, resources=())
 
-    if not _cluster_allowed(access, ctx, AclOperation.DESCRIBE):
+    if not access.on_cluster(ctx, AclOperation.DESCRIBE):
         return fail(ErrorCode.cluster_authorization_failed, _DENIED.format(what="describe"))
     flt = _filter(request.body)
     try:
@@ -132,9 +118,8 @@ async def handle_describe(
                 ),
             )
         )
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         error_message=None,
         resources=tuple(resources),
@@ -142,18 +127,13 @@ async def handle_describe(
 
 
 async def handle_create(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    acls: AclCache,
+    ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
-    version = request.api_version
-    types = response_types(CREATE_KEY, version)
+    types = types_of(request)
     creations = request.body.creations
     outcomes: list[tuple[ErrorCode, str | None]] = []
     valid: list[AclBinding] = []
-    allowed = _cluster_allowed(access, ctx, AclOperation.ALTER)
+    allowed = access.on_cluster(ctx, AclOperation.ALTER)
     for raw in creations:
         if not allowed:
             outcomes.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="create")))
@@ -174,9 +154,8 @@ async def handle_create(
             log.warning("CreateAcls: %s", exc)
             failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))
             outcomes = [failed if code == ErrorCode.none else (code, m) for code, m in outcomes]
-    return make(
-        response_class(CREATE_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         results=tuple(
             make(types.AclCreationResult, error_code=code, error_message=message)
             for code, message in outcomes
@@ -185,17 +164,12 @@ async def handle_create(
 
 
 async def handle_delete(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    acls: AclCache,
+    ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
-    version = request.api_version
-    types = response_types(DELETE_KEY, version)
+    types = types_of(request)
     filters = [_filter(raw) for raw in request.body.filters]
     errors: list[tuple[ErrorCode, str | None]] = []
-    allowed = _cluster_allowed(access, ctx, AclOperation.ALTER)
+    allowed = access.on_cluster(ctx, AclOperation.ALTER)
     for flt in filters:
         if not allowed:
             errors.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="delete")))
@@ -242,8 +216,4 @@ async def handle_delete(
                 ),
             )
         )
-    return make(
-        response_class(DELETE_KEY, version),
-        throttle_time=NO_THROTTLE,
-        filter_results=tuple(results),
-    )
+    return respond(request, filter_results=tuple(results))

@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.server import ConnectionContext
 
@@ -20,19 +20,14 @@ VERSIONS = (0, 3)
 
 
 async def handle(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    supported_versions: Mapping[int, tuple[int, int]],
+    ctx: ConnectionContext, request: Request, *, supported_versions: Mapping[int, tuple[int, int]]
 ) -> Any:
-    version = request.api_version
-    types = response_types(API_KEY, version)
-    return make(
-        response_class(API_KEY, version),
+    types = types_of(request)
+    return respond(
+        request,
         error_code=ErrorCode.none,
         api_keys=tuple(
             make(types.ApiVersion, api_key=key, min_version=low, max_version=high)
             for key, (low, high) in sorted(supported_versions.items())
         ),
-        throttle_time=NO_THROTTLE,
     )

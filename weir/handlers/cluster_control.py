@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.controller import IsrChangeRequest
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import by_topic, make, respond, types_of
+from weir.handlers._controller import controller_epoch
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.controller import Controller
-    from weir.controller_lease import ControllerLease
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
 
@@ -38,25 +38,15 @@ async def handle_alter_partition(
     *,
     metadata: MetadataView,
     access: Access,
-    lease: ControllerLease,
     controller: Controller,
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(ALTER_PARTITION_KEY, version)
-    if not access.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
-        return make(
-            response_class(ALTER_PARTITION_KEY, version),
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            topics=(),
-        )
-    epoch = lease.epoch
+    types = types_of(request)
+    error, epoch = controller_epoch(ctx, access, controller, AclOperation.CLUSTER_ACTION)
     if epoch is None:
-        return make(
-            response_class(ALTER_PARTITION_KEY, version),
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.not_controller,
+        return respond(
+            request,
+            error_code=error,
             topics=(),
         )
     topics = []
@@ -91,42 +81,22 @@ async def handle_alter_partition(
                 )
             )
         topics.append(make(types.TopicData, topic_id=topic.topic_id, partitions=tuple(results)))
-    return make(
-        response_class(ALTER_PARTITION_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         topics=tuple(topics),
     )
 
 
 async def handle_elect_leaders(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    lease: ControllerLease,
-    controller: Controller,
+    ctx: ConnectionContext, request: Request, *, access: Access, controller: Controller
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(ELECT_LEADERS_KEY, version)
-    cls = response_class(ELECT_LEADERS_KEY, version)
+    types = types_of(request)
     election_type = getattr(body, "election_type", PREFERRED)
-    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            replica_election_results=(),
-        )
-    epoch = lease.epoch
+    error, epoch = controller_epoch(ctx, access, controller, AclOperation.ALTER)
     if epoch is None:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.not_controller,
-            replica_election_results=(),
-        )
+        return respond(request, error_code=error, replica_election_results=())
     if body.topic_partitions is None:
         targets = None
     else:
@@ -136,31 +106,32 @@ async def handle_elect_leaders(
     elif election_type == UNCLEAN:
         results = await controller.elect_unclean(epoch, targets=targets)
     else:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=ErrorCode.invalid_request,
             replica_election_results=(),
         )
     if targets is None:
         # Kafka reports only the partitions whose leader changed for an "all" election.
         results = {k: v for k, v in results.items() if v is ErrorCode.none}
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, index), error in sorted(results.items()):
-        by_topic.setdefault(topic, []).append(
-            make(
-                types.PartitionResult,
-                partition_id=index,
-                error_code=error,
-                error_message=None if error is ErrorCode.none else error.name,
-            )
-        )
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
-        replica_election_results=tuple(
-            make(types.ReplicaElectionResult, topic=topic, partition_result=tuple(parts))
-            for topic, parts in by_topic.items()
+        replica_election_results=by_topic(
+            (
+                (
+                    topic,
+                    make(
+                        types.PartitionResult,
+                        partition_id=index,
+                        error_code=error,
+                        error_message=None if error is ErrorCode.none else error.name,
+                    ),
+                )
+                for (topic, index), error in sorted(results.items())
+            ),
+            lambda topic, parts: make(
+                types.ReplicaElectionResult, topic=topic, partition_result=parts
+            ),
         ),
     )

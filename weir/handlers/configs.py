@@ -12,9 +12,13 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir import topic_admin
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import (
+    make,
+    respond,
+    types_of,
+)
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -30,13 +34,14 @@ INCREMENTAL_VERSIONS = (0, 1)
 
 
 _TOPIC_CONFIG = 2
+_DENIED = "not authorized"
 
 
 def _may(access: Access, ctx: ConnectionContext, op: AclOperation, resource: Any) -> bool:
     """Kafka: ``op`` on the topic for topic configs, on the cluster for broker configs."""
     if resource.resource_type == _TOPIC_CONFIG:
         return access.authorize(ctx, op, ResourceType.TOPIC, resource.resource_name)
-    return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+    return access.on_cluster(ctx, op)
 
 
 def _denied(resource: Any) -> ErrorCode:
@@ -45,28 +50,17 @@ def _denied(resource: Any) -> ErrorCode:
     return ErrorCode.cluster_authorization_failed
 
 
-def _alter_denied(types: Any, resource: Any) -> Any:
-    return make(
-        types.AlterConfigsResourceResponse,
-        error_code=_denied(resource),
-        error_message="not authorized",
-        resource_type=resource.resource_type,
-        resource_name=resource.resource_name,
-    )
-
-
 async def handle_describe(
     ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(DESCRIBE_KEY, version)
+    types = types_of(request)
     include_synonyms = getattr(body, "include_synonyms", False)
     include_docs = getattr(body, "include_documentation", False)
     results = []
     for resource in body.resources:
         if not _may(access, ctx, AclOperation.DESCRIBE_CONFIGS, resource):
-            outcome = topic_admin.ConfigsOutcome(_denied(resource), "not authorized")
+            outcome = topic_admin.ConfigsOutcome(_denied(resource), _DENIED)
         else:
             outcome = admin.describe_configs(
                 resource_type=resource.resource_type,
@@ -108,30 +102,34 @@ async def handle_describe(
                 ),
             )
         )
-    return make(
-        response_class(DESCRIBE_KEY, version), throttle_time=NO_THROTTLE, results=tuple(results)
-    )
+    return respond(request, results=tuple(results))
 
 
 async def handle_alter(
     ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
 ) -> Any:
-    """Legacy AlterConfigs: the given set replaces every dynamic config of the resource."""
+    """AlterConfigs and IncrementalAlterConfigs, one walk: per resource, ALTER_CONFIGS or a
+    denial, then the requested configs applied by the topic admin. Legacy AlterConfigs sets
+    each given config and the set replaces every dynamic config of the resource; the
+    incremental form does SET, DELETE, APPEND or SUBTRACT per config (KIP-339)."""
+    incremental = request.api_key == INCREMENTAL_KEY
     body = request.body
-    version = request.api_version
-    types = response_types(ALTER_KEY, version)
+    types = types_of(request)
     responses = []
     for resource in body.resources:
         if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
-            responses.append(_alter_denied(types, resource))
-            continue
-        outcome = await admin.alter_configs(
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-            operations=[(c.name, topic_admin.OP_SET, c.value) for c in resource.configs],
-            replace=True,
-            validate_only=body.validate_only,
-        )
+            outcome = topic_admin.ConfigsOutcome(_denied(resource), _DENIED)
+        else:
+            outcome = await admin.alter_configs(
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                operations=[
+                    (c.name, c.config_operation if incremental else topic_admin.OP_SET, c.value)
+                    for c in resource.configs
+                ],
+                replace=not incremental,
+                validate_only=body.validate_only,
+            )
         responses.append(
             make(
                 types.AlterConfigsResourceResponse,
@@ -141,41 +139,4 @@ async def handle_alter(
                 resource_name=resource.resource_name,
             )
         )
-    return make(
-        response_class(ALTER_KEY, version), throttle_time=NO_THROTTLE, responses=tuple(responses)
-    )
-
-
-async def handle_incremental(
-    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
-) -> Any:
-    """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT per config (KIP-339)."""
-    body = request.body
-    version = request.api_version
-    types = response_types(INCREMENTAL_KEY, version)
-    responses = []
-    for resource in body.resources:
-        if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
-            responses.append(_alter_denied(types, resource))
-            continue
-        outcome = await admin.alter_configs(
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-            operations=[(c.name, c.config_operation, c.value) for c in resource.configs],
-            replace=False,
-            validate_only=body.validate_only,
-        )
-        responses.append(
-            make(
-                types.AlterConfigsResourceResponse,
-                error_code=outcome.error,
-                error_message=outcome.message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        )
-    return make(
-        response_class(INCREMENTAL_KEY, version),
-        throttle_time=NO_THROTTLE,
-        responses=tuple(responses),
-    )
+    return respond(request, responses=tuple(responses))

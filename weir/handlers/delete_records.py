@@ -11,65 +11,50 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
-from weir.handlers._leader import led_partition
+from weir.handlers._build import per_partition, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.handlers._authz import Access
-    from weir.metadata_view import MetadataView
-    from weir.replica_manager import ReplicaManager
+    from weir.handlers._leader import Leaders
 
 API_KEY = 21
 VERSIONS = (0, 2)
 
 
 async def handle(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    metadata: MetadataView,
-    replicas: ReplicaManager,
-    access: Access,
+    ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
 ) -> Any:
-    version = request.api_version
-    types = response_types(API_KEY, version)
-    topics = []
-    for topic in request.body.topics:
-        partitions = []
-        allowed = access.authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
-        for p in topic.partitions:
-            if allowed:
-                error, low = _delete(metadata, replicas, topic.name, p.partition_index, p.offset)
-            else:
-                error, low = ErrorCode.topic_authorization_failed, -1
-            partitions.append(
-                make(
-                    types.DeleteRecordsPartitionResult,
-                    partition_index=p.partition_index,
-                    low_watermark=low,
-                    error_code=error,
-                )
-            )
-        topics.append(
-            make(types.DeleteRecordsTopicResult, name=topic.name, partitions=tuple(partitions))
-        )
-    return make(response_class(API_KEY, version), throttle_time=NO_THROTTLE, topics=tuple(topics))
+    types = types_of(request)
+    topics = per_partition(
+        request.body.topics,
+        topic_cls=types.DeleteRecordsTopicResult,
+        partition_cls=types.DeleteRecordsPartitionResult,
+        allowed=lambda name: access.authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name),
+        answer=lambda name, p: _delete(leaders, name, p.partition_index, p.offset),
+        denied=_DENIED,
+    )
+    return respond(request, topics=topics)
 
 
-def _delete(
-    metadata: MetadataView, replicas: ReplicaManager, topic: str, index: int, offset: int
-) -> tuple[ErrorCode, int]:
-    error, partition = led_partition(metadata, replicas, topic, index)
+def _result(error: ErrorCode, low_watermark: int = -1) -> dict[str, Any]:
+    return {"error_code": error, "low_watermark": low_watermark}
+
+
+_DENIED = _result(ErrorCode.topic_authorization_failed)
+
+
+def _delete(leaders: Leaders, topic: str, index: int, offset: int) -> dict[str, Any]:
+    error, partition = leaders.led(topic, index)
     if partition is None:
-        return error, -1
+        return _result(error)
     hw = partition.high_watermark
     if offset == -1:
         offset = hw
     if offset < 0 or offset > hw:
-        return ErrorCode.offset_out_of_range, -1
+        return _result(ErrorCode.offset_out_of_range)
     if offset <= partition.log_start_offset:
-        return ErrorCode.none, partition.log_start_offset
-    return ErrorCode.none, partition.delete_records_before(offset)
+        return _result(ErrorCode.none, partition.log_start_offset)
+    return _result(ErrorCode.none, partition.delete_records_before(offset))

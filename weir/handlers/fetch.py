@@ -27,17 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
-from weir.handlers._leader import led_partition
+from weir.handlers._build import by_topic, make, respond, types_of
 from weir.log.errors import OffsetOutOfRangeError
 from weir.protocol.codec import RecordsRegion, Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.handlers._authz import Access
-    from weir.metadata_view import MetadataView
-    from weir.partition import Partition
+    from weir.handlers._leader import Leaders
     from weir.replica_manager import ReplicaManager
     from weir.replication.isr_manager import IsrManager
     from weir.replication.throttle import ReplicationThrottle
@@ -76,7 +74,7 @@ async def handle(
     ctx: ConnectionContext,
     request: Request,
     *,
-    metadata: MetadataView,
+    leaders: Leaders,
     replicas: ReplicaManager,
     access: Access,
     isr: IsrManager,
@@ -91,7 +89,7 @@ async def handle(
         _record_follower_positions(replicas, isr, time_ms(), replica_id, wanted)
 
     def read_all() -> list[_PartitionRead]:
-        return _read_all(metadata, replicas, throttle, wanted, body.max_bytes, replica_id)
+        return _read_all(leaders, throttle, wanted, body.max_bytes, replica_id)
 
     reads = read_all()
     max_wait_s = body.max_wait.total_seconds()
@@ -102,7 +100,7 @@ async def handle(
     throttled = sum(r.size for r in reads if r.throttled)
     if throttled:
         throttle.record(throttled)
-    return _response(request.api_version, reads + denied)
+    return _response(request, reads + denied)
 
 
 def _authorized(
@@ -113,7 +111,7 @@ def _authorized(
     if not access.enabled:
         return wanted, []
     if replica_id >= 0:
-        ok = access.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+        ok = access.on_cluster(ctx, AclOperation.CLUSTER_ACTION)
         allowed = {topic: ok for topic, _ in wanted}
     else:
         allowed = {
@@ -152,8 +150,7 @@ def _record_follower_positions(
 
 
 def _read_all(
-    metadata: MetadataView,
-    replicas: ReplicaManager,
+    leaders: Leaders,
     throttle: ReplicationThrottle,
     wanted: list[tuple[str, Any]],
     max_bytes: int,
@@ -164,8 +161,7 @@ def _read_all(
     reads = []
     for topic, p in wanted:
         read = _read_one(
-            metadata,
-            replicas,
+            leaders,
             throttle,
             topic,
             p,
@@ -180,8 +176,7 @@ def _read_all(
 
 
 def _read_one(
-    metadata: MetadataView,
-    replicas: ReplicaManager,
+    leaders: Leaders,
     throttle: ReplicationThrottle,
     topic: str,
     p: Any,
@@ -192,12 +187,9 @@ def _read_one(
     allowance: _ThrottleBudget,
 ) -> _PartitionRead:
     index = p.partition
-    error, partition = led_partition(metadata, replicas, topic, index)
+    error, partition = leaders.led(topic, index, getattr(p, "current_leader_epoch", -1))
     if partition is None:
         return _PartitionRead(topic, index, error, -1, -1, _EMPTY, 0)
-    epoch_error = _check_epoch(partition, getattr(p, "current_leader_epoch", -1))
-    if epoch_error is not ErrorCode.none:
-        return _PartitionRead(topic, index, epoch_error, -1, -1, _EMPTY, 0)
     hw = partition.high_watermark
     start = partition.log_start_offset
     limit = min(p.partition_max_bytes, budget)
@@ -227,15 +219,6 @@ def _read_one(
     return _PartitionRead(
         topic, index, ErrorCode.none, hw, start, region, region.total, throttled=throttled
     )
-
-
-def _check_epoch(partition: Partition, requested: int) -> ErrorCode:
-    """KIP-320: a client that knows a newer or older leader epoch than ours must refresh."""
-    if requested < 0 or requested == partition.leader_epoch:
-        return ErrorCode.none
-    if requested < partition.leader_epoch:
-        return ErrorCode.fenced_leader_epoch
-    return ErrorCode.unknown_leader_epoch
 
 
 async def _park(
@@ -283,30 +266,30 @@ async def _park(
             partition.remove_waiter(on_change)
 
 
-def _response(version: int, reads: list[_PartitionRead]) -> Any:
-    types = response_types(API_KEY, version)
-    by_topic: dict[str, list[Any]] = {}
-    for r in reads:
-        by_topic.setdefault(r.topic, []).append(
-            make(
-                types.PartitionData,
-                partition_index=r.index,
-                error_code=r.error,
-                high_watermark=r.high_watermark,
-                last_stable_offset=r.high_watermark,
-                log_start_offset=r.log_start_offset,
-                aborted_transactions=(),
-                preferred_read_replica=-1,
-                records=r.records,
-            )
-        )
-    return make(
-        response_class(API_KEY, version),
-        throttle_time=NO_THROTTLE,
+def _response(request: Request, reads: list[_PartitionRead]) -> Any:
+    types = types_of(request)
+    return respond(
+        request,
         error_code=ErrorCode.none,
         session_id=0,
-        responses=tuple(
-            make(types.FetchableTopicResponse, topic=topic, partitions=tuple(parts))
-            for topic, parts in by_topic.items()
+        responses=by_topic(
+            (
+                (
+                    r.topic,
+                    make(
+                        types.PartitionData,
+                        partition_index=r.index,
+                        error_code=r.error,
+                        high_watermark=r.high_watermark,
+                        last_stable_offset=r.high_watermark,
+                        log_start_offset=r.log_start_offset,
+                        aborted_transactions=(),
+                        preferred_read_replica=-1,
+                        records=r.records,
+                    ),
+                )
+                for r in reads
+            ),
+            lambda topic, parts: make(types.FetchableTopicResponse, topic=topic, partitions=parts),
         ),
     )

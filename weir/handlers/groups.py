@@ -9,7 +9,6 @@ resolves; requests for a group this broker does not coordinate answer NOT_COORDI
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +16,10 @@ from kio.schema.errors import ErrorCode
 
 from weir.coordinator import MemberIdentity, Pending
 from weir.group_coordinator import CoordinatorError
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
+from weir.handlers._group import group_shard, member_group
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
-    CLUSTER_NAME,
     AclOperation,
     ResourceType,
 )
@@ -76,12 +75,10 @@ async def handle_find_coordinator(
     key_type = getattr(body, "key_type", _GROUP_KEY_TYPE)
     keys = list(body.coordinator_keys) if version >= 4 else [body.key]
     answers = [await _find(access, groups, metadata, ctx, key_type, key) for key in keys]
-    cls = response_class(FIND_COORDINATOR_KEY, version)
     if version >= 4:
-        types = response_types(FIND_COORDINATOR_KEY, version)
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
+        types = types_of(request)
+        return respond(
+            request,
             coordinators=tuple(
                 make(
                     types.Coordinator,
@@ -96,9 +93,8 @@ async def handle_find_coordinator(
             ),
         )
     error, message, node, host, port = answers[0]
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=error,
         error_message=message,
         node_id=node,
@@ -139,21 +135,15 @@ async def _find(
 
 # JoinGroup ------------------------------------------------------------------------------------
 async def handle_join_group(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
-    time_ms: Callable[[], int],
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(JOIN_GROUP_KEY, version)
+    types = types_of(request)
 
     def reply(error: ErrorCode, **fields: Any) -> Any:
-        return make(
-            response_class(JOIN_GROUP_KEY, version),
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=error,
             generation_id=fields.get("generation_id", -1),
             protocol_type=fields.get("protocol_type"),
@@ -164,12 +154,9 @@ async def handle_join_group(
             members=fields.get("members", ()),
         )
 
-    if not _may(access, ctx, AclOperation.READ, body.group_id):
-        return reply(ErrorCode.group_authorization_failed)
-    try:
-        shard = groups.shard_for(body.group_id)
-    except CoordinatorError as exc:
-        return reply(exc.error)
+    shard = group_shard(access, ctx, groups, AclOperation.READ, body.group_id)
+    if isinstance(shard, ErrorCode):
+        return reply(shard)
     group = shard.groups.get(body.group_id)
     if group is None:
         if body.member_id:
@@ -187,7 +174,7 @@ async def handle_join_group(
         protocol_type=body.protocol_type,
         protocols=[(p.name, p.metadata) for p in body.protocols],
         api_version=version,
-        now_ms=time_ms(),
+        now_ms=groups.now_ms(),
     )
     response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
@@ -244,35 +231,23 @@ def _forget_if_unused(shard: Shard, group: Group) -> None:
 
 # SyncGroup ------------------------------------------------------------------------------------
 async def handle_sync_group(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
-    time_ms: Callable[[], int],
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
-    version = request.api_version
 
     def reply(error: ErrorCode, assignment: bytes = b"", **fields: Any) -> Any:
-        return make(
-            response_class(SYNC_GROUP_KEY, version),
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=error,
             protocol_type=fields.get("protocol_type"),
             protocol_name=fields.get("protocol_name"),
             assignment=assignment,
         )
 
-    if not _may(access, ctx, AclOperation.READ, body.group_id):
-        return reply(ErrorCode.group_authorization_failed)
-    try:
-        shard = groups.shard_for(body.group_id)
-    except CoordinatorError as exc:
-        return reply(exc.error)
-    group = shard.groups.get(body.group_id)
-    if group is None:
-        return reply(ErrorCode.unknown_member_id)
+    found = member_group(access, ctx, groups, body.group_id)
+    if isinstance(found, ErrorCode):
+        return reply(found)
+    shard, group = found
     outcome = group.sync(
         member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
@@ -280,7 +255,7 @@ async def handle_sync_group(
         protocol_type=getattr(body, "protocol_type", None),
         protocol_name=getattr(body, "protocol_name", None),
         assignments={a.member_id: a.assignment for a in body.assignments},
-        now_ms=time_ms(),
+        now_ms=groups.now_ms(),
     )
     response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
@@ -295,47 +270,30 @@ async def handle_sync_group(
 
 # Heartbeat ------------------------------------------------------------------------------------
 async def handle_heartbeat(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
-    time_ms: Callable[[], int],
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
-    cls = response_class(HEARTBEAT_KEY, request.api_version)
-    if not _may(access, ctx, AclOperation.READ, body.group_id):
-        return make(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.group_authorization_failed)
-    try:
-        shard = groups.shard_for(body.group_id)
-    except CoordinatorError as exc:
-        return make(cls, throttle_time=NO_THROTTLE, error_code=exc.error)
-    group = shard.groups.get(body.group_id)
-    if group is None:
-        return make(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.unknown_member_id)
+    found = member_group(access, ctx, groups, body.group_id)
+    if isinstance(found, ErrorCode):
+        return respond(request, error_code=found)
+    shard, group = found
     error = group.heartbeat(
         member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
         generation_id=body.generation_id,
-        now_ms=time_ms(),
+        now_ms=groups.now_ms(),
     )
     shard.wake.set()  # the member's session deadline moved
-    return make(cls, throttle_time=NO_THROTTLE, error_code=error)
+    return respond(request, error_code=error)
 
 
 # LeaveGroup -----------------------------------------------------------------------------------
 async def handle_leave_group(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
-    time_ms: Callable[[], int],
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(LEAVE_GROUP_KEY, version)
-    cls = response_class(LEAVE_GROUP_KEY, version)
+    types = types_of(request)
     if version >= 3:
         members = [
             MemberIdentity(member_id=m.member_id, group_instance_id=m.group_instance_id)
@@ -345,9 +303,8 @@ async def handle_leave_group(
         members = [MemberIdentity(member_id=body.member_id)]
 
     def reply(error: ErrorCode, results: tuple[Any, ...] = ()) -> Any:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
+        return respond(
+            request,
             error_code=error,
             members=tuple(
                 make(
@@ -360,16 +317,11 @@ async def handle_leave_group(
             ),
         )
 
-    if not _may(access, ctx, AclOperation.READ, body.group_id):
-        return reply(ErrorCode.group_authorization_failed)
-    try:
-        shard = groups.shard_for(body.group_id)
-    except CoordinatorError as exc:
-        return reply(exc.error)
-    group = shard.groups.get(body.group_id)
-    if group is None:
-        return reply(ErrorCode.unknown_member_id)
-    outcome = group.leave(members, now_ms=time_ms())
+    found = member_group(access, ctx, groups, body.group_id)
+    if isinstance(found, ErrorCode):
+        return reply(found)
+    shard, group = found
+    outcome = group.leave(members, now_ms=groups.now_ms())
     groups.process(shard, group, outcome.completions)
     response = outcome.reply
     if version < 3 and response.members:
@@ -382,26 +334,16 @@ async def handle_leave_group(
 
 # DescribeGroups -------------------------------------------------------------------------------
 async def handle_describe_groups(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(DESCRIBE_GROUPS_KEY, version)
+    types = types_of(request)
     want_ops = bool(getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
-        if not _may(access, ctx, AclOperation.DESCRIBE, group_id):
-            denied = ErrorCode.group_authorization_failed
-            described.append(_described(types, group_id, denied, "", "", "", ()))
-            continue
-        try:
-            shard = groups.shard_for(group_id)
-        except CoordinatorError as exc:
-            described.append(_described(types, group_id, exc.error, "", "", "", ()))
+        shard = group_shard(access, ctx, groups, AclOperation.DESCRIBE, group_id)
+        if isinstance(shard, ErrorCode):
+            described.append(_described(types, group_id, shard, "", "", "", ()))
             continue
         group = shard.groups.get(group_id)
         if group is None:
@@ -433,11 +375,7 @@ async def handle_describe_groups(
                 access.operations_field(ctx, want_ops, ResourceType.GROUP, group_id),
             )
         )
-    return make(
-        response_class(DESCRIBE_GROUPS_KEY, version),
-        throttle_time=NO_THROTTLE,
-        groups=tuple(described),
-    )
+    return respond(request, groups=tuple(described))
 
 
 def _described(
@@ -464,18 +402,13 @@ def _described(
 
 # ListGroups -----------------------------------------------------------------------------------
 async def handle_list_groups(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
-    version = request.api_version
-    types = response_types(LIST_GROUPS_KEY, version)
+    types = types_of(request)
     wanted = {s.lower() for s in getattr(request.body, "states_filter", ()) or ()}
     loading = any(not shard.loaded for shard in groups.shards.values())
     listed = []
-    everything = access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+    everything = access.on_cluster(ctx, AclOperation.DESCRIBE)
     for _, group in groups.all_groups():
         state = group.state.value
         if state == "Dead" or (wanted and state.lower() not in wanted):
@@ -490,9 +423,8 @@ async def handle_list_groups(
                 group_state=state,
             )
         )
-    return make(
-        response_class(LIST_GROUPS_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.coordinator_load_in_progress if loading else ErrorCode.none,
         groups=tuple(sorted(listed, key=lambda g: g.group_id)),
     )
@@ -500,28 +432,19 @@ async def handle_list_groups(
 
 # DeleteGroups ---------------------------------------------------------------------------------
 async def handle_delete_groups(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
-    version = request.api_version
-    types = response_types(DELETE_GROUPS_KEY, version)
+    types = types_of(request)
     results = []
     for group_id in request.body.groups_names:
-        if not _may(access, ctx, AclOperation.DELETE, group_id):
-            denied = ErrorCode.group_authorization_failed
-            results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=denied))
-            continue
+        shard = group_shard(access, ctx, groups, AclOperation.DELETE, group_id)
         try:
-            shard = groups.shard_for(group_id)
-            error = await groups.delete_group(shard, group_id)
+            error = (
+                shard
+                if isinstance(shard, ErrorCode)
+                else await groups.delete_group(shard, group_id)
+            )
         except CoordinatorError as exc:
             error = exc.error
         results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=error))
-    return make(
-        response_class(DELETE_GROUPS_KEY, version),
-        throttle_time=NO_THROTTLE,
-        results=tuple(results),
-    )
+    return respond(request, results=tuple(results))

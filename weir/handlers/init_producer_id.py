@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class
+from weir.handlers._build import respond
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ _MAX_EPOCH = 32767
 def _may_write_idempotently(metadata: MetadataView, access: Access, ctx: ConnectionContext) -> bool:
     """Kafka 3.x: IdempotentWrite on the cluster, or Write on any topic (checked against the
     topics that exist, where Kafka asks whether any Write ACL could match)."""
-    if access.authorize(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+    if access.on_cluster(ctx, AclOperation.IDEMPOTENT_WRITE):
         return True
     return any(
         access.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, name)
@@ -48,47 +48,25 @@ async def handle(
     allocate_producer_id: Callable[[], Awaitable[int]],
 ) -> Any:
     body = request.body
-    cls = response_class(API_KEY, request.api_version)
+
+    def reply(error: ErrorCode, producer_id: int = -1, producer_epoch: int = -1) -> Any:
+        return respond(
+            request,
+            error_code=error,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+
     if body.transactional_id is not None:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.transactional_id_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        return reply(ErrorCode.transactional_id_authorization_failed)
     if not _may_write_idempotently(metadata, access, ctx):
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        return reply(ErrorCode.cluster_authorization_failed)
     producer_id = getattr(body, "producer_id", -1)
     epoch = getattr(body, "producer_epoch", -1)
     if producer_id >= 0 and 0 <= epoch < _MAX_EPOCH - 1:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.none,
-            producer_id=producer_id,
-            producer_epoch=epoch + 1,
-        )
+        return reply(ErrorCode.none, producer_id, epoch + 1)
     try:
         new_id = await allocate_producer_id()
     except ConnectionError:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.coordinator_not_available,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        producer_id=new_id,
-        producer_epoch=0,
-    )
+        return reply(ErrorCode.coordinator_not_available)
+    return reply(ErrorCode.none, new_id, 0)

@@ -13,16 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
-from weir.handlers._leader import led_partition
+from weir.handlers._build import per_partition, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.handlers._authz import Access
-    from weir.metadata_view import MetadataView
-    from weir.replica_manager import ReplicaManager
+    from weir.handlers._leader import Leaders
 
 API_KEY = 2
 VERSIONS = (1, 7)
@@ -33,54 +31,35 @@ MAX_TIMESTAMP = -3
 
 
 async def handle(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    metadata: MetadataView,
-    replicas: ReplicaManager,
-    access: Access,
+    ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
 ) -> Any:
-    version = request.api_version
-    types = response_types(API_KEY, version)
-    topics = []
-    for topic in request.body.topics:
-        partitions = []
-        allowed = access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
-        for p in topic.partitions:
-            if allowed:
-                error, offset, timestamp, epoch = _lookup(metadata, replicas, topic.name, p)
-            else:
-                error, offset, timestamp, epoch = ErrorCode.topic_authorization_failed, -1, -1, -1
-            partitions.append(
-                make(
-                    types.ListOffsetsPartitionResponse,
-                    partition_index=p.partition_index,
-                    error_code=error,
-                    timestamp=timestamp,
-                    offset=offset,
-                    leader_epoch=epoch,
-                    old_style_offsets=(),
-                )
-            )
-        topics.append(
-            make(types.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions))
-        )
-    return make(response_class(API_KEY, version), throttle_time=NO_THROTTLE, topics=tuple(topics))
+    types = types_of(request)
+    topics = per_partition(
+        request.body.topics,
+        topic_cls=types.ListOffsetsTopicResponse,
+        partition_cls=types.ListOffsetsPartitionResponse,
+        allowed=lambda name: access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name),
+        answer=lambda name, p: _result(*_lookup(leaders, name, p)),
+        denied=_result(ErrorCode.topic_authorization_failed),
+    )
+    return respond(request, topics=topics)
 
 
-def _lookup(
-    metadata: MetadataView, replicas: ReplicaManager, topic: str, p: Any
-) -> tuple[ErrorCode, int, int, int]:
-    error, partition = led_partition(metadata, replicas, topic, p.partition_index)
+def _result(
+    error: ErrorCode, offset: int = -1, timestamp: int = -1, epoch: int = -1
+) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "timestamp": timestamp,
+        "offset": offset,
+        "leader_epoch": epoch,
+        "old_style_offsets": (),
+    }
+
+
+def _lookup(leaders: Leaders, topic: str, p: Any) -> tuple[ErrorCode, int, int, int]:
+    error, partition = leaders.led(topic, p.partition_index, getattr(p, "current_leader_epoch", -1))
     if partition is None:
-        return error, -1, -1, -1
-    requested_epoch = getattr(p, "current_leader_epoch", -1)
-    if requested_epoch >= 0 and requested_epoch != partition.leader_epoch:
-        error = (
-            ErrorCode.fenced_leader_epoch
-            if requested_epoch < partition.leader_epoch
-            else ErrorCode.unknown_leader_epoch
-        )
         return error, -1, -1, -1
     epochs = partition.log.leader_epoch_cache
     target = p.timestamp

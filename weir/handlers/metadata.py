@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -47,7 +47,7 @@ async def handle_metadata(
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(METADATA_KEY, version)
+    types = types_of(request)
     requested = body.topics
     if requested is not None and version == 0 and not requested:
         requested = None  # v0: an empty list means all topics
@@ -98,29 +98,42 @@ async def handle_metadata(
                     continue
             assert view is not None
             topics.append(topic_entry(view))
-    return make(
-        response_class(METADATA_KEY, version),
-        throttle_time=NO_THROTTLE,
-        brokers=tuple(
-            make(
-                types.MetadataResponseBroker,
-                node_id=b.broker_id,
-                host=b.host,
-                port=b.port,
-                rack=b.rack,
-            )
-            for b in metadata.live_brokers()
-        ),
-        cluster_id=metadata.cluster_id,
-        controller_id=metadata.controller_id(),
+    return respond(
+        request,
         topics=tuple(topics),
-        cluster_authorized_operations=access.operations_field(
+        **_cluster(
+            metadata,
+            access,
             ctx,
             bool(getattr(body, "include_cluster_authorized_operations", False)),
-            ResourceType.CLUSTER,
-            CLUSTER_NAME,
+            types.MetadataResponseBroker,
+            "node_id",
         ),
     )
+
+
+def _cluster(
+    metadata: MetadataView,
+    access: Access,
+    ctx: ConnectionContext,
+    want_ops: bool,
+    broker_cls: type,
+    id_field: str,
+) -> dict[str, Any]:
+    """The cluster as Metadata and DescribeCluster both describe it: the live brokers (as
+    ``broker_cls`` entries whose id field is ``id_field``), the cluster id, the controller,
+    and the principal's cluster operations when asked."""
+    return {
+        "brokers": tuple(
+            make(broker_cls, **{id_field: b.broker_id}, host=b.host, port=b.port, rack=b.rack)
+            for b in metadata.live_brokers()
+        ),
+        "cluster_id": metadata.cluster_id,
+        "controller_id": metadata.controller_id(),
+        "cluster_authorized_operations": access.operations_field(
+            ctx, want_ops, ResourceType.CLUSTER, CLUSTER_NAME
+        ),
+    }
 
 
 def _missing(types: Any, name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> Any:
@@ -162,30 +175,18 @@ def _topic(types: Any, view: TopicView, ops: int) -> Any:
 async def handle_describe_cluster(
     ctx: ConnectionContext, request: Request, *, metadata: MetadataView, access: Access
 ) -> Any:
-    version = request.api_version
-    types = response_types(DESCRIBE_CLUSTER_KEY, version)
-    return make(
-        response_class(DESCRIBE_CLUSTER_KEY, version),
-        throttle_time=NO_THROTTLE,
+    types = types_of(request)
+    return respond(
+        request,
         error_code=ErrorCode.none,
         error_message=None,
         endpoint_type=1,  # brokers
-        cluster_id=metadata.cluster_id,
-        controller_id=metadata.controller_id(),
-        brokers=tuple(
-            make(
-                types.DescribeClusterBroker,
-                broker_id=b.broker_id,
-                host=b.host,
-                port=b.port,
-                rack=b.rack,
-            )
-            for b in metadata.live_brokers()
-        ),
-        cluster_authorized_operations=access.operations_field(
+        **_cluster(
+            metadata,
+            access,
             ctx,
             request.body.include_cluster_authorized_operations,
-            ResourceType.CLUSTER,
-            CLUSTER_NAME,
+            types.DescribeClusterBroker,
+            "broker_id",
         ),
     )

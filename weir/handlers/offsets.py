@@ -7,7 +7,6 @@ a commit is validated by the group state machine, appended as offset records, an
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,8 @@ from kio.schema.errors import ErrorCode
 
 from weir.coordinator import PartitionCommit
 from weir.group_coordinator import CoordinatorError
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import by_topic, make, respond, types_of
+from weir.handlers._group import group_shard
 from weir.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
@@ -38,11 +38,10 @@ async def handle_offset_commit(
     metadata: MetadataView,
     access: Access,
     groups: GroupCoordinator,
-    time_ms: Callable[[], int],
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(OFFSET_COMMIT_KEY, version)
+    types = types_of(request)
     requested = [(t.name, p) for t in body.topics for p in t.partitions]
     errors: dict[tuple[str, int], ErrorCode] = {}
     commits: list[PartitionCommit] = []
@@ -70,32 +69,31 @@ async def handle_offset_commit(
         )
     try:
         if group_ok:
-            await _commit(groups, time_ms, body, version, commits, errors)
+            await _commit(groups, body, version, commits, errors)
     except CoordinatorError as exc:
         for c in commits:
             errors[(c.topic, c.partition)] = exc.error
-    by_topic: dict[str, list[Any]] = {}
-    for topic, p in requested:
-        by_topic.setdefault(topic, []).append(
-            make(
-                types.OffsetCommitResponsePartition,
-                partition_index=p.partition_index,
-                error_code=errors.get((topic, p.partition_index), ErrorCode.none),
-            )
-        )
-    return make(
-        response_class(OFFSET_COMMIT_KEY, version),
-        throttle_time=NO_THROTTLE,
-        topics=tuple(
-            make(types.OffsetCommitResponseTopic, name=name, partitions=tuple(parts))
-            for name, parts in by_topic.items()
+    return respond(
+        request,
+        topics=by_topic(
+            (
+                (
+                    topic,
+                    make(
+                        types.OffsetCommitResponsePartition,
+                        partition_index=p.partition_index,
+                        error_code=errors.get((topic, p.partition_index), ErrorCode.none),
+                    ),
+                )
+                for topic, p in requested
+            ),
+            lambda name, parts: make(types.OffsetCommitResponseTopic, name=name, partitions=parts),
         ),
     )
 
 
 async def _commit(
     groups: GroupCoordinator,
-    time_ms: Callable[[], int],
     body: Any,
     version: int,
     commits: list[PartitionCommit],
@@ -116,7 +114,7 @@ async def _commit(
         generation_id=generation,
         partitions=commits,
         api_version=version,
-        now_ms=time_ms(),
+        now_ms=groups.now_ms(),
         retention_time_ms=retention_ms if retention_ms >= 0 else -1,
     )
     shard.wake.set()  # a member's commit refreshes its session
@@ -135,16 +133,11 @@ async def _commit(
 
 # OffsetFetch ----------------------------------------------------------------------------------
 async def handle_offset_fetch(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(OFFSET_FETCH_KEY, version)
-    cls = response_class(OFFSET_FETCH_KEY, version)
+    types = types_of(request)
     if version >= 8:
         answers = [
             make(
@@ -163,7 +156,7 @@ async def handle_offset_fetch(
             )
             for g in body.groups
         ]
-        return make(cls, throttle_time=NO_THROTTLE, groups=tuple(answers))
+        return respond(request, groups=tuple(answers))
     fetched = _fetch_group(
         access,
         groups,
@@ -175,7 +168,7 @@ async def handle_offset_fetch(
         "OffsetFetchResponsePartition",
         per_partition_errors=version < 2,
     )
-    return make(cls, throttle_time=NO_THROTTLE, **fetched)
+    return respond(request, **fetched)
 
 
 def _fetch_group(
@@ -196,19 +189,12 @@ def _fetch_group(
         if topics is None
         else [(t.name, index) for t in topics for index in t.partition_indexes]
     )
-    if not access.authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
-        denied = ErrorCode.group_authorization_failed
+    shard = group_shard(access, ctx, groups, AclOperation.READ, group_id)
+    if isinstance(shard, ErrorCode):
         if not per_partition_errors or wanted is None:
-            return {"topics": (), "error_code": denied}
-        rows = [(t, p, -1, -1, "", denied) for t, p in wanted]
-        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": denied}
-    try:
-        shard = groups.shard_for(group_id)
-    except CoordinatorError as exc:
-        if not per_partition_errors or wanted is None:
-            return {"topics": (), "error_code": exc.error}
-        rows = [(t, p, -1, -1, "", exc.error) for t, p in wanted]
-        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": exc.error}
+            return {"topics": (), "error_code": shard}
+        rows = [(t, p, -1, -1, "", shard) for t, p in wanted]
+        return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": shard}
     fetched = shard.offsets.fetch(group_id, wanted)
     rows = [(f.topic, f.partition, f.offset, f.leader_epoch, f.metadata, f.error) for f in fetched]
     if access.enabled:
@@ -234,56 +220,52 @@ def _describable(
 
 
 def _topics(types: Any, topic_type: str, partition_type: str, rows: list[tuple[Any, ...]]) -> Any:
-    by_topic: dict[str, list[Any]] = {}
-    for topic, partition, offset, epoch, metadata, error in rows:
-        by_topic.setdefault(topic, []).append(
-            make(
-                getattr(types, partition_type),
-                partition_index=partition,
-                committed_offset=offset,
-                committed_leader_epoch=epoch,
-                metadata=metadata,
-                error_code=error,
+    return by_topic(
+        (
+            (
+                topic,
+                make(
+                    getattr(types, partition_type),
+                    partition_index=partition,
+                    committed_offset=offset,
+                    committed_leader_epoch=epoch,
+                    metadata=metadata,
+                    error_code=error,
+                ),
             )
-        )
-    return tuple(
-        make(getattr(types, topic_type), name=name, partitions=tuple(parts))
-        for name, parts in by_topic.items()
+            for topic, partition, offset, epoch, metadata, error in rows
+        ),
+        lambda name, parts: make(getattr(types, topic_type), name=name, partitions=parts),
     )
 
 
 # OffsetDelete ---------------------------------------------------------------------------------
 async def handle_offset_delete(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    groups: GroupCoordinator,
+    ctx: ConnectionContext, request: Request, *, groups: GroupCoordinator
 ) -> Any:
     body = request.body
-    types = response_types(OFFSET_DELETE_KEY, request.api_version)
-    cls = response_class(OFFSET_DELETE_KEY, request.api_version)
+    types = types_of(request)
     wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
 
     def reply(error: ErrorCode, results: dict[tuple[str, int], ErrorCode]) -> Any:
-        by_topic: dict[str, list[Any]] = {}
-        for topic, partition in wanted:
-            by_topic.setdefault(topic, []).append(
-                make(
-                    types.OffsetDeleteResponsePartition,
-                    partition_index=partition,
-                    error_code=results.get((topic, partition), ErrorCode.none),
+        topics = by_topic(
+            (
+                (
+                    topic,
+                    make(
+                        types.OffsetDeleteResponsePartition,
+                        partition_index=partition,
+                        error_code=results.get((topic, partition), ErrorCode.none),
+                    ),
                 )
-            )
-        return make(
-            cls,
+                for topic, partition in wanted
+            ),
+            lambda name, parts: make(types.OffsetDeleteResponseTopic, name=name, partitions=parts),
+        )
+        return respond(
+            request,
             error_code=error,
-            throttle_time=NO_THROTTLE,
-            topics=tuple(
-                make(types.OffsetDeleteResponseTopic, name=name, partitions=tuple(parts))
-                for name, parts in by_topic.items()
-            )
-            if error is ErrorCode.none
-            else (),
+            topics=topics if error is ErrorCode.none else (),
         )
 
     try:

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
+from weir.handlers._controller import controller_epoch
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.controller import Controller
-    from weir.controller_lease import ControllerLease
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
 
@@ -26,34 +26,20 @@ ALTER_VERSIONS = (0, 0)
 LIST_KEY = 46
 LIST_VERSIONS = (0, 0)
 
+_NOT_CONTROLLER = "this broker is not the controller"
+
 
 async def handle_alter(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    lease: ControllerLease,
-    controller: Controller,
+    ctx: ConnectionContext, request: Request, *, access: Access, controller: Controller
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(ALTER_KEY, version)
-    cls = response_class(ALTER_KEY, version)
-    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
-            responses=(),
-        )
-    epoch = lease.epoch
+    types = types_of(request)
+    error, epoch = controller_epoch(ctx, access, controller, AclOperation.ALTER)
     if epoch is None:
-        return make(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.not_controller,
-            error_message="this broker is not the controller",
+        return respond(
+            request,
+            error_code=error,
+            error_message=_NOT_CONTROLLER if error is ErrorCode.not_controller else None,
             responses=(),
         )
     requests = [
@@ -62,9 +48,8 @@ async def handle_alter(
         for p in t.partitions
     ]
     results = await controller.alter_reassignments(epoch, requests)
-    return make(
-        cls,
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         error_message=None,
         responses=tuple(
@@ -87,19 +72,13 @@ async def handle_alter(
 
 
 async def handle_list(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    metadata: MetadataView,
-    access: Access,
+    ctx: ConnectionContext, request: Request, *, metadata: MetadataView, access: Access
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = response_types(LIST_KEY, version)
-    if not access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        return make(
-            response_class(LIST_KEY, version),
-            throttle_time=NO_THROTTLE,
+    types = types_of(request)
+    if not access.on_cluster(ctx, AclOperation.DESCRIBE):
+        return respond(
+            request,
             error_code=ErrorCode.cluster_authorization_failed,
             error_message=None,
             topics=(),
@@ -131,9 +110,8 @@ async def handle_list(
             topics.append(
                 make(types.OngoingTopicReassignment, name=topic.name, partitions=tuple(ongoing))
             )
-    return make(
-        response_class(LIST_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         error_message=None,
         topics=tuple(topics),

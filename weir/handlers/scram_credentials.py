@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_BY_ID,
@@ -38,19 +38,23 @@ ALTER_KEY = 51
 ALTER_VERSIONS = (0, 0)
 
 
+def _unnamed_or_unknown(change: Any) -> tuple[ErrorCode, str] | None:
+    """Kafka's first checks on a deletion or an upsertion: it names a user and a known
+    mechanism."""
+    if not change.name:
+        return ErrorCode.unacceptable_credential, "Username must not be empty"
+    if int(change.mechanism) not in MECHANISM_BY_ID:
+        return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+    return None
+
+
 async def handle_describe(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    credentials: ScramCredentialStore,
+    ctx: ConnectionContext, request: Request, *, access: Access, credentials: ScramCredentialStore
 ) -> Any:
-    version = request.api_version
-    types = response_types(DESCRIBE_KEY, version)
-    if not access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        return make(
-            response_class(DESCRIBE_KEY, version),
-            throttle_time=NO_THROTTLE,
+    types = types_of(request)
+    if not access.on_cluster(ctx, AclOperation.DESCRIBE):
+        return respond(
+            request,
             error_code=ErrorCode.cluster_authorization_failed,
             error_message="Cluster authorization failed.",  # Kafka's message for the code
             results=(),
@@ -90,9 +94,8 @@ async def handle_describe(
                 else (),
             )
         )
-    return make(
-        response_class(DESCRIBE_KEY, version),
-        throttle_time=NO_THROTTLE,
+    return respond(
+        request,
         error_code=ErrorCode.none,
         error_message=None,
         results=tuple(results),
@@ -100,14 +103,9 @@ async def handle_describe(
 
 
 async def handle_alter(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    credentials: ScramCredentialStore,
+    ctx: ConnectionContext, request: Request, *, access: Access, credentials: ScramCredentialStore
 ) -> Any:
-    version = request.api_version
-    types = response_types(ALTER_KEY, version)
+    types = types_of(request)
     body = request.body
     counts = Counter(d.name for d in body.deletions) + Counter(u.name for u in body.upsertions)
     errors: dict[str, tuple[ErrorCode, str | None]] = {}
@@ -115,7 +113,7 @@ async def handle_alter(
     def fail(user: str, code: ErrorCode, message: str) -> None:
         errors.setdefault(user, (code, message))
 
-    if not access.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not access.on_cluster(ctx, AclOperation.ALTER):
         for user in counts:
             fail(user, ErrorCode.cluster_authorization_failed, "not authorized")
     for user, count in counts.items():
@@ -126,23 +124,21 @@ async def handle_alter(
                 "A user credential cannot be altered twice in the same request",
             )
     for deletion in body.deletions:
-        mechanism = MECHANISM_BY_ID.get(int(deletion.mechanism))
-        if not deletion.name:
-            fail(deletion.name, ErrorCode.unacceptable_credential, "Username must not be empty")
-        elif mechanism is None:
-            fail(deletion.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
-        elif deletion.name not in errors and not await credentials.exists(mechanism, deletion.name):
+        problem = _unnamed_or_unknown(deletion)
+        if problem is not None:
+            fail(deletion.name, *problem)
+        elif deletion.name not in errors and not await credentials.exists(
+            MECHANISM_BY_ID[int(deletion.mechanism)], deletion.name
+        ):
             fail(
                 deletion.name,
                 ErrorCode.resource_not_found,
                 "Attempt to delete a user credential that does not exist",
             )
     for upsert in body.upsertions:
-        mechanism = MECHANISM_BY_ID.get(int(upsert.mechanism))
-        if not upsert.name:
-            fail(upsert.name, ErrorCode.unacceptable_credential, "Username must not be empty")
-        elif mechanism is None:
-            fail(upsert.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
+        problem = _unnamed_or_unknown(upsert)
+        if problem is not None:
+            fail(upsert.name, *problem)
         elif not MIN_ITERATIONS <= upsert.iterations <= MAX_ITERATIONS:
             fail(
                 upsert.name,
@@ -173,6 +169,4 @@ async def handle_alter(
                 error_message=message,
             )
         )
-    return make(
-        response_class(ALTER_KEY, version), throttle_time=NO_THROTTLE, results=tuple(results)
-    )
+    return respond(request, results=tuple(results))

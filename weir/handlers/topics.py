@@ -6,19 +6,19 @@ resend to the controller named in Metadata, as with Kafka.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from weir import topic_admin
-from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
-from weir.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
     from weir.controller_channel import ControllerChannel
-    from weir.controller_lease import ControllerLease
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
     from weir.topic_admin import TopicAdmin
@@ -50,12 +50,12 @@ def _may(
         view = metadata.topic_view_by_id(topic_id)
         name = view.name if view is not None else None
     if name is None:
-        return access.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+        return access.on_cluster(ctx, op)
     return access.authorize(ctx, op, ResourceType.TOPIC, name)
 
 
 async def _forward(
-    lease: ControllerLease, channel: ControllerChannel, request: Request, all_allowed: bool = True
+    admin: TopicAdmin, channel: ControllerChannel, request: Request, all_allowed: bool = True
 ) -> Any | None:
     """KIP-590: a broker that is not the controller forwards topic admin to the controller.
 
@@ -63,7 +63,7 @@ async def _forward(
     that was itself forwarded is never forwarded again, so two brokers that disagree about
     the controller for a moment cannot bounce it between them: it gets NOT_CONTROLLER.
     """
-    if lease.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
+    if admin.is_controller or (request.client_id or "").startswith(FORWARDED_CLIENT_PREFIX):
         return None
     if not all_allowed:
         # The principal is known here, not at the controller (forwarding runs as the
@@ -73,23 +73,34 @@ async def _forward(
     return await channel.forward(request.body, timeout_s)
 
 
+async def _unless_refused(
+    allowed: bool,
+    admin: TopicAdmin,
+    act: Callable[[], Awaitable[topic_admin.TopicOutcome]],
+) -> topic_admin.TopicOutcome:
+    """One topic of a topic-admin request: denied, NOT_CONTROLLER (a request answered here
+    because it was not forwarded), or ``act``'s outcome."""
+    if not allowed:
+        return topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+    if not admin.is_controller:
+        return topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+    return await act()
+
+
 async def handle_create_topics(
     ctx: ConnectionContext,
     request: Request,
     *,
-    metadata: MetadataView,
     access: Access,
-    lease: ControllerLease,
     channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
     allowed = {t.name: access.may_create_topic(ctx, t.name) for t in request.body.topics}
-    forwarded = await _forward(lease, channel, request, all(allowed.values()))
+    forwarded = await _forward(admin, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     body = request.body
-    version = request.api_version
-    types = response_types(CREATE_TOPICS_KEY, version)
+    types = types_of(request)
     seen: dict[str, int] = {}
     for topic in body.topics:
         seen[topic.name] = seen.get(topic.name, 0) + 1
@@ -100,19 +111,19 @@ async def handle_create_topics(
             outcome = topic_admin.TopicOutcome(
                 ErrorCode.invalid_request, f"topic {topic.name} appears more than once"
             )
-        elif not allowed[topic.name]:
-            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not lease.is_controller:
-            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
         else:
-            outcome = await admin.create_topic(
-                name=topic.name,
-                num_partitions=topic.num_partitions,
-                replication_factor=topic.replication_factor,
-                assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
-                configs={c.name: c.value for c in topic.configs},
-                validate_only=body.validate_only,
-                timeout_ms=timeout_ms,
+            outcome = await _unless_refused(
+                allowed[topic.name],
+                admin,
+                lambda topic=topic: admin.create_topic(
+                    name=topic.name,
+                    num_partitions=topic.num_partitions,
+                    replication_factor=topic.replication_factor,
+                    assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
+                    configs={c.name: c.value for c in topic.configs},
+                    validate_only=body.validate_only,
+                    timeout_ms=timeout_ms,
+                ),
             )
         results.append(
             make(
@@ -136,11 +147,7 @@ async def handle_create_topics(
                 ),
             )
         )
-    return make(
-        response_class(CREATE_TOPICS_KEY, version),
-        throttle_time=NO_THROTTLE,
-        topics=tuple(results),
-    )
+    return respond(request, topics=tuple(results))
 
 
 async def handle_delete_topics(
@@ -149,7 +156,6 @@ async def handle_delete_topics(
     *,
     metadata: MetadataView,
     access: Access,
-    lease: ControllerLease,
     channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
@@ -163,19 +169,20 @@ async def handle_delete_topics(
         (name, topic_id): _may(metadata, access, ctx, AclOperation.DELETE, name, topic_id)
         for name, topic_id in targets
     }
-    forwarded = await _forward(lease, channel, request, all(allowed.values()))
+    forwarded = await _forward(admin, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
-    types = response_types(DELETE_TOPICS_KEY, version)
+    types = types_of(request)
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     results = []
     for name, topic_id in targets:
-        if not allowed[(name, topic_id)]:
-            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not lease.is_controller:
-            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
-        else:
-            outcome = await admin.delete_topic(name=name, topic_id=topic_id, timeout_ms=timeout_ms)
+        outcome = await _unless_refused(
+            allowed[(name, topic_id)],
+            admin,
+            lambda name=name, topic_id=topic_id: admin.delete_topic(
+                name=name, topic_id=topic_id, timeout_ms=timeout_ms
+            ),
+        )
         results.append(
             make(
                 types.DeletableTopicResult,
@@ -185,20 +192,14 @@ async def handle_delete_topics(
                 error_message=outcome.message,
             )
         )
-    return make(
-        response_class(DELETE_TOPICS_KEY, version),
-        throttle_time=NO_THROTTLE,
-        responses=tuple(results),
-    )
+    return respond(request, responses=tuple(results))
 
 
 async def handle_create_partitions(
     ctx: ConnectionContext,
     request: Request,
     *,
-    metadata: MetadataView,
     access: Access,
-    lease: ControllerLease,
     channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
@@ -206,21 +207,18 @@ async def handle_create_partitions(
         t.name: access.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name)
         for t in request.body.topics
     }
-    forwarded = await _forward(lease, channel, request, all(allowed.values()))
+    forwarded = await _forward(admin, channel, request, all(allowed.values()))
     if forwarded is not None:
         return forwarded
     body = request.body
-    version = request.api_version
-    types = response_types(CREATE_PARTITIONS_KEY, version)
+    types = types_of(request)
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     results = []
     for topic in body.topics:
-        if not allowed[topic.name]:
-            outcome = topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-        elif not lease.is_controller:
-            outcome = topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
-        else:
-            outcome = await admin.create_partitions(
+        outcome = await _unless_refused(
+            allowed[topic.name],
+            admin,
+            lambda topic=topic: admin.create_partitions(
                 name=topic.name,
                 count=topic.count,
                 assignments=(
@@ -230,7 +228,8 @@ async def handle_create_partitions(
                 ),
                 validate_only=body.validate_only,
                 timeout_ms=timeout_ms,
-            )
+            ),
+        )
         results.append(
             make(
                 types.CreatePartitionsTopicResult,
@@ -239,8 +238,4 @@ async def handle_create_partitions(
                 error_message=outcome.message,
             )
         )
-    return make(
-        response_class(CREATE_PARTITIONS_KEY, version),
-        throttle_time=NO_THROTTLE,
-        results=tuple(results),
-    )
+    return respond(request, results=tuple(results))

@@ -55,6 +55,17 @@ def cluster_id_from_env() -> str:
     return os.environ.get("WEIR_CLUSTER_ID", DEFAULT_CLUSTER_ID)
 
 
+class _Fixed:
+    """A key with a fixed name under the cluster prefix, named as the attribute is:
+    ``layout.topics`` is ``weir:<cluster_id>:topics``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, layout: KeyLayout, owner: type | None = None) -> str:
+        return layout.key(self._name)
+
+
 @dataclass(frozen=True, slots=True)
 class KeyLayout:
     """Key names of one cluster."""
@@ -68,60 +79,30 @@ class KeyLayout:
     def key(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
-    @property
-    def metadata_log(self) -> str:
-        return self.key("metadata_log")
-
-    @property
-    def topics(self) -> str:
-        return self.key("topics")
-
-    @property
-    def topic_ids(self) -> str:
-        return self.key("topic_ids")
-
-    @property
-    def topic_collisions(self) -> str:
-        return self.key("topic_collisions")
-
-    @property
-    def config_resources(self) -> str:
-        return self.key("config_resources")
+    # Keys with fixed names (the table above); parameterized keys follow.
+    metadata_log = _Fixed()
+    topics = _Fixed()
+    topic_ids = _Fixed()
+    topic_collisions = _Fixed()
+    config_resources = _Fixed()
+    brokers = _Fixed()
+    broker_epoch = _Fixed()
+    controller = _Fixed()
+    controller_epoch = _Fixed()
+    next_producer_id = _Fixed()
+    incarnation = _Fixed()
+    metadata_log_trimmed = _Fixed()
+    # Set of ACL bindings (canonical JSON), see ``weir.security.acl_store``.
+    acls = _Fixed()
+    # Counter bumped with every ACL change.
+    acls_version = _Fixed()
 
     def configs(self, resource_type: str, resource_name: str) -> str:
         """``configs:topic:<name>``, ``configs:broker:<id>`` or ``configs:broker:``."""
         return self.key(f"configs:{resource_type}:{resource_name}")
 
-    @property
-    def brokers(self) -> str:
-        return self.key("brokers")
-
     def broker_lease(self, broker_id: int) -> str:
         return self.key(f"broker:{broker_id}")
-
-    @property
-    def broker_epoch(self) -> str:
-        return self.key("broker_epoch")
-
-    @property
-    def controller(self) -> str:
-        return self.key("controller")
-
-    @property
-    def controller_epoch(self) -> str:
-        return self.key("controller_epoch")
-
-    @property
-    def next_producer_id(self) -> str:
-        return self.key("next_producer_id")
-
-    @property
-    def incarnation(self) -> str:
-        return self.key("incarnation")
-
-    @property
-    def metadata_log_trimmed(self) -> str:
-        return self.key("metadata_log_trimmed")
 
     def broker_commands(self, broker_id: int) -> str:
         """Stream of commands for one broker (``weir.commands``)."""
@@ -130,16 +111,6 @@ class KeyLayout:
     def command_reply(self, command_id: str) -> str:
         """List the broker pushes its answer to ``command_id`` onto (expires)."""
         return self.key(f"command_reply:{command_id}")
-
-    @property
-    def acls(self) -> str:
-        """Set of ACL bindings (canonical JSON), see ``weir.security.acl_store``."""
-        return self.key("acls")
-
-    @property
-    def acls_version(self) -> str:
-        """Counter bumped with every ACL change."""
-        return self.key("acls_version")
 
     def scram_credentials(self, mechanism: str) -> str:
         """Hash of SCRAM credentials for ``SCRAM-SHA-256`` / ``SCRAM-SHA-512``."""

@@ -393,6 +393,19 @@ class MetadataStore:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
 
     # -- topics ----------------------------------------------------------------------------
+    def _topic_keys(self, name: str) -> list[str]:
+        """The keys a topic's creation or deletion touches, in the order both scripts take."""
+        keys = self.keys
+        return [
+            keys.controller_epoch,
+            keys.topics,
+            keys.topic_ids,
+            keys.topic_collisions,
+            keys.metadata_log,
+            keys.configs(ResourceType.TOPIC, name),
+            keys.config_resources,
+        ]
+
     async def create_topic(
         self,
         *,
@@ -427,7 +440,6 @@ class MetadataStore:
         records += [
             ConfigRecord(ResourceType.TOPIC, name, key, value) for key, value in configs.items()
         ]
-        keys = self.keys
         args: list[Any] = [
             controller_epoch,
             name,
@@ -440,19 +452,7 @@ class MetadataStore:
         for key, value in configs.items():
             args += [key, value]
         args += _flatten_records(records)
-        result = await self._run(
-            self._create_topic,
-            [
-                keys.controller_epoch,
-                keys.topics,
-                keys.topic_ids,
-                keys.topic_collisions,
-                keys.metadata_log,
-                keys.configs(ResourceType.TOPIC, name),
-                keys.config_resources,
-            ],
-            args,
-        )
+        result = await self._run(self._create_topic, self._topic_keys(name), args)
         if result[0] == "id_exists":
             raise MetadataError(f"topic id {topic_id} is already in use")
         self._check(result, name=name)
@@ -465,18 +465,9 @@ class MetadataStore:
 
         With ``topic_id``, only if the topic still has that id (DeleteTopics by id).
         """
-        keys = self.keys
         result = await self._run(
             self._delete_topic,
-            [
-                keys.controller_epoch,
-                keys.topics,
-                keys.topic_ids,
-                keys.topic_collisions,
-                keys.metadata_log,
-                keys.configs(ResourceType.TOPIC, name),
-                keys.config_resources,
-            ],
+            self._topic_keys(name),
             [controller_epoch, name, _normalized(name), f"topic:{name}", str(topic_id or "")],
         )
         self._check(result, name=name)

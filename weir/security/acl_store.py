@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Iterable
+from typing import Literal
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -83,20 +84,21 @@ class AclStore:
         return (int(raw_version) if raw_version is not None else 0), _parse(members)
 
     async def add(self, bindings: Iterable[AclBinding]) -> None:
-        members = [_member(b) for b in bindings]
-        if not members:
-            return
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.sadd(self.keys.acls, *members)
-            pipe.incr(self.keys.acls_version)
-            await pipe.execute()
+        await self._change("sadd", bindings)
 
     async def remove(self, bindings: Iterable[AclBinding]) -> None:
+        await self._change("srem", bindings)
+
+    async def _change(
+        self, command: Literal["sadd", "srem"], bindings: Iterable[AclBinding]
+    ) -> None:
+        """Add or remove bindings and bump the version in one transaction: a broker that sees
+        the new version reloads a set that already has the change."""
         members = [_member(b) for b in bindings]
         if not members:
             return
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.srem(self.keys.acls, *members)
+            getattr(pipe, command)(self.keys.acls, *members)
             pipe.incr(self.keys.acls_version)
             await pipe.execute()
 

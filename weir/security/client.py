@@ -37,11 +37,9 @@ from weir.config import InvalidConfigError
 from weir.security.listeners import SUPPORTED_PROTOCOLS
 from weir.security.sasl import SUPPORTED_MECHANISMS
 from weir.security.scram import (
-    MECHANISMS as SCRAM_MECHANISMS,
-)
-from weir.security.scram import (
     MIN_ITERATIONS,
     ScramError,
+    hash_of,
     salted_password,
 )
 
@@ -119,10 +117,8 @@ class ScramClient:
         *,
         nonce: str | None = None,  # fixed only by tests (RFC test vectors)
     ) -> None:
-        if mechanism not in SCRAM_MECHANISMS:
-            raise ScramError(f"unsupported mechanism {mechanism}")
+        self._hash = hash_of(mechanism)
         self.mechanism = mechanism
-        self._hash = SCRAM_MECHANISMS[mechanism][0]
         self._password = password
         self._nonce = nonce or secrets.token_urlsafe(24)
         self._client_first_bare = f"n={_escape_username(username)},r={self._nonce}"

@@ -36,6 +36,7 @@ __all__ = [
     "ScramServer",
     "credential_from_password",
     "credential_from_salted_password",
+    "hash_of",
     "salted_password",
 ]
 
@@ -60,6 +61,13 @@ class ScramCredential:
     iterations: int
     stored_key: bytes
     server_key: bytes
+
+
+def hash_of(mechanism: str) -> str:
+    """The hash a SCRAM mechanism uses; ScramError for a mechanism Weir does not offer."""
+    if mechanism not in MECHANISMS:
+        raise ScramError(f"unsupported mechanism {mechanism}")
+    return MECHANISMS[mechanism][0]
 
 
 def _hmac(hash_name: str, key: bytes, msg: bytes) -> bytes:
@@ -117,10 +125,8 @@ class ScramServer:
         *,
         server_nonce: str | None = None,  # fixed only by tests (RFC test vectors)
     ) -> None:
-        if mechanism not in MECHANISMS:
-            raise ScramError(f"unsupported mechanism {mechanism}")
+        self._hash = hash_of(mechanism)
         self.mechanism = mechanism
-        self._hash = MECHANISMS[mechanism][0]
         self._lookup = lookup
         self.username: str | None = None
         self._credential: ScramCredential | None = None
