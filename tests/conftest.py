@@ -21,8 +21,16 @@ from pathlib import Path
 
 import pytest
 
-# Control-plane fixtures (cp_cluster, users of each role) for tests/controlplane and tests/frontend.
-pytest_plugins = ["tests.controlplane_fixtures"]
+from tests.suite.children import die_with_parent
+
+pytest_plugins = [
+    # How the suite runs: layer markers and xdist groups, and the end-of-run leftovers check.
+    "tests.suite.layers",
+    "tests.suite.leftovers",
+    # Control-plane fixtures (cp_cluster, users of each role) for tests/controlplane and
+    # tests/frontend.
+    "tests.controlplane_fixtures",
+]
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
@@ -79,6 +87,7 @@ class RedisServer:
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent(),
         )
         log.close()
         deadline = time.monotonic() + timeout

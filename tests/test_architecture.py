@@ -59,9 +59,7 @@ def test_contract_breaks_when_a_runtime_module_imports_django(tmp_path: Path) ->
     tree = _tree(tmp_path, {"weir/server.py": "import django\n"})
     result = lint_imports(tree)
     assert result.returncode != 0
-    assert "The broker runtime imports no Django and no control-plane app BROKEN" in (
-        result.stdout
-    )
+    assert "The broker runtime imports no Django and no control-plane app BROKEN" in (result.stdout)
     assert "weir.server -> django" in result.stdout
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.suite.children import die_with_parent
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -70,7 +72,9 @@ class BrokerProcess:
             argv += ["--config", config]
         env = dict(os.environ, WEIR_REDIS_URL=self.redis_url, WEIR_CLUSTER_ID=self.cluster_id)
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=log, stderr=log)
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=ROOT, stdout=log, stderr=log, preexec_fn=die_with_parent()
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
