@@ -18,6 +18,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
+from tests.suite.children import die_with_parent
 from tests.weir.clients.conftest import ROOT, free_port
 
 # What only the tests use: Debian packages and Python distributions.
@@ -126,6 +127,7 @@ def test_devcluster_starts_brokers_web_app_and_admin_then_stops_on_ctrl_c(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=die_with_parent(),
     )
     output: list[str] = []
     try:

@@ -55,6 +55,8 @@ PROCESS_FIXTURES = frozenset(
     {
         "cluster",
         "make_cluster",
+        "module_cluster",
+        "shared_cluster",
         "broker",
         "start_broker",
         "module_broker",

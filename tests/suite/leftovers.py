@@ -10,8 +10,9 @@ starts carries the marker and every temporary file made the usual way (``tempfil
 ``tmp_path``, pytest's ``basetemp``) lands under the run's directory.
 
 When the run ends (after the xdist workers have exited, also after failures, timeouts or
-Ctrl-C), the controller scans ``/proc/*/environ`` for the marker: whatever still runs was
-left behind by a test or fixture. It is killed, named, and the run fails. Likewise any entry of
+Ctrl-C), the controller scans ``/proc/*/environ`` for the marker: whatever still runs after
+a short grace (for children on their way out with their parent) was left behind by a test or
+fixture. It is killed, named, and the run fails. Likewise any entry of
 the run's directory outside pytest's own ``basetemp`` is a temporary file or directory some
 test or child made and did not remove: it is named and the run fails. Then the whole
 directory is removed (pytest's ``basetemp`` with it; pass ``--basetemp=DIR`` to keep a run's
@@ -38,6 +39,8 @@ import pytest
 RUN_MARKER = "WEIR_TEST_RUN"
 # How long the controller waits for its xdist workers to exit before it scans.
 WORKER_EXIT_WAIT_S = 30.0
+# How long processes of the run may take to end by themselves once the workers are gone.
+EXIT_GRACE_S = 10.0
 _REPORT = pytest.StashKey["LeftBehind"]()
 
 
@@ -132,7 +135,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         deadline = time.monotonic() + WORKER_EXIT_WAIT_S
         while _children() and time.monotonic() < deadline:
             time.sleep(0.1)
-    left = _marked_processes(report.marker)
+    # Children of a worker that just exited may still be on their way out (the Spark JVM
+    # ends when its parent's pipe closes): what outlives the grace period was left behind.
+    deadline = time.monotonic() + EXIT_GRACE_S
+    while (left := _marked_processes(report.marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
     if left:
         _kill(sorted(left))
         report.processes = [f"pid {pid}: {cmd}" for pid, cmd in sorted(left.items())]
