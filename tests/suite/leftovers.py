@@ -160,19 +160,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if report is None or not (report.processes or report.files):
         return
     terminalreporter.section("left behind", sep="=", red=True, bold=True)
-    if report.processes:
-        terminalreporter.write_line(
-            f"{len(report.processes)} process(es) started by this run were still running "
-            "(now killed):",
-            red=True,
-        )
-        for line in report.processes:
-            terminalreporter.write_line(f"  {line}")
-    if report.files:
-        terminalreporter.write_line(
-            f"{len(report.files)} temporary file(s) or directory(ies) made outside pytest's "
-            "basetemp were not removed (now removed):",
-            red=True,
-        )
-        for line in report.files:
-            terminalreporter.write_line(f"  {line}")
+    for found, what in (
+        (report.processes, "process(es) started by this run were still running (now killed)"),
+        (
+            report.files,
+            "temporary file(s) or directory(ies) made outside pytest's basetemp were not "
+            "removed (now removed)",
+        ),
+    ):
+        if found:
+            terminalreporter.write_line(f"{len(found)} {what}:", red=True)
+            for line in found:
+                terminalreporter.write_line(f"  {line}")
