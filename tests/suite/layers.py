@@ -27,6 +27,9 @@ followed through the functions and classes of ``tests`` it calls, reaches ``subp
 module's own ``running_broker`` fixture counts, and a test moved onto an in-process harness
 stops counting without anyone editing a mark.
 
+Tests without ``processes`` get a tighter pytest-timeout (``FAST_TIMEOUT_S``) than the
+suite's default, so a hang in process fails in two minutes, not five.
+
 Under xdist (``--dist loadgroup``) tests that share an expensive fixture go to one worker as
 one ``xdist_group``, so the fixture starts once, not once per worker: a module- or
 package-scoped fixture that starts processes groups its module or package; the session-wide
@@ -50,6 +53,9 @@ from typing import Any
 import pytest
 
 LAYERS = ("redis", "processes", "browser", "spark", "integration")
+# pytest-timeout's limit for tests that start no process (the others have pyproject's 300 s):
+# nothing in process takes more than seconds, so a hang there fails fast.
+FAST_TIMEOUT_S = 120
 REDIS_FIXTURES = frozenset({"redis_server", "make_redis_server", "durable_redis"})
 PROCESS_FIXTURES = frozenset(
     {
@@ -232,6 +238,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             layers.add("integration")
         for layer in sorted(layers):
             item.add_marker(layer)
+        if "processes" not in layers and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
         group = _group(item, shared)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
