@@ -252,7 +252,8 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
         ),
     ]
     try:
-        _wait_for_port(port, 30)
+        # daphne boots Django and the app: seconds when quiet, more on a loaded machine.
+        _wait_for_port(port, 90)
         yield served
     finally:
         for process in processes:
