@@ -1,49 +1,77 @@
 # Weir — the two commands: `make run` and `make test`.
+#
+# Each installs only what it needs: `make run` the runtime (Debian's redis-server and a Java
+# runtime for the Spark analytics jobs; requirements.txt), `make test` the runtime plus the
+# test tools (kcat, chromium, docker-compose; requirements-test.txt).
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3.11
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+# pytest-xdist workers for `make test` (2 cores: the tests mostly wait on sockets and timers,
+# so more workers than cores pays; see docs/testing.md).
+TEST_WORKERS ?= 4
 
-.PHONY: install run test lint format system-deps clean
+# Debian packages as probe=package: the probe is a command on PATH or an absolute path.
+# Running Weir: redis-server (coordination store), a Java runtime (PySpark's JVM).
+RUNTIME_DEBS := redis-server=redis-server java=openjdk-17-jre-headless
+# Only the tests: kcat (a librdkafka client), chromium (the dashboard's browser tests) and
+# docker-compose (the compose file's validation test).
+TEST_DEBS := kcat=kcat /usr/bin/chromium=chromium docker-compose=docker-compose
 
-# Debian packages the project needs: redis-server (coordination store), kcat (a librdkafka
-# client used by the integration tests), chromium (the dashboard's browser tests), a Java
-# runtime (PySpark) and docker-compose (the compose file's validation test).
-system-deps:
+.PHONY: install install-test run test lint format system-deps test-system-deps clean
+
+# $(call install_debs,probe=package ...): apt-get install the packages whose probe is missing.
+define install_debs
 	@missing=""; \
-	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
-	command -v kcat >/dev/null || missing="$$missing kcat"; \
-	test -x /usr/bin/chromium || missing="$$missing chromium"; \
-	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
-	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	for pair in $(1); do \
+	  probe="$${pair%%=*}"; package="$${pair#*=}"; \
+	  case "$$probe" in \
+	    /*) test -x "$$probe" || missing="$$missing $$package" ;; \
+	    *) command -v "$$probe" >/dev/null || missing="$$missing $$package" ;; \
+	  esac; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+endef
 
-$(STAMP): requirements.txt
+system-deps:
+	$(call install_debs,$(RUNTIME_DEBS))
+
+test-system-deps: system-deps
+	$(call install_debs,$(TEST_DEBS))
+
+$(RUN_STAMP): requirements.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -r requirements.txt
-	touch $(STAMP)
+	touch $(RUN_STAMP)
 
-install: system-deps $(STAMP)
+$(TEST_STAMP): $(RUN_STAMP) requirements-test.txt
+	$(PIP) install -q -r requirements-test.txt
+	touch $(TEST_STAMP)
+
+install: system-deps $(RUN_STAMP)
+
+install-test: test-system-deps $(TEST_STAMP)
 
 run: install
 	$(PY) manage.py devcluster
 
-test: install
-	$(PY) -m pytest
+test: install-test
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
-lint: install
+lint: install-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-format: install
+format: install-test
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 

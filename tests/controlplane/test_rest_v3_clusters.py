@@ -144,7 +144,9 @@ def test_broker_configs_list_get_set_and_reset(cp_cluster: Cluster, operator: AP
     assert "duplicate" in batch.json()["message"]
 
 
-def test_broker_config_bad_input_names_the_problem(operator: APIClient, viewer: APIClient) -> None:
+def test_broker_config_bad_input_names_the_problem(
+    cp_cluster: Cluster, operator: APIClient, viewer: APIClient
+) -> None:
     url = f"{_base()}/brokers/1/configs"
     unknown = operator.get(f"{url}/no.such.config")
     assert unknown.status_code == 404

@@ -6,7 +6,11 @@ does — daphne and ``manage.py monitor`` as subprocesses in front of the sessio
 (Playwright's Python package drives it through ``executable_path``; no browser is
 downloaded). ``page_as("operator")`` opens a page signed in as that role (the login form is
 used once per role; its cookies are reused). ``shot`` saves a screenshot under
-``test-artifacts/screenshots/`` (``WEIR_TEST_ARTIFACTS`` moves it).
+``$WEIR_TEST_ARTIFACTS/screenshots/`` when that is set (``WEIR_TEST_ARTIFACTS=test-artifacts``
+keeps them in the checkout), else in the run's temporary directory, removed when it ends.
+
+Layers and grouping come from the fixtures (``tests/suite/layers.py``): these tests are
+``browser`` and ``processes`` and run on one xdist worker with ``dashboard``.
 """
 
 from __future__ import annotations
@@ -19,9 +23,6 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.controlplane_fixtures import PASSWORD, Dashboard
-from tests.weir.clients.conftest import ROOT
-
-pytestmark = [pytest.mark.integration]
 
 CHROMIUM = "/usr/bin/chromium"
 # As the machine's notes say: without the background-networking flags chromium keeps trying
@@ -35,7 +36,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(os.environ.get("WEIR_TEST_ARTIFACTS", ROOT / "test-artifacts"))
 
 
 # Package scope: Playwright's sync API keeps an event loop running in this thread while it is
@@ -84,10 +84,17 @@ def page_as(browser: Browser, dashboard: Dashboard) -> Iterator[Callable[[str], 
         context.close()
 
 
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where ``shot`` saves: ``$WEIR_TEST_ARTIFACTS/screenshots``, else a temporary folder."""
+    kept = os.environ.get("WEIR_TEST_ARTIFACTS")
+    return Path(kept) / "screenshots" if kept else tmp_path_factory.mktemp("screenshots")
+
+
 @pytest.fixture
-def shot() -> Callable[[Page, str], Path]:
-    """``shot(page, "overview")`` → ``test-artifacts/screenshots/overview.png``."""
-    folder = ARTIFACTS / "screenshots"
+def shot(screenshots: Path) -> Callable[[Page, str], Path]:
+    """``shot(page, "overview")`` → ``<screenshots>/overview.png``."""
+    folder = screenshots
     folder.mkdir(parents=True, exist_ok=True)
 
     def take(page: Page, name: str) -> Path:

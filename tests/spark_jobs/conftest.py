@@ -1,6 +1,7 @@
 """Fixtures for the Spark tests: one real SparkSession and the shared 3-broker cluster.
 
-Starting Spark (a JVM) costs seconds, so one ``local[2]`` session serves the whole run. The
+Starting Spark (a JVM) costs seconds, so one ``local[2]`` session serves the whole run (its
+JVM is shut down at the end). The
 brokers are the control-plane tests' ``cp_cluster`` (real ``runbroker`` processes, RF 3),
 shared too; tests isolate by unique topic names. ``produce`` writes records with
 confluent-kafka and returns what the brokers acknowledged (partition, offset, timestamp), so a
@@ -10,6 +11,7 @@ test compares what Spark read with what was really written.
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -36,6 +38,9 @@ class Sent:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
+    """One session for the run (the ``spark`` xdist group keeps its tests on one worker)."""
+    from pyspark import SparkContext
+
     from spark_jobs.session import spark_session
 
     session = spark_session(app_name="weir-tests", master="local[2]")
@@ -43,6 +48,22 @@ def spark() -> Iterator[object]:
         yield session
     finally:
         session.stop()
+        # stop() ends the SparkContext but leaves the JVM running until this process exits;
+        # shut it down now, so nothing outlives the tests that needed it.
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            gateway.shutdown()
+            process = getattr(gateway, "proc", None)
+            if process is not None:
+                if process.stdin is not None:
+                    process.stdin.close()  # the JVM exits when its parent's pipe closes
+                try:
+                    process.wait(30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            SparkContext._gateway = None
+            SparkContext._jvm = None
 
 
 @pytest.fixture(scope="session")

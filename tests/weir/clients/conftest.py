@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.suite.children import die_with_parent
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -55,6 +57,13 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
+        """Start the process and wait until it listens."""
+        self.spawn()
+        self.wait_listening(timeout)
+
+    def spawn(self) -> None:
+        """Start the process without waiting (``wait_listening`` waits): a cluster spawns its
+        brokers side by side, so their interpreters start at the same time."""
         argv = [
             sys.executable,
             str(ROOT / "manage.py"),
@@ -70,8 +79,14 @@ class BrokerProcess:
             argv += ["--config", config]
         env = dict(os.environ, WEIR_REDIS_URL=self.redis_url, WEIR_CLUSTER_ID=self.cluster_id)
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=log, stderr=log)
+        # Killed with this test process if it dies before its fixtures could stop the broker.
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=ROOT, stdout=log, stderr=log, preexec_fn=die_with_parent()
+        )
         log.close()
+
+    def wait_listening(self, timeout: float = 30.0) -> None:
+        assert self.proc is not None, "spawn() first"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

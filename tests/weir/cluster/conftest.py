@@ -1,10 +1,11 @@
 """A three-broker Weir cluster of real ``runbroker`` processes, for failure tests.
 
 ``make_cluster(configs=[...])`` starts brokers 1, 2 and 3 (``BrokerProcess`` from the client
-tests) on free loopback ports with fast failure detection (``FAST_CONFIGS``), sharing one
-``WEIR_CLUSTER_ID``; ``cluster`` is such a cluster with the defaults. Brokers can be killed
-(``kill9``), stopped (SIGTERM), paused (SIGSTOP, ``pause``/``resume``) and restarted on the
-same port and data directory.
+tests, spawned side by side) on free loopback ports with fast failure detection
+(``FAST_CONFIGS``), sharing one ``WEIR_CLUSTER_ID``; ``cluster`` is such a cluster with the
+defaults, for one test. ``shared_cluster`` is one cluster for all of a module's tests that
+isolate by topic name and break nothing. Brokers can be killed (``kill9``), stopped (SIGTERM),
+paused (SIGSTOP, ``pause``/``resume``) and restarted on the same port and data directory.
 
 Cluster state is read with raw Metadata requests to *one chosen broker* (Weir's own kio
 client), so a test can tell what each broker believes, including a paused zombie once it
@@ -25,6 +26,7 @@ import struct
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -508,7 +510,9 @@ class Cluster:
         not come up is stopped again (no broker processes left behind)."""
         try:
             for broker in self.brokers.values():
-                broker.start()
+                broker.spawn()  # side by side: the interpreters start in parallel
+            for broker in self.brokers.values():
+                broker.wait_listening(timeout)
             wait_until(
                 lambda: (
                     all(len(v.brokers) == len(self.brokers) for v in self.views().values())
@@ -637,6 +641,32 @@ def redis_port(url: str) -> int:
 ClusterFactory = Callable[..., Cluster]
 
 
+def new_cluster(
+    root: Path,
+    *,
+    redis_url: str,
+    cluster_id: str,
+    configs: list[str],
+    links: dict[int, TcpProxy] | None = None,
+) -> Cluster:
+    """Brokers 1..3 (not started) with data and logs under ``root``."""
+    links = links or {}
+    brokers = {
+        broker_id: BrokerProcess(
+            broker_id=broker_id,
+            data_dir=root / f"broker-{broker_id}",
+            redis_url=links[broker_id].url if links else redis_url,
+            cluster_id=cluster_id,
+            configs=configs,
+            log_path=root / f"broker-{broker_id}.log",
+        )
+        for broker_id in BROKER_IDS
+    }
+    cluster = Cluster(brokers, redis_url=redis_url, cluster_id=cluster_id)
+    cluster.redis_links = links
+    return cluster
+
+
 @pytest.fixture
 def make_cluster(redis_server: str, cluster_id: str, tmp_path: Path) -> Iterator[ClusterFactory]:
     """Factory: ``make_cluster(configs=[...], redis_url=None)`` → a started 3-broker Cluster."""
@@ -649,23 +679,16 @@ def make_cluster(redis_server: str, cluster_id: str, tmp_path: Path) -> Iterator
         redis_links: bool = False,
     ) -> Cluster:
         """``redis_links``: each broker reaches Redis through its own ``TcpProxy``."""
-        merged = merge_configs(FAST_CONFIGS, configs or [])
         url = redis_url or redis_server
         links = {i: TcpProxy(redis_port(url)) for i in BROKER_IDS} if redis_links else {}
         proxies.extend(links.values())
-        brokers = {
-            broker_id: BrokerProcess(
-                broker_id=broker_id,
-                data_dir=tmp_path / f"broker-{broker_id}",
-                redis_url=links[broker_id].url if links else url,
-                cluster_id=cluster_id,
-                configs=merged,
-                log_path=tmp_path / f"broker-{broker_id}.log",
-            )
-            for broker_id in BROKER_IDS
-        }
-        cluster = Cluster(brokers, redis_url=url, cluster_id=cluster_id)
-        cluster.redis_links = links
+        cluster = new_cluster(
+            tmp_path,
+            redis_url=url,
+            cluster_id=cluster_id,
+            configs=merge_configs(FAST_CONFIGS, configs or []),
+            links=links,
+        )
         clusters.append(cluster)
         cluster.start_all(20)
         return cluster
@@ -683,6 +706,38 @@ def make_cluster(redis_server: str, cluster_id: str, tmp_path: Path) -> Iterator
 def cluster(make_cluster: ClusterFactory) -> Cluster:
     """Three brokers with FAST_CONFIGS (RF 3, min.insync.replicas 2, 3 s sessions)."""
     return make_cluster()
+
+
+@pytest.fixture(scope="module")
+def module_cluster(
+    request: pytest.FixtureRequest, redis_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """Three brokers shared by a module's tests: FAST_CONFIGS plus the module's
+    ``CLUSTER_CONFIGS``. Use it through ``shared_cluster``."""
+    configs = merge_configs(FAST_CONFIGS, getattr(request.module, "CLUSTER_CONFIGS", []))
+    cluster = new_cluster(
+        tmp_path_factory.mktemp("module-cluster"),
+        redis_url=redis_server,
+        cluster_id=f"test-{uuid.uuid4().hex[:12]}",
+        configs=configs,
+    )
+    cluster.start_all(30)
+    try:
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+@pytest.fixture
+def shared_cluster(module_cluster: Cluster) -> Iterator[Cluster]:
+    """The module's cluster, for tests that isolate by topic and group name and leave every
+    broker running: a test that kills, pauses, restarts or reconfigures brokers takes
+    ``cluster`` or ``make_cluster`` (a cluster of its own). Starting three brokers is most of
+    a short cluster test's time, and the module's tests run on one xdist worker anyway."""
+    yield module_cluster
+    assert module_cluster.running() == list(BROKER_IDS), (
+        f"a test stopped or paused a broker of the shared cluster\n{module_cluster.describe()}"
+    )
 
 
 class DurableRedisServer(RedisServer):

@@ -18,13 +18,15 @@ import uuid
 
 import pytest
 
+from tests.suite.children import die_with_parent
 from tests.weir.clients.conftest import ROOT
-from tests.weir.cluster.conftest import ClusterFactory, wait_until
+from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 6
-CONFIGS = [
+# The module's shared cluster (``shared_cluster``): each case has a topic and group of its own.
+CLUSTER_CONFIGS = [
     "offsets.topic.num.partitions=3",
     "group.initial.rebalance.delay.ms=0",
     "group.min.session.timeout.ms=1000",
@@ -64,6 +66,7 @@ class Member:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
+            preexec_fn=die_with_parent(),
         )
         self.reports: list[tuple[int, frozenset[int]]] = []
         self._lock = threading.Lock()
@@ -115,10 +118,10 @@ def assert_never_two_owners(members: list[Member]) -> None:
 
 @pytest.mark.parametrize(("library", "assignor"), CASES, ids=[f"{a}-{b}" for a, b in CASES])
 def test_members_joining_and_leaving_never_share_a_partition(
-    make_cluster: ClusterFactory, library: str, assignor: str
+    shared_cluster: Cluster, library: str, assignor: str
 ) -> None:
-    cluster = make_cluster(configs=CONFIGS)
-    topic = "churn"
+    cluster = shared_cluster
+    topic = f"churn-{library}-{assignor}"
     cluster.create_topic(topic, partitions=PARTITIONS)
     group = f"churn-{uuid.uuid4().hex[:6]}"
     bootstrap = cluster.bootstrap()

@@ -6,6 +6,9 @@ throttle really holds catch-up back (a throttled move is still running seconds l
 can be cancelled), a controller failover does not lose an ongoing move, and an idempotent
 ``acks=all`` producer writing throughout loses nothing and duplicates nothing. Also the
 partition state every broker publishes to Redis for the control plane.
+
+The tests share the module's cluster (each moves a topic of its own); the failover test kills
+the controller and so starts a cluster of its own.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import redis
 from confluent_kafka.admin import ConfigResource
 
 from tests.weir.clients.conftest import ROOT
-from tests.weir.cluster.conftest import Cluster, wait_until
+from tests.weir.cluster.conftest import Cluster, ClusterFactory, wait_until
 from tests.weir.cluster.helpers import (
     KeyedWriter,
     assert_dense,
@@ -39,6 +42,12 @@ THROTTLED_TOPIC_CONFIGS = (
     "leader.replication.throttled.replicas",
     "follower.replication.throttled.replicas",
 )
+
+
+@pytest.fixture
+def cluster(shared_cluster: Cluster) -> Cluster:
+    """The module's shared cluster (these tests move topics of their own)."""
+    return shared_cluster
 
 
 def manage(*args: str) -> subprocess.CompletedProcess[str]:
@@ -99,6 +108,17 @@ def topic_overrides(cluster: Cluster, topic: str) -> dict[str, str]:
     return {k: e.value for k, e in entries.items() if not e.is_default}
 
 
+def lift_leader_throttle(cluster: Cluster, broker_id: int) -> None:
+    """Delete the leader's replication throttle (the move then catches up at full speed)."""
+    proc = manage(
+        "configs",
+        *("--bootstrap-server", cluster.bootstrap()),
+        *("--entity-type", "brokers", "--entity-name", str(broker_id)),
+        *("--alter", "--delete-config", "leader.replication.throttled.rate"),
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
 def replica_dir(cluster: Cluster, broker_id: int, topic: str, index: int = 0) -> Path:
     return cluster[broker_id].data_dir / f"{topic}-{index}"
 
@@ -110,21 +130,24 @@ def test_reassignment_under_load_moves_replicas_and_loses_nothing(
     cluster.create_topic(topic, replica_assignment=[[1, 2]])
     preload = [b"pre-%d-" % i + KB for i in range(3000)]
     produce_ok(cluster, topic, preload)
+    leader = cluster.wait_full_isr(topic).leader
     writer = KeyedWriter(cluster.bootstrap(), topic)
     writer.start()
     try:
         writer.wait_progress(100, cluster)
         plan = plan_file(tmp_path, "plan", {(topic, 0): [3, 2]})
         out = reassign(
-            cluster, "--execute", "--reassignment-json-file", plan, "--throttle", "400000"
+            cluster, "--execute", "--reassignment-json-file", plan, "--throttle", "20000"
         )
         assert '"replicas":[1,2]' in out.replace(" ", ""), out  # the rollback plan
-        assert "The inter-broker throttle limit was set to 400000 B/s" in out
+        assert "The inter-broker throttle limit was set to 20000 B/s" in out
         assert "Successfully started partition reassignments for moving-0" in out
-        # 3 MB at 400 KB/s takes ~8 s (slow CI included): still catching up now.
+        # 3 MB at 20 KB/s would take minutes: still catching up now, however slow the
+        # machine, until the throttle is lifted below.
         listed = reassign(cluster, "--list")
         assert "moving-0: replicas: [3, 2, 1]. adding: [3]. removing: [1]." in listed, listed
         assert topic_overrides(cluster, topic)[THROTTLED_TOPIC_CONFIGS[1]] == "0:3"
+        lift_leader_throttle(cluster, leader)
         out = wait_completed(cluster, plan, ["moving-0"])
         assert "Clearing topic-level throttles on topics moving" in out
         writer.wait_progress(200, cluster)
@@ -214,8 +237,9 @@ def test_cancel_rolls_a_throttled_move_back(cluster: Cluster, tmp_path: Path) ->
 
 
 def test_an_ongoing_reassignment_survives_controller_failover(
-    cluster: Cluster, tmp_path: Path
+    make_cluster: ClusterFactory, tmp_path: Path
 ) -> None:
+    cluster = make_cluster()  # of its own: the test kills the controller
     controller = cluster.controller()
     source, target = others(controller)
     topic = "failover-move"
@@ -232,13 +256,7 @@ def test_an_ongoing_reassignment_survives_controller_failover(
     listed = reassign(cluster, "--list")
     assert f"{topic}-0: replicas: [{source}, {target}]. adding: [{target}]." in listed, listed
     # Lift the throttle on the leader: the move completes under the new controller.
-    proc = manage(
-        "configs",
-        *("--bootstrap-server", cluster.bootstrap()),
-        *("--entity-type", "brokers", "--entity-name", str(source)),
-        *("--alter", "--delete-config", "leader.replication.throttled.rate"),
-    )
-    assert proc.returncode == 0, proc.stderr
+    lift_leader_throttle(cluster, source)
     wait_completed(cluster, plan, [f"{topic}-0"])
     info = cluster.wait_full_isr(topic)
     assert info.replicas == (source, target)
