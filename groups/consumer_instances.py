@@ -60,6 +60,10 @@ class InstanceRegistry:
     def create(
         self, *, group: str, name: str, fmt: str, config: dict[str, Any]
     ) -> ConsumerInstance:
+        if not group.strip():
+            # librdkafka takes a blank group.id for none and then aborts the whole process
+            # (an assertion in confluent-kafka's Consumer_init): refuse it here.
+            raise ApiError("consumer group id must not be blank", error_code=42201, status_code=422)
         with self._lock:
             self._expire_locked()
             if (group, name) in self._instances:

@@ -150,6 +150,16 @@ def test_bad_input_gets_confluent_error_codes(cp_cluster, operator: APIClient, u
     assert operator.delete(base).status_code == 204
 
 
+def test_blank_group_id_is_refused_without_crashing_the_web_process(
+    cp_cluster, operator: APIClient
+) -> None:
+    # librdkafka aborts the process on a blank group.id; the proxy must refuse it first.
+    for group in ("%20", "%20%20", "%09"):
+        blank = _post(operator, f"/kafka/consumers/{group}", {"name": "x"})
+        assert (blank.status_code, blank.json()["error_code"]) == (422, 42201)
+        assert "blank" in blank.json()["message"]
+
+
 def test_idle_instances_expire(cp_cluster, operator: APIClient, unique) -> None:
     group = unique("v2-idle")
     with override_settings(WEIR_CONSUMER_INSTANCE_TIMEOUT_MS=300):
