@@ -3,7 +3,9 @@
 A member keeps reading and committing (asynchronously, after every record) from a topic a
 producer keeps writing to, while the broker coordinating its group is killed with SIGKILL.
 Every commit the old coordinator acknowledged must still be there on the new one, the member
-carries on without reading anything it had not read, and a later member resumes after it.
+carries on without reading anything it had not read (unless its session expired during the
+failover and a rebalance sent it back to its committed offsets, which Kafka allows), and a
+later member resumes after it.
 """
 
 from __future__ import annotations
@@ -115,7 +117,15 @@ def test_acknowledged_commits_and_the_group_survive_a_coordinator_kill(
         )
     finally:
         member.stop()  # commits what it read, synchronously, on the new coordinator
-    assert len(member.values) == len(set(member.values)), "the member read records twice"
+    if member.revocations == 0:
+        # The member kept its partitions through the failover: it went on from its own
+        # positions, so it read nothing twice.
+        assert len(member.values) == len(set(member.values)), "the member read records twice"
+    # Otherwise its session ran out while the coordinator moved (a loaded machine can take
+    # longer than session.timeout.ms to elect the new leader): the rebalance hands its
+    # partitions back from the last committed offsets, and re-reading records after those
+    # is what Kafka's at-least-once delivery allows. What must hold either way is checked
+    # below: every record read, no acknowledged commit lost, a new member resumes after.
     admin = cluster.admin()
     offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[
         group
