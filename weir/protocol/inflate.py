@@ -29,8 +29,9 @@ format), 4 zstd. For LogAppendTime batches every record's timestamp is the batch
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import cramjam
 
@@ -64,6 +65,8 @@ CODEC_ZSTD = 4
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16  # magic + version int32 + compatible-version int32
 _U32 = struct.Struct(">I")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,13 +147,12 @@ def _blob(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return buf[pos:end], end
 
 
-def iter_offsets_and_timestamps(
-    batch: bytes | memoryview, pos: int = 0
-) -> Iterator[tuple[int, int]]:
-    """Yield ``(offset, timestamp)`` of each record of the batch at ``pos``, in order.
+def _walk(batch: bytes | memoryview, pos: int, decode: Callable[[_Place], T]) -> Iterator[T]:
+    """``decode`` applied to each record of the batch at ``pos``, in order.
 
-    Only the fields in front of the key are decoded; each record is then skipped by its
-    length, so this is cheap even for large values.
+    The record's offset, timestamp and length are read here; ``decode`` reads what it needs
+    from ``at`` (the key length) on. A record cut short, here or in ``decode``, is a
+    ``CorruptBatchError``.
     """
     header = parse_header(batch, pos)
     data = records_section(batch, header, pos)
@@ -159,56 +161,70 @@ def iter_offsets_and_timestamps(
     try:
         for _ in range(header.records_count):
             length, body = read_varint(data, cursor)
-            timestamp_delta, at = read_varint(data, body + 1)
-            offset_delta, _ = read_varint(data, at)
             cursor = body + length
+            timestamp_delta, at = read_varint(data, body + 1)  # past the attributes byte
+            offset_delta, at = read_varint(data, at)
             timestamp = (
                 header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
             )
-            yield header.base_offset + offset_delta, timestamp
+            yield decode(
+                _Place(data, header.base_offset + offset_delta, timestamp, body, at, cursor)
+            )
     except IndexError as exc:
         raise CorruptBatchError(
             f"records of the batch at offset {header.base_offset} are truncated"
         ) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """Where one record stands in a decompressed records section."""
+
+    data: bytes
+    offset: int
+    timestamp: int
+    body: int
+    """Start of the record (after its length)."""
+    at: int
+    """Start of the key length."""
+    end: int
+
+
+def iter_offsets_and_timestamps(
+    batch: bytes | memoryview, pos: int = 0
+) -> Iterator[tuple[int, int]]:
+    """Yield ``(offset, timestamp)`` of each record of the batch at ``pos``, in order.
+
+    Only the fields in front of the key are decoded; each record is then skipped by its
+    length, so this is cheap even for large values.
+    """
+    return _walk(batch, pos, lambda place: (place.offset, place.timestamp))
 
 
 def iter_records(batch: bytes | memoryview, pos: int = 0) -> Iterator[Record]:
     """Yield every record of the batch at ``pos``, fully decoded."""
-    header = parse_header(batch, pos)
-    data = records_section(batch, header, pos)
-    log_append_time = header.is_log_append_time
-    cursor = 0
-    try:
-        for _ in range(header.records_count):
-            length, body = read_varint(data, cursor)
-            end = body + length
-            timestamp_delta, at = read_varint(data, body + 1)
-            offset_delta, at = read_varint(data, at)
-            key, at = _blob(data, at)
-            value, at = _blob(data, at)
-            count, at = read_varint(data, at)
-            headers: list[tuple[str, bytes | None]] = []
-            for _ in range(count):
-                name, at = _blob(data, at)
-                header_value, at = _blob(data, at)
-                headers.append(((name or b"").decode("utf-8", "replace"), header_value))
-            if at != end:
-                raise CorruptBatchError(
-                    f"record at offset {header.base_offset + offset_delta} declares "
-                    f"{length} bytes but holds {at - body}"
-                )
-            cursor = end
-            timestamp = (
-                header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
-            )
-            yield Record(
-                offset=header.base_offset + offset_delta,
-                timestamp=timestamp,
-                key=key,
-                value=value,
-                headers=tuple(headers),
-            )
-    except IndexError as exc:
+    return _walk(batch, pos, _decode)
+
+
+def _decode(place: _Place) -> Record:
+    data, at = place.data, place.at
+    key, at = _blob(data, at)
+    value, at = _blob(data, at)
+    count, at = read_varint(data, at)
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        name, at = _blob(data, at)
+        header_value, at = _blob(data, at)
+        headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+    if at != place.end:
         raise CorruptBatchError(
-            f"records of the batch at offset {header.base_offset} are truncated"
-        ) from exc
+            f"record at offset {place.offset} declares "
+            f"{place.end - place.body} bytes but holds {at - place.body}"
+        )
+    return Record(
+        offset=place.offset,
+        timestamp=place.timestamp,
+        key=key,
+        value=value,
+        headers=tuple(headers),
+    )
