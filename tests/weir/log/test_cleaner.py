@@ -14,16 +14,17 @@ from typing import Any
 import crc32c
 import pytest
 
-from weir.log.cleaner import (
+from weir.log import (
     CleanAbortedError,
     CleanStats,
+    Log,
+    LogConfig,
     PreparedClean,
     cleanable_range,
     commit_clean,
     dirty_ratio,
     prepare_clean,
 )
-from weir.log.log import Log, LogConfig
 from weir.protocol.inflate import iter_records
 from weir.protocol.records import iter_batches
 
