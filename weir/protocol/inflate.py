@@ -49,11 +49,13 @@ __all__ = [
     "CODEC_SNAPPY",
     "CODEC_ZSTD",
     "Record",
+    "RecordPlace",
     "decompress",
     "iter_offsets_and_timestamps",
     "iter_records",
     "read_varint",
     "records_section",
+    "walk_records",
 ]
 
 CODEC_NONE = 0
@@ -147,47 +149,65 @@ def _blob(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return buf[pos:end], end
 
 
-def _walk(batch: bytes | memoryview, pos: int, decode: Callable[[_Place], T]) -> Iterator[T]:
-    """``decode`` applied to each record of the batch at ``pos``, in order.
-
-    The record's offset, timestamp and length are read here; ``decode`` reads what it needs
-    from ``at`` (the key length) on. A record cut short, here or in ``decode``, is a
-    ``CorruptBatchError``.
-    """
+def _walk(batch: bytes | memoryview, pos: int, decode: Callable[[RecordPlace], T]) -> Iterator[T]:
+    """``walk_records`` over the batch at ``pos``; a record cut short is a
+    ``CorruptBatchError``."""
     header = parse_header(batch, pos)
     data = records_section(batch, header, pos)
-    log_append_time = header.is_log_append_time
-    cursor = 0
     try:
-        for _ in range(header.records_count):
-            length, body = read_varint(data, cursor)
-            cursor = body + length
-            timestamp_delta, at = read_varint(data, body + 1)  # past the attributes byte
-            offset_delta, at = read_varint(data, at)
-            timestamp = (
-                header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
-            )
-            yield decode(
-                _Place(data, header.base_offset + offset_delta, timestamp, body, at, cursor)
-            )
+        yield from walk_records(data, header, decode)
     except IndexError as exc:
         raise CorruptBatchError(
             f"records of the batch at offset {header.base_offset} are truncated"
         ) from exc
 
 
+def walk_records(
+    data: bytes, header: BatchHeader, decode: Callable[[RecordPlace], T]
+) -> Iterator[T]:
+    """``decode`` applied to each record of a decompressed records section, in order.
+
+    The record's length, timestamp and offset deltas are read here (the one reading of the
+    record framing); ``decode`` reads what it needs from ``at`` (the key length) on. A
+    record cut short raises ``IndexError``: each caller says what that means to it.
+    """
+    cursor = 0
+    for _ in range(header.records_count):
+        length, body = read_varint(data, cursor)
+        timestamp_delta, at = read_varint(data, body + 1)  # past the attributes byte
+        offset_delta, at = read_varint(data, at)
+        start, cursor = cursor, body + length
+        yield decode(
+            RecordPlace(data, header, offset_delta, timestamp_delta, start, body, at, cursor)
+        )
+
+
 @dataclass(frozen=True, slots=True)
-class _Place:
-    """Where one record stands in a decompressed records section."""
+class RecordPlace:
+    """Where one record stands in a decompressed records section, and its deltas."""
 
     data: bytes
-    offset: int
-    timestamp: int
+    header: BatchHeader
+    offset_delta: int
+    timestamp_delta: int
+    start: int
+    """Start of the record (its length varint)."""
     body: int
-    """Start of the record (after its length)."""
+    """Start of the record after its length."""
     at: int
     """Start of the key length."""
     end: int
+
+    @property
+    def offset(self) -> int:
+        return self.header.base_offset + self.offset_delta
+
+    @property
+    def timestamp(self) -> int:
+        """As consumers read it: the batch's max timestamp for LogAppendTime batches."""
+        if self.header.is_log_append_time:
+            return self.header.max_timestamp
+        return self.header.base_timestamp + self.timestamp_delta
 
 
 def iter_offsets_and_timestamps(
@@ -206,7 +226,7 @@ def iter_records(batch: bytes | memoryview, pos: int = 0) -> Iterator[Record]:
     return _walk(batch, pos, _decode)
 
 
-def _decode(place: _Place) -> Record:
+def _decode(place: RecordPlace) -> Record:
     data, at = place.data, place.at
     key, at = _blob(data, at)
     value, at = _blob(data, at)
