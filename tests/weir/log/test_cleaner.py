@@ -115,22 +115,9 @@ def prepare(
     )
 
 
-def clean(
-    log: Log,
-    *,
-    clean_offset: int = 0,
-    end_offset: int | None = None,
-    now_ms: int = START_MS,
-    delete_retention_ms: int = DAY_MS,
-) -> CleanStats:
-    prepared = prepare(
-        log,
-        clean_offset=clean_offset,
-        end_offset=end_offset,
-        now_ms=now_ms,
-        delete_retention_ms=delete_retention_ms,
-    )
-    return commit_clean(log, prepared)
+def clean(log: Log, **options: Any) -> CleanStats:
+    """``prepare`` (same options) and commit at once."""
+    return commit_clean(log, prepare(log, **options))
 
 
 def keyed_history(n: int, keys: int, *, value_size: int = 30) -> list[tuple[bytes, bytes]]:
