@@ -460,6 +460,7 @@ _TS_LIMITS = (
     ("message.timestamp.before.max.ms", _TS_BEFORE_DOC),
     ("message.timestamp.after.max.ms", _TS_AFTER_DOC),
 )
+_THROTTLE_SIDES = ("leader", "follower")  # each throttle comes as one config per side
 _THROTTLED_DOC = (
     "A list of replicas for which log replication should be throttled on the {side} side. The "
     "list should describe a set of replicas in the form [PartitionId]:[BrokerId],"
@@ -1087,23 +1088,17 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         AtLeast(1),
     ),
     _broker("unclean.leader.election.enable", B, False, _UNCLEAN_DOC, dynamic=True),
-    _broker(
-        "leader.replication.throttled.rate",
-        L,
-        LONG_MAX,
-        _THROTTLED_RATE_DOC.format(side="leader"),
-        AtLeast(0),
-        dynamic=True,
-        dynamic_only=True,
-    ),
-    _broker(
-        "follower.replication.throttled.rate",
-        L,
-        LONG_MAX,
-        _THROTTLED_RATE_DOC.format(side="follower"),
-        AtLeast(0),
-        dynamic=True,
-        dynamic_only=True,
+    *(
+        _broker(
+            f"{side}.replication.throttled.rate",
+            L,
+            LONG_MAX,
+            _THROTTLED_RATE_DOC.format(side=side),
+            AtLeast(0),
+            dynamic=True,
+            dynamic_only=True,
+        )
+        for side in _THROTTLE_SIDES
     ),
     # -- group coordinator ----------------------------------------------------------------
     _broker(
@@ -1626,19 +1621,15 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         _topic(name, L, LONG_MAX, doc.format(p=""), AtLeast(0), _log(f"log.{name}"))
         for name, doc in _TS_LIMITS
     ),
-    _topic(
-        "leader.replication.throttled.replicas",
-        LST,
-        (),
-        _THROTTLED_DOC.format(side="leader"),
-        _throttled_replicas,
-    ),
-    _topic(
-        "follower.replication.throttled.replicas",
-        LST,
-        (),
-        _THROTTLED_DOC.format(side="follower"),
-        _throttled_replicas,
+    *(
+        _topic(
+            f"{side}.replication.throttled.replicas",
+            LST,
+            (),
+            _THROTTLED_DOC.format(side=side),
+            _throttled_replicas,
+        )
+        for side in _THROTTLE_SIDES
     ),
     _topic(
         "message.downconversion.enable",

@@ -1,6 +1,7 @@
-"""One module per Kafka API family; each exposes ``API_KEY``, ``VERSIONS`` and ``handle``.
+"""One module per Kafka API family; each ends with ``HANDLERS``: API key -> (supported
+versions, handler).
 
-``registry()`` collects them into the dispatch table the server uses and that ApiVersions
+``registry()`` collects those into the dispatch table the server uses and that ApiVersions
 advertises, so what Weir claims and what it implements cannot drift apart.
 
 Handlers never see the broker. A handler is ``async def handle(ctx, request, *, <parts>)``:
@@ -94,87 +95,30 @@ def registry(
         # ApiVersions answers from the finished table (filled below).
         "supported_versions": versions,
     }
-    table = [
-        (produce.API_KEY, produce.VERSIONS, produce.handle),
-        (fetch.API_KEY, fetch.VERSIONS, fetch.handle),
-        (list_offsets.API_KEY, list_offsets.VERSIONS, list_offsets.handle),
-        (metadata_api.METADATA_KEY, metadata_api.METADATA_VERSIONS, metadata_api.handle_metadata),
-        (api_versions.API_KEY, api_versions.VERSIONS, api_versions.handle),
-        (topics.CREATE_TOPICS_KEY, topics.CREATE_TOPICS_VERSIONS, topics.handle_create_topics),
-        (topics.DELETE_TOPICS_KEY, topics.DELETE_TOPICS_VERSIONS, topics.handle_delete_topics),
-        (delete_records.API_KEY, delete_records.VERSIONS, delete_records.handle),
-        (init_producer_id.API_KEY, init_producer_id.VERSIONS, init_producer_id.handle),
-        (configs.DESCRIBE_KEY, configs.DESCRIBE_VERSIONS, configs.handle_describe),
-        (configs.ALTER_KEY, configs.ALTER_VERSIONS, configs.handle_alter),
-        (
-            topics.CREATE_PARTITIONS_KEY,
-            topics.CREATE_PARTITIONS_VERSIONS,
-            topics.handle_create_partitions,
-        ),
-        (configs.INCREMENTAL_KEY, configs.INCREMENTAL_VERSIONS, configs.handle_alter),
-        (
-            offset_for_leader_epoch.API_KEY,
-            offset_for_leader_epoch.VERSIONS,
-            offset_for_leader_epoch.handle,
-        ),
-        (
-            cluster_control.ELECT_LEADERS_KEY,
-            cluster_control.ELECT_LEADERS_VERSIONS,
-            cluster_control.handle_elect_leaders,
-        ),
-        (reassignments.ALTER_KEY, reassignments.ALTER_VERSIONS, reassignments.handle_alter),
-        (reassignments.LIST_KEY, reassignments.LIST_VERSIONS, reassignments.handle_list),
-        (
-            cluster_control.ALTER_PARTITION_KEY,
-            cluster_control.ALTER_PARTITION_VERSIONS,
-            cluster_control.handle_alter_partition,
-        ),
-        (
-            group_api.FIND_COORDINATOR_KEY,
-            group_api.FIND_COORDINATOR_VERSIONS,
-            group_api.handle_find_coordinator,
-        ),
-        (group_api.JOIN_GROUP_KEY, group_api.JOIN_GROUP_VERSIONS, group_api.handle_join_group),
-        (group_api.HEARTBEAT_KEY, group_api.HEARTBEAT_VERSIONS, group_api.handle_heartbeat),
-        (group_api.LEAVE_GROUP_KEY, group_api.LEAVE_GROUP_VERSIONS, group_api.handle_leave_group),
-        (group_api.SYNC_GROUP_KEY, group_api.SYNC_GROUP_VERSIONS, group_api.handle_sync_group),
-        (
-            group_api.DESCRIBE_GROUPS_KEY,
-            group_api.DESCRIBE_GROUPS_VERSIONS,
-            group_api.handle_describe_groups,
-        ),
-        (group_api.LIST_GROUPS_KEY, group_api.LIST_GROUPS_VERSIONS, group_api.handle_list_groups),
-        (
-            group_api.DELETE_GROUPS_KEY,
-            group_api.DELETE_GROUPS_VERSIONS,
-            group_api.handle_delete_groups,
-        ),
-        (offsets.OFFSET_COMMIT_KEY, offsets.OFFSET_COMMIT_VERSIONS, offsets.handle_offset_commit),
-        (offsets.OFFSET_FETCH_KEY, offsets.OFFSET_FETCH_VERSIONS, offsets.handle_offset_fetch),
-        (offsets.OFFSET_DELETE_KEY, offsets.OFFSET_DELETE_VERSIONS, offsets.handle_offset_delete),
-        (
-            metadata_api.DESCRIBE_CLUSTER_KEY,
-            metadata_api.DESCRIBE_CLUSTER_VERSIONS,
-            metadata_api.handle_describe_cluster,
-        ),
-        (sasl.HANDSHAKE_KEY, sasl.HANDSHAKE_VERSIONS, sasl.handle_handshake),
-        (sasl.AUTHENTICATE_KEY, sasl.AUTHENTICATE_VERSIONS, sasl.handle_authenticate),
-        (
-            scram_credentials.DESCRIBE_KEY,
-            scram_credentials.DESCRIBE_VERSIONS,
-            scram_credentials.handle_describe,
-        ),
-        (
-            scram_credentials.ALTER_KEY,
-            scram_credentials.ALTER_VERSIONS,
-            scram_credentials.handle_alter,
-        ),
-        (acl_api.DESCRIBE_KEY, acl_api.DESCRIBE_VERSIONS, acl_api.handle_describe),
-        (acl_api.CREATE_KEY, acl_api.CREATE_VERSIONS, acl_api.handle_create),
-        (acl_api.DELETE_KEY, acl_api.DELETE_VERSIONS, acl_api.handle_delete),
+    modules = [
+        produce,
+        fetch,
+        list_offsets,
+        metadata_api,
+        api_versions,
+        topics,
+        delete_records,
+        init_producer_id,
+        configs,
+        offset_for_leader_epoch,
+        cluster_control,
+        reassignments,
+        group_api,
+        offsets,
+        sasl,
+        scram_credentials,
+        acl_api,
     ]
-    handlers: dict[int, Handler] = {key: bind(fn, parts) for key, _, fn in table}
-    versions.update({key: rng for key, rng, _ in table})
+    handlers: dict[int, Handler] = {}
+    for module in modules:
+        for key, (supported, fn) in module.HANDLERS.items():
+            handlers[key] = bind(fn, parts)
+            versions[key] = supported
     return handlers, versions
 
 

@@ -16,8 +16,9 @@ needs Describe and CreateAcls/DeleteAcls need Alter on the Cluster resource
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
@@ -55,6 +56,8 @@ DELETE_VERSIONS = (1, 3)
 _DENIED = "Cluster authorization failed: the principal may not {what} ACLs"
 _REDIS_DOWN = "ACL storage is unavailable: {exc}"
 
+T = TypeVar("T")
+
 
 def _filter(raw: Any) -> AclBindingFilter:
     return AclBindingFilter(
@@ -78,6 +81,35 @@ def _binding(raw: Any) -> AclBinding:
         operation=operation(raw.operation),
         permission=permission(raw.permission_type),
     )
+
+
+_Outcome = tuple[ErrorCode, str | None]
+
+
+def _vetted(
+    items: list[T], validate: Callable[[T], None], *, allowed: bool, what: str
+) -> list[_Outcome]:
+    """Per item of a CreateAcls or DeleteAcls request: denied as a whole without Alter on the
+    cluster, else INVALID_REQUEST where ``validate`` rejects it, else no error (yet)."""
+    outcomes: list[_Outcome] = []
+    for item in items:
+        if not allowed:
+            outcomes.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what=what)))
+            continue
+        try:
+            validate(item)
+        except InvalidAclError as exc:
+            outcomes.append((ErrorCode.invalid_request, str(exc)))
+            continue
+        outcomes.append((ErrorCode.none, None))
+    return outcomes
+
+
+def _storage_failed(outcomes: list[_Outcome], exc: Exception, *, api: str) -> list[_Outcome]:
+    """The items that were going to succeed fail with the storage error instead."""
+    log.warning("%s: %s", api, exc)
+    failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))
+    return [failed if code == ErrorCode.none else (code, m) for code, m in outcomes]
 
 
 async def handle_describe(
@@ -130,30 +162,16 @@ async def handle_create(
     ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
     types = types_of(request)
-    creations = request.body.creations
-    outcomes: list[tuple[ErrorCode, str | None]] = []
-    valid: list[AclBinding] = []
+    bindings = [_binding(raw) for raw in request.body.creations]
     allowed = access.on_cluster(ctx, AclOperation.ALTER)
-    for raw in creations:
-        if not allowed:
-            outcomes.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="create")))
-            continue
-        binding = _binding(raw)
-        try:
-            validate_binding(binding)
-        except InvalidAclError as exc:
-            outcomes.append((ErrorCode.invalid_request, str(exc)))
-            continue
-        valid.append(binding)
-        outcomes.append((ErrorCode.none, None))
+    outcomes = _vetted(bindings, validate_binding, allowed=allowed, what="create")
+    valid = [b for b, (code, _) in zip(bindings, outcomes, strict=True) if code == ErrorCode.none]
     if valid:
         try:
             await acls.store.add(valid)
             await acls.reload()
         except (RedisError, OSError) as exc:
-            log.warning("CreateAcls: %s", exc)
-            failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))
-            outcomes = [failed if code == ErrorCode.none else (code, m) for code, m in outcomes]
+            outcomes = _storage_failed(outcomes, exc, api="CreateAcls")
     return respond(
         request,
         results=tuple(
@@ -168,18 +186,8 @@ async def handle_delete(
 ) -> Any:
     types = types_of(request)
     filters = [_filter(raw) for raw in request.body.filters]
-    errors: list[tuple[ErrorCode, str | None]] = []
     allowed = access.on_cluster(ctx, AclOperation.ALTER)
-    for flt in filters:
-        if not allowed:
-            errors.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what="delete")))
-            continue
-        try:
-            validate_filter(flt)
-        except InvalidAclError as exc:
-            errors.append((ErrorCode.invalid_request, str(exc)))
-            continue
-        errors.append((ErrorCode.none, None))
+    errors = _vetted(filters, validate_filter, allowed=allowed, what="delete")
     runnable = [i for i, (code, _) in enumerate(errors) if code == ErrorCode.none]
     matches: dict[int, list[AclBinding]] = {}
     if runnable:
@@ -188,9 +196,7 @@ async def handle_delete(
             matches = dict(zip(runnable, found, strict=True))
             await acls.reload()
         except (RedisError, OSError) as exc:
-            log.warning("DeleteAcls: %s", exc)
-            failed = (ErrorCode.unknown_server_error, _REDIS_DOWN.format(exc=exc))
-            errors = [failed if code == ErrorCode.none else (code, m) for code, m in errors]
+            errors = _storage_failed(errors, exc, api="DeleteAcls")
             matches = {}
     results = []
     for i, (code, message) in enumerate(errors):
@@ -217,3 +223,11 @@ async def handle_delete(
             )
         )
     return respond(request, filter_results=tuple(results))
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    DESCRIBE_KEY: (DESCRIBE_VERSIONS, handle_describe),
+    CREATE_KEY: (CREATE_VERSIONS, handle_create),
+    DELETE_KEY: (DELETE_VERSIONS, handle_delete),
+}

@@ -31,3 +31,9 @@ async def handle(
             for key, (low, high) in sorted(supported_versions.items())
         ),
     )
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    API_KEY: (VERSIONS, handle),
+}

@@ -135,3 +135,10 @@ async def handle_elect_leaders(
             ),
         ),
     )
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    ALTER_PARTITION_KEY: (ALTER_PARTITION_VERSIONS, handle_alter_partition),
+    ELECT_LEADERS_KEY: (ELECT_LEADERS_VERSIONS, handle_elect_leaders),
+}

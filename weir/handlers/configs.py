@@ -140,3 +140,11 @@ async def handle_alter(
             )
         )
     return respond(request, responses=tuple(responses))
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    DESCRIBE_KEY: (DESCRIBE_VERSIONS, handle_describe),
+    ALTER_KEY: (ALTER_VERSIONS, handle_alter),
+    INCREMENTAL_KEY: (INCREMENTAL_VERSIONS, handle_alter),
+}

@@ -58,3 +58,9 @@ def _delete(leaders: Leaders, topic: str, index: int, offset: int) -> dict[str, 
     if offset <= partition.log_start_offset:
         return _result(ErrorCode.none, partition.log_start_offset)
     return _result(ErrorCode.none, partition.delete_records_before(offset))
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    API_KEY: (VERSIONS, handle),
+}

@@ -293,3 +293,9 @@ def _response(request: Request, reads: list[_PartitionRead]) -> Any:
             lambda topic, parts: make(types.FetchableTopicResponse, topic=topic, partitions=parts),
         ),
     )
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    API_KEY: (VERSIONS, handle),
+}

@@ -448,3 +448,16 @@ async def handle_delete_groups(
             error = exc.error
         results.append(make(types.DeletableGroupResult, group_id=group_id, error_code=error))
     return respond(request, results=tuple(results))
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    FIND_COORDINATOR_KEY: (FIND_COORDINATOR_VERSIONS, handle_find_coordinator),
+    JOIN_GROUP_KEY: (JOIN_GROUP_VERSIONS, handle_join_group),
+    SYNC_GROUP_KEY: (SYNC_GROUP_VERSIONS, handle_sync_group),
+    HEARTBEAT_KEY: (HEARTBEAT_VERSIONS, handle_heartbeat),
+    LEAVE_GROUP_KEY: (LEAVE_GROUP_VERSIONS, handle_leave_group),
+    DESCRIBE_GROUPS_KEY: (DESCRIBE_GROUPS_VERSIONS, handle_describe_groups),
+    LIST_GROUPS_KEY: (LIST_GROUPS_VERSIONS, handle_list_groups),
+    DELETE_GROUPS_KEY: (DELETE_GROUPS_VERSIONS, handle_delete_groups),
+}

@@ -70,3 +70,9 @@ async def handle(
     except ConnectionError:
         return reply(ErrorCode.coordinator_not_available)
     return reply(ErrorCode.none, new_id, 0)
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    API_KEY: (VERSIONS, handle),
+}

@@ -82,3 +82,9 @@ def _lookup(leaders: Leaders, topic: str, p: Any) -> tuple[ErrorCode, int, int, 
 def _epoch(epochs: Any, offset: int) -> int:
     epoch = epochs.epoch_for_offset(offset)
     return -1 if epoch is None else epoch
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    API_KEY: (VERSIONS, handle),
+}

@@ -190,3 +190,10 @@ async def handle_describe_cluster(
             "broker_id",
         ),
     )
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    METADATA_KEY: (METADATA_VERSIONS, handle_metadata),
+    DESCRIBE_CLUSTER_KEY: (DESCRIBE_CLUSTER_VERSIONS, handle_describe_cluster),
+}

@@ -62,3 +62,9 @@ def _lookup(
     if partition is None:
         return _result(error)
     return _result(ErrorCode.none, *partition.log.end_offset_for_epoch(epoch))
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    API_KEY: (VERSIONS, handle),
+}

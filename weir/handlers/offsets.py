@@ -282,3 +282,11 @@ async def handle_offset_delete(
     if error is not ErrorCode.none:
         return reply(error, {})
     return reply(ErrorCode.none, results)
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    OFFSET_COMMIT_KEY: (OFFSET_COMMIT_VERSIONS, handle_offset_commit),
+    OFFSET_FETCH_KEY: (OFFSET_FETCH_VERSIONS, handle_offset_fetch),
+    OFFSET_DELETE_KEY: (OFFSET_DELETE_VERSIONS, handle_offset_delete),
+}

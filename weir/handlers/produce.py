@@ -203,3 +203,9 @@ def _append_one(
 def _append_time(ms: int) -> datetime | None:
     """kio models LogAppendTime as a nullable datetime: -1 (CreateTime topics) is None."""
     return None if ms < 0 else datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    API_KEY: (VERSIONS, handle),
+}

@@ -116,3 +116,10 @@ async def handle_list(
         error_message=None,
         topics=tuple(topics),
     )
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    ALTER_KEY: (ALTER_VERSIONS, handle_alter),
+    LIST_KEY: (LIST_VERSIONS, handle_list),
+}

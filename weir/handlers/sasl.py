@@ -110,3 +110,10 @@ async def handle_authenticate(ctx: ConnectionContext, request: Request) -> Any:
         auth_bytes=answer,
         session_lifetime=timedelta(0),
     )
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    HANDSHAKE_KEY: (HANDSHAKE_VERSIONS, handle_handshake),
+    AUTHENTICATE_KEY: (AUTHENTICATE_VERSIONS, handle_authenticate),
+}

@@ -170,3 +170,10 @@ async def handle_alter(
             )
         )
     return respond(request, results=tuple(results))
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    DESCRIBE_KEY: (DESCRIBE_VERSIONS, handle_describe),
+    ALTER_KEY: (ALTER_VERSIONS, handle_alter),
+}

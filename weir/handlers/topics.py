@@ -239,3 +239,11 @@ async def handle_create_partitions(
             )
         )
     return respond(request, results=tuple(results))
+
+
+# API key -> (supported versions, handler), for weir.handlers.registry.
+HANDLERS = {
+    CREATE_TOPICS_KEY: (CREATE_TOPICS_VERSIONS, handle_create_topics),
+    DELETE_TOPICS_KEY: (DELETE_TOPICS_VERSIONS, handle_delete_topics),
+    CREATE_PARTITIONS_KEY: (CREATE_PARTITIONS_VERSIONS, handle_create_partitions),
+}

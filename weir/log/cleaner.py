@@ -78,8 +78,10 @@ from weir.protocol.inflate import (
     CODEC_NONE,
     CODEC_SNAPPY,
     CODEC_ZSTD,
+    RecordPlace,
     read_varint,
     records_section,
+    walk_records,
 )
 from weir.protocol.records import (
     BATCH_HEADER_SIZE,
@@ -264,26 +266,26 @@ class _RawRecord:
 
 def _iter_raw_records(data: bytes, header: BatchHeader) -> Iterator[_RawRecord]:
     """Walk a decompressed records section, decoding only what compaction looks at."""
-    cursor = 0
     try:
-        for _ in range(header.records_count):
-            length, body = read_varint(data, cursor)
-            end = body + length
-            timestamp_delta, at = read_varint(data, body + 1)  # skip the attributes byte
-            offset_delta, at = read_varint(data, at)
-            key_length, at = read_varint(data, at)
-            key = None
-            if key_length >= 0:
-                key, at = data[at : at + key_length], at + key_length
-            value_length, at = read_varint(data, at)
-            if end > len(data) or at > end:
-                raise CorruptBatchError("a record overruns its batch")
-            yield _RawRecord(offset_delta, timestamp_delta, key, value_length < 0, cursor, end)
-            cursor = end
+        yield from walk_records(data, header, _raw_record)
     except (IndexError, CorruptBatchError) as exc:
         raise CorruptBatchError(
             f"records of the batch at offset {header.base_offset} are malformed: {exc}"
         ) from exc
+
+
+def _raw_record(place: RecordPlace) -> _RawRecord:
+    data, at, end = place.data, place.at, place.end
+    key_length, at = read_varint(data, at)
+    key = None
+    if key_length >= 0:
+        key, at = data[at : at + key_length], at + key_length
+    value_length, at = read_varint(data, at)
+    if end > len(data) or at > end:
+        raise CorruptBatchError("a record overruns its batch")
+    return _RawRecord(
+        place.offset_delta, place.timestamp_delta, key, value_length < 0, place.start, end
+    )
 
 
 # -- writing -------------------------------------------------------------------------------

@@ -29,8 +29,9 @@ format), 4 zstd. For LogAppendTime batches every record's timestamp is the batch
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import cramjam
 
@@ -48,11 +49,13 @@ __all__ = [
     "CODEC_SNAPPY",
     "CODEC_ZSTD",
     "Record",
+    "RecordPlace",
     "decompress",
     "iter_offsets_and_timestamps",
     "iter_records",
     "read_varint",
     "records_section",
+    "walk_records",
 ]
 
 CODEC_NONE = 0
@@ -64,6 +67,8 @@ CODEC_ZSTD = 4
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16  # magic + version int32 + compatible-version int32
 _U32 = struct.Struct(">I")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +149,67 @@ def _blob(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return buf[pos:end], end
 
 
+def _walk(batch: bytes | memoryview, pos: int, decode: Callable[[RecordPlace], T]) -> Iterator[T]:
+    """``walk_records`` over the batch at ``pos``; a record cut short is a
+    ``CorruptBatchError``."""
+    header = parse_header(batch, pos)
+    data = records_section(batch, header, pos)
+    try:
+        yield from walk_records(data, header, decode)
+    except IndexError as exc:
+        raise CorruptBatchError(
+            f"records of the batch at offset {header.base_offset} are truncated"
+        ) from exc
+
+
+def walk_records(
+    data: bytes, header: BatchHeader, decode: Callable[[RecordPlace], T]
+) -> Iterator[T]:
+    """``decode`` applied to each record of a decompressed records section, in order.
+
+    The record's length, timestamp and offset deltas are read here (the one reading of the
+    record framing); ``decode`` reads what it needs from ``at`` (the key length) on. A
+    record cut short raises ``IndexError``: each caller says what that means to it.
+    """
+    cursor = 0
+    for _ in range(header.records_count):
+        length, body = read_varint(data, cursor)
+        timestamp_delta, at = read_varint(data, body + 1)  # past the attributes byte
+        offset_delta, at = read_varint(data, at)
+        start, cursor = cursor, body + length
+        yield decode(
+            RecordPlace(data, header, offset_delta, timestamp_delta, start, body, at, cursor)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RecordPlace:
+    """Where one record stands in a decompressed records section, and its deltas."""
+
+    data: bytes
+    header: BatchHeader
+    offset_delta: int
+    timestamp_delta: int
+    start: int
+    """Start of the record (its length varint)."""
+    body: int
+    """Start of the record after its length."""
+    at: int
+    """Start of the key length."""
+    end: int
+
+    @property
+    def offset(self) -> int:
+        return self.header.base_offset + self.offset_delta
+
+    @property
+    def timestamp(self) -> int:
+        """As consumers read it: the batch's max timestamp for LogAppendTime batches."""
+        if self.header.is_log_append_time:
+            return self.header.max_timestamp
+        return self.header.base_timestamp + self.timestamp_delta
+
+
 def iter_offsets_and_timestamps(
     batch: bytes | memoryview, pos: int = 0
 ) -> Iterator[tuple[int, int]]:
@@ -152,63 +218,33 @@ def iter_offsets_and_timestamps(
     Only the fields in front of the key are decoded; each record is then skipped by its
     length, so this is cheap even for large values.
     """
-    header = parse_header(batch, pos)
-    data = records_section(batch, header, pos)
-    log_append_time = header.is_log_append_time
-    cursor = 0
-    try:
-        for _ in range(header.records_count):
-            length, body = read_varint(data, cursor)
-            timestamp_delta, at = read_varint(data, body + 1)
-            offset_delta, _ = read_varint(data, at)
-            cursor = body + length
-            timestamp = (
-                header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
-            )
-            yield header.base_offset + offset_delta, timestamp
-    except IndexError as exc:
-        raise CorruptBatchError(
-            f"records of the batch at offset {header.base_offset} are truncated"
-        ) from exc
+    return _walk(batch, pos, lambda place: (place.offset, place.timestamp))
 
 
 def iter_records(batch: bytes | memoryview, pos: int = 0) -> Iterator[Record]:
     """Yield every record of the batch at ``pos``, fully decoded."""
-    header = parse_header(batch, pos)
-    data = records_section(batch, header, pos)
-    log_append_time = header.is_log_append_time
-    cursor = 0
-    try:
-        for _ in range(header.records_count):
-            length, body = read_varint(data, cursor)
-            end = body + length
-            timestamp_delta, at = read_varint(data, body + 1)
-            offset_delta, at = read_varint(data, at)
-            key, at = _blob(data, at)
-            value, at = _blob(data, at)
-            count, at = read_varint(data, at)
-            headers: list[tuple[str, bytes | None]] = []
-            for _ in range(count):
-                name, at = _blob(data, at)
-                header_value, at = _blob(data, at)
-                headers.append(((name or b"").decode("utf-8", "replace"), header_value))
-            if at != end:
-                raise CorruptBatchError(
-                    f"record at offset {header.base_offset + offset_delta} declares "
-                    f"{length} bytes but holds {at - body}"
-                )
-            cursor = end
-            timestamp = (
-                header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
-            )
-            yield Record(
-                offset=header.base_offset + offset_delta,
-                timestamp=timestamp,
-                key=key,
-                value=value,
-                headers=tuple(headers),
-            )
-    except IndexError as exc:
+    return _walk(batch, pos, _decode)
+
+
+def _decode(place: RecordPlace) -> Record:
+    data, at = place.data, place.at
+    key, at = _blob(data, at)
+    value, at = _blob(data, at)
+    count, at = read_varint(data, at)
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        name, at = _blob(data, at)
+        header_value, at = _blob(data, at)
+        headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+    if at != place.end:
         raise CorruptBatchError(
-            f"records of the batch at offset {header.base_offset} are truncated"
-        ) from exc
+            f"record at offset {place.offset} declares "
+            f"{place.end - place.body} bytes but holds {at - place.body}"
+        )
+    return Record(
+        offset=place.offset,
+        timestamp=place.timestamp,
+        key=key,
+        value=value,
+        headers=tuple(headers),
+    )

@@ -152,6 +152,13 @@ class Driver:
         assert first.error is ErrorCode.member_id_required
         return first.member_id, self.join(first.member_id, client_id=client_id, **kwargs)
 
+    def joined(self, *client_ids: str) -> list[str]:
+        """One member per client id through the join phase (generation 1), not yet synced;
+        their member ids in join order."""
+        joins = [self.join_new(client_id=client_id) for client_id in client_ids]
+        self.until_resolved([reply for _, reply in joins])
+        return [member_id for member_id, _ in joins]
+
     def sync(
         self,
         member_id: str,

@@ -74,17 +74,14 @@ class Simulation:
         if c.phase == "join":
             c.revoke()  # eager: give everything up before JoinGroup
             self.on_join(c, d.join(c.member_id, instance_id=c.instance_id, client_id=c.name))
-        elif c.phase == "joining":
+        elif c.phase in ("joining", "syncing"):
             assert c.ticket is not None
-            response = d.responses.get(c.ticket)
-            if response is not None:
-                assert isinstance(response, JoinResponse)
+            response = d.responses.get(c.ticket)  # None: still parked
+            if isinstance(response, JoinResponse):
+                assert c.phase == "joining"
                 self.on_join(c, response)
-        elif c.phase == "syncing":
-            assert c.ticket is not None
-            response = d.responses.get(c.ticket)
-            if response is not None:
-                assert isinstance(response, SyncResponse)
+            elif isinstance(response, SyncResponse):
+                assert c.phase == "syncing"
                 self.on_sync(c, response)
         elif c.phase == "stable":
             c.since_heartbeat += 1

@@ -124,9 +124,7 @@ def test_zero_initial_delay_completes_on_the_next_tick() -> None:
 
 def test_sync_from_follower_waits_until_leader_syncs() -> None:
     driver = Driver()
-    a, reply_a = driver.join_new(client_id="a")
-    b, reply_b = driver.join_new(client_id="b")
-    driver.until_resolved([reply_a, reply_b])
+    a, b = driver.joined("a", "b")
     follower_sync = driver.sync(b, 1)
     assert isinstance(follower_sync, Pending)
     assert driver.resolved(follower_sync) is None
@@ -138,8 +136,7 @@ def test_sync_from_follower_waits_until_leader_syncs() -> None:
 
 def test_leader_sync_is_answered_only_after_the_assignment_is_persisted() -> None:
     driver = Driver(auto_persist=False)
-    a, reply_a = driver.join_new(client_id="a")
-    driver.until_resolved([reply_a])
+    (a,) = driver.joined("a")
     leader_sync = driver.sync(a, 1, {a: b"A"})
     assert isinstance(leader_sync, Pending)
     persist = driver.persists[-1]
@@ -152,8 +149,7 @@ def test_leader_sync_is_answered_only_after_the_assignment_is_persisted() -> Non
 
 def test_failed_assignment_append_fails_syncs_and_rebalances() -> None:
     driver = Driver(auto_persist=False)
-    a, reply_a = driver.join_new(client_id="a")
-    driver.until_resolved([reply_a])
+    (a,) = driver.joined("a")
     leader_sync = driver.sync(a, 1, {a: b"A"})
     token = driver.persists[-1].token
     driver.absorb(driver.group.persisted(token, now_ms=driver.now, error=E.not_leader_or_follower))
@@ -164,9 +160,7 @@ def test_failed_assignment_append_fails_syncs_and_rebalances() -> None:
 
 def test_missing_assignments_are_filled_with_empty_bytes() -> None:
     driver = Driver()
-    a, reply_a = driver.join_new(client_id="a")
-    b, reply_b = driver.join_new(client_id="b")
-    driver.until_resolved([reply_a, reply_b])
+    a, b = driver.joined("a", "b")
     driver.sync(a, 1, {a: b"A", "stranger": b"S"})
     assert driver.sync_response(driver.sync(b, 1)) == SyncResponse(E.none, b"", "consumer", "range")
 
@@ -268,8 +262,7 @@ def test_protocol_selection_with_mixed_assignors(
 
 def test_rejoin_in_completing_rebalance_with_same_metadata_resends_join_response() -> None:
     driver = Driver()
-    a, reply_a = driver.join_new(client_id="a")
-    driver.until_resolved([reply_a])
+    (a,) = driver.joined("a")
     again = driver.join(a, client_id="a")
     assert isinstance(again, JoinResponse)
     assert again.generation_id == 1 and again.leader == a and len(again.members) == 1

@@ -120,10 +120,7 @@ def test_new_member_parked_too_long_is_dropped_with_unknown_member_id() -> None:
 
 def test_member_that_never_syncs_is_removed_after_rebalance_timeout() -> None:
     driver = Driver()
-    a, reply_a = driver.join_new(client_id="a")
-    b, reply_b = driver.join_new(client_id="b")
-    driver.until_resolved([reply_a, reply_b])
-    leader, follower = _leader_and_follower(driver, a, b)
+    leader, follower = _leader_and_follower(driver, *driver.joined("a", "b"))
     driver.sync(leader, 1, {leader: b"L", follower: b"F"})
     assert driver.group.state is GroupState.STABLE
     start = driver.now
@@ -138,10 +135,7 @@ def test_member_that_never_syncs_is_removed_after_rebalance_timeout() -> None:
 
 def test_parked_sync_fails_when_the_leader_session_expires() -> None:
     driver = Driver()
-    a, reply_a = driver.join_new(client_id="a")
-    b, reply_b = driver.join_new(client_id="b")
-    driver.until_resolved([reply_a, reply_b])
-    leader, follower = _leader_and_follower(driver, a, b)
+    leader, follower = _leader_and_follower(driver, *driver.joined("a", "b"))
     parked = driver.sync(follower, 1)
     driver.advance(SESSION_MS)  # the leader never syncs nor heartbeats
     assert leader not in driver.group.members
@@ -211,10 +205,7 @@ def test_force_rebalance_makes_members_rejoin() -> None:
 
 def test_force_rebalance_cancels_parked_syncs() -> None:
     driver = Driver()
-    a, reply_a = driver.join_new(client_id="a")
-    b, reply_b = driver.join_new(client_id="b")
-    driver.until_resolved([reply_a, reply_b])
-    _, follower = _leader_and_follower(driver, a, b)
+    _, follower = _leader_and_follower(driver, *driver.joined("a", "b"))
     parked = driver.sync(follower, 1)
     driver.force_rebalance()
     assert driver.sync_response(parked) == SyncResponse(E.rebalance_in_progress)

@@ -58,6 +58,22 @@ def errors(outcome: CommitOutcome) -> list[ErrorCode]:
     return [p.error for p in outcome.partitions]
 
 
+def orders_subscriber_committed(*partitions: PartitionCommit) -> tuple[Driver, OffsetStore]:
+    """A stable one-member group subscribed to "orders" whose member committed ``partitions``."""
+    driver = Driver()
+    (a,), generation = driver.stable_group(1, protocols=(("range", subscription("orders")),))
+    store = OffsetStore()
+    commit(
+        store,
+        driver.group,
+        now_ms=driver.now,
+        member_id=a,
+        generation_id=generation,
+        partitions=list(partitions),
+    )
+    return driver, store
+
+
 def test_member_commit_is_stored_with_commit_time_epoch_and_metadata() -> None:
     driver = Driver()
     (a,), generation = driver.stable_group(1)
@@ -192,16 +208,8 @@ def test_fetch_returns_all_or_requested_partitions_with_minus_one_for_missing() 
 
 
 def test_delete_refuses_topics_a_live_member_subscribes_to() -> None:
-    driver = Driver()
-    (a,), generation = driver.stable_group(1, protocols=(("range", subscription("orders")),))
-    store = OffsetStore()
-    commit(
-        store,
-        driver.group,
-        now_ms=driver.now,
-        member_id=a,
-        generation_id=generation,
-        partitions=[PartitionCommit("orders", 0, 1), PartitionCommit("audit", 0, 2)],
+    driver, store = orders_subscriber_committed(
+        PartitionCommit("orders", 0, 1), PartitionCommit("audit", 0, 2)
     )
     outcome = store.delete(
         group_id="payments",
@@ -275,16 +283,8 @@ def test_simple_group_offsets_expire_by_commit_time() -> None:
 
 
 def test_stable_consumer_group_expires_only_unsubscribed_topics() -> None:
-    driver = Driver()
-    (a,), generation = driver.stable_group(1, protocols=(("range", subscription("orders")),))
-    store = OffsetStore()
-    commit(
-        store,
-        driver.group,
-        now_ms=driver.now,
-        member_id=a,
-        generation_id=generation,
-        partitions=[PartitionCommit("orders", 0, 1), PartitionCommit("old-topic", 0, 1)],
+    driver, store = orders_subscriber_committed(
+        PartitionCommit("orders", 0, 1), PartitionCommit("old-topic", 0, 1)
     )
     outcome = store.expire({"payments": driver.group}, now_ms=driver.now + RETENTION_MS)
     assert outcome.records == (OffsetCommitRecord("payments", "old-topic", 0, None),)

@@ -9,19 +9,22 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import crc32c
 import pytest
 
-from weir.log.cleaner import (
+from weir.log import (
     CleanAbortedError,
     CleanStats,
+    Log,
+    LogConfig,
+    PreparedClean,
     cleanable_range,
     commit_clean,
     dirty_ratio,
     prepare_clean,
 )
-from weir.log.log import Log, LogConfig
 from weir.protocol.inflate import iter_records
 from weir.protocol.records import iter_batches
 
@@ -91,23 +94,30 @@ def latest_per_key(rows: Iterable[Row]) -> dict[bytes, Row]:
     return latest
 
 
-def clean(
+def prepare(
     log: Log,
     *,
     clean_offset: int = 0,
     end_offset: int | None = None,
     now_ms: int = START_MS,
     delete_retention_ms: int = DAY_MS,
-) -> CleanStats:
-    end = log.active_segment.base_offset if end_offset is None else end_offset
-    prepared = prepare_clean(
+    **hooks: Any,
+) -> PreparedClean:
+    """``prepare_clean`` up to the active segment unless told otherwise; ``hooks`` are its
+    ``progress`` and ``on_step``."""
+    return prepare_clean(
         log,
         clean_offset=clean_offset,
-        end_offset=end,
+        end_offset=log.active_segment.base_offset if end_offset is None else end_offset,
         now_ms=now_ms,
         delete_retention_ms=delete_retention_ms,
+        **hooks,
     )
-    return commit_clean(log, prepared)
+
+
+def clean(log: Log, **options: Any) -> CleanStats:
+    """``prepare`` (same options) and commit at once."""
+    return commit_clean(log, prepare(log, **options))
 
 
 def keyed_history(n: int, keys: int, *, value_size: int = 30) -> list[tuple[bytes, bytes]]:
@@ -474,13 +484,7 @@ def test_cleanable_range_and_dirty_ratio(open_log: LogFactory, clock: FakeClock)
 def test_commit_aborts_when_retention_deleted_a_captured_segment(open_log: LogFactory) -> None:
     log = open_log(CONFIG)
     written = write_history(log, keyed_history(150, 3))
-    prepared = prepare_clean(
-        log,
-        clean_offset=0,
-        end_offset=log.active_segment.base_offset,
-        now_ms=START_MS,
-        delete_retention_ms=DAY_MS,
-    )
+    prepared = prepare(log)
     assert prepared.cleaned_files and all(p.exists() for p in prepared.cleaned_files)
     log.delete_records_before(log.segments[1].base_offset)
     with pytest.raises(CleanAbortedError):
@@ -493,13 +497,7 @@ def test_commit_aborts_when_retention_deleted_a_captured_segment(open_log: LogFa
 def test_commit_aborts_on_a_closed_log(open_log: LogFactory) -> None:
     log = open_log(CONFIG)
     write_history(log, keyed_history(100, 3))
-    prepared = prepare_clean(
-        log,
-        clean_offset=0,
-        end_offset=log.active_segment.base_offset,
-        now_ms=START_MS,
-        delete_retention_ms=DAY_MS,
-    )
+    prepared = prepare(log)
     log.close()
     with pytest.raises(CleanAbortedError):
         commit_clean(log, prepared)
@@ -510,14 +508,7 @@ def test_progress_reaches_one(open_log: LogFactory) -> None:
     log = open_log(CONFIG)
     write_history(log, keyed_history(100, 3))
     seen: list[float] = []
-    prepared = prepare_clean(
-        log,
-        clean_offset=0,
-        end_offset=log.active_segment.base_offset,
-        now_ms=START_MS,
-        delete_retention_ms=DAY_MS,
-        progress=seen.append,
-    )
+    prepared = prepare(log, progress=seen.append)
     commit_clean(log, prepared)
     assert seen == sorted(seen) and seen[-1] == 1.0
 

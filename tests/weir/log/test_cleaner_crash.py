@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from weir.log.cleaner import commit_clean, prepare_clean
+from weir.log.cleaner import commit_clean
 from weir.log.log import Log, LogConfig
 
 from .conftest import START_MS, FakeClock, disk_headers
-from .test_cleaner import DAY_MS, Row, leftovers, read_rows, write_history
+from .test_cleaner import DAY_MS, Row, leftovers, prepare, read_rows, write_history
 
 CONFIG = LogConfig(segment_bytes=1200, index_interval_bytes=150)
 # Far past every record: tombstones in the clean part are removed, whatever segment
@@ -60,13 +60,7 @@ def build(directory: Path) -> int:
     ]
     history += [(b"u-%d" % i, None) for i in range(3, 160, 30)]
     write_history(log, history, batch_size=6)
-    first = prepare_clean(
-        log,
-        clean_offset=0,
-        end_offset=log.active_segment.base_offset,
-        now_ms=START_MS,
-        delete_retention_ms=DAY_MS,
-    )
+    first = prepare(log)
     checkpoint = commit_clean(log, first).first_dirty_offset
     # Dirty part: overwrite some once-written keys all over the clean part, delete others,
     # add new keys.
@@ -101,13 +95,7 @@ def clean_in_child(directory: Path, checkpoint: int, step: str, occurrence: int)
 def clean_to_the_end(directory: Path, checkpoint: int) -> list[Row]:
     log = Log.open(directory, config=CONFIG, time_ms=FakeClock(NOW_MS))
     try:
-        prepared = prepare_clean(
-            log,
-            clean_offset=checkpoint,
-            end_offset=log.active_segment.base_offset,
-            now_ms=NOW_MS,
-            delete_retention_ms=DAY_MS,
-        )
+        prepared = prepare(log, clean_offset=checkpoint, now_ms=NOW_MS)
         commit_clean(log, prepared)
         return read_rows(log)
     finally:
@@ -208,14 +196,7 @@ def _child(directory: Path, checkpoint: int, step: str, occurrence: int) -> None
                 os.kill(os.getpid(), signal.SIGKILL)
 
     log = Log.open(directory, config=CONFIG, time_ms=FakeClock(NOW_MS))
-    prepared = prepare_clean(
-        log,
-        clean_offset=checkpoint,
-        end_offset=log.active_segment.base_offset,
-        now_ms=NOW_MS,
-        delete_retention_ms=DAY_MS,
-        on_step=hook,
-    )
+    prepared = prepare(log, clean_offset=checkpoint, now_ms=NOW_MS, on_step=hook)
     commit_clean(log, prepared, on_step=hook)
     log.close()
     sys.exit(EXIT_NOT_KILLED)

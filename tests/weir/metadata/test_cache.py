@@ -165,16 +165,24 @@ async def own_redis(
     await client.aclose()
 
 
+async def cache_after_topic(
+    client: aioredis.Redis, cluster_id: str, topic: str
+) -> tuple[MetadataStore, int, MetadataCache]:
+    """A controller (its store and epoch) that created ``topic``, then a started cache."""
+    store = MetadataStore(client, cluster_id=cluster_id)
+    epoch = await store.acquire_controller(1, 60_000)
+    assert epoch is not None
+    await store.create_topic(controller_epoch=epoch, name=topic, assignments=[[1]])
+    cache = MetadataCache(client, cluster_id=cluster_id, **FAST)  # type: ignore[arg-type]
+    await cache.start()
+    return store, epoch, cache
+
+
 async def test_cache_serves_the_last_image_while_redis_is_down_and_resyncs(
     own_redis: tuple[RedisServer, aioredis.Redis], cluster_id: str
 ) -> None:
     server, client = own_redis
-    store = MetadataStore(client, cluster_id=cluster_id)
-    epoch = await store.acquire_controller(1, 60_000)
-    assert epoch is not None
-    await store.create_topic(controller_epoch=epoch, name="before", assignments=[[1]])
-    cache = MetadataCache(client, cluster_id=cluster_id, **FAST)  # type: ignore[arg-type]
-    await cache.start()
+    store, epoch, cache = await cache_after_topic(client, cluster_id, "before")
     try:
         await client.save()  # keep the data across the restart
         incarnation = cache.image.incarnation
@@ -210,12 +218,7 @@ async def test_cache_notices_a_wiped_store_and_reports_a_reset(
     own_redis: tuple[RedisServer, aioredis.Redis], cluster_id: str
 ) -> None:
     server, client = own_redis
-    store = MetadataStore(client, cluster_id=cluster_id)
-    epoch = await store.acquire_controller(1, 60_000)
-    assert epoch is not None
-    await store.create_topic(controller_epoch=epoch, name="lost", assignments=[[1]])
-    cache = MetadataCache(client, cluster_id=cluster_id, **FAST)  # type: ignore[arg-type]
-    await cache.start()
+    _, _, cache = await cache_after_topic(client, cluster_id, "lost")
     diffs: list[ImageDiff] = []
     previous = [cache.image]
 
