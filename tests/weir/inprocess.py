@@ -64,7 +64,10 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kio.schema.metadata.v12.request import MetadataRequest
+
 from weir.broker import Broker, BrokerSettings
+from weir.client import BrokerClient
 from weir.runbroker import build_parser, settings_from_args
 
 __all__ = [
@@ -446,8 +449,13 @@ def threaded_cluster(
                     configs=configs,
                 ),
             )
-        # Started together: each broker's start-up waits on Redis, not on the others.
-        thread.run(_gather(*(b.inner.start() for b in brokers.values())))
+        # The first broker first, so it takes the controller lease as the first of a row of
+        # processes would (tests may rely on it); the others together after it.
+        first, *others = brokers.values()
+        thread.run(first.inner.start())
+        thread.run(_gather(*(b.inner.start() for b in others)))
+        if len(brokers) > 1:
+            thread.run(_settled([b.inner for b in brokers.values()]))
         yield brokers
     finally:
         try:
@@ -456,6 +464,31 @@ def threaded_cluster(
             thread.close()
             for broker in brokers.values():
                 broker.inner.close_log()
+
+
+async def _settled(brokers: Sequence[InProcessBroker], timeout: float = START_TIMEOUT_S) -> None:
+    """Wait until every broker's Metadata answer names a controller and all the brokers.
+
+    A broker learns the controller from the metadata log a moment after it starts; processes
+    started one after another never showed the gap, brokers started together do.
+    """
+    expected = {b.broker_id for b in brokers}
+    request = MetadataRequest(
+        topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    deadline = asyncio.get_running_loop().time() + timeout
+    for broker in brokers:
+        client = BrokerClient("127.0.0.1", broker.port, client_id="inprocess-harness")
+        try:
+            while True:
+                answer = await client.request(request, timeout=timeout)
+                if answer.controller_id >= 0 and {b.node_id for b in answer.brokers} >= expected:
+                    break
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError(f"broker {broker.broker_id} names no controller")
+                await asyncio.sleep(0.02)
+        finally:
+            await client.close()
 
 
 async def _gather(*coros: Coroutine[Any, Any, None]) -> None:
