@@ -42,6 +42,14 @@ tasks, logs and Redis client; :meth:`BrokerThread.close` shuts the thread's defa
 outlives the fixture. The in-process broker installs no signal handlers and does not
 configure logging (``runbroker.run`` does both for a process).
 
+Two things a process leaves to its exit are cleaned up here, both reported on issue 15:
+``Broker.stop`` closes the logs before it stops the metadata cache (a late metadata update
+opens logs nobody closes: closed again after the stop), and on Python 3.11 a cancelled task
+can go on running when ``asyncio.wait_for`` (inside every redis-py command) swallows its
+cancellation (``Broker.stop`` then waits 5 s and goes on; the task reconnects to Redis). To
+find such tasks the loop gets a task factory that records which broker's context created
+each task; after a stop they are cancelled until gone and the Redis client is closed again.
+
 Its log, the file a process would write, is kept anyway (``log_path``, ``log_text()``): the
 broker starts inside a context that carries a marker of its own (a ``ContextVar``), every
 task and connection it creates inherits that context, and a handler on the root logger
@@ -60,6 +68,7 @@ import dataclasses
 import logging
 import threading
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -134,6 +143,30 @@ class BrokerLog(logging.Handler):
         super().close()
 
 
+def _tag_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Make ``loop`` record which in-process broker created each task (by the creator's
+    context), so a stopped broker's leftover tasks can be found and cancelled."""
+    previous = loop.get_task_factory()
+    if getattr(previous, "tags_broker_tasks", False):
+        return
+
+    def factory(
+        loop: asyncio.AbstractEventLoop, coro: Any, context: contextvars.Context | None = None
+    ) -> asyncio.Future[Any]:
+        kwargs = {} if context is None else {"context": context}
+        if previous is not None:
+            task = previous(loop, coro, **kwargs)
+        else:
+            task = asyncio.Task(coro, loop=loop, **kwargs)
+        owner = context.get(_OWNER, None) if context is not None else _OWNER.get(None)
+        if isinstance(owner, InProcessBroker):
+            owner._tasks.add(task)  # type: ignore[arg-type]
+        return task
+
+    factory.tags_broker_tasks = True  # type: ignore[attr-defined]
+    loop.set_task_factory(factory)
+
+
 def new_cluster_id() -> str:
     """A cluster id no other test uses (keys on the shared Redis never collide)."""
     return f"test-{uuid.uuid4().hex[:12]}"
@@ -193,6 +226,8 @@ class InProcessBroker:
         )
         self.broker: Broker | None = None
         self._log: BrokerLog | None = None
+        # Every task created in this broker's context (see _tag_tasks).
+        self._tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         # Listener name → bound (host, port), known after the first start.
         self.endpoints: dict[str, tuple[str, int]] = {}
 
@@ -203,10 +238,8 @@ class InProcessBroker:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = BrokerLog(self, self.log_path, self.broker_id)
         # In a task of its own whose context names this broker: everything the broker starts
-        # inherits it (its log), and the caller's context is left as it was.
-        context = contextvars.copy_context()
-        context.run(_OWNER.set, self)
-        await asyncio.get_running_loop().create_task(self._start(), context=context)
+        # inherits it (its log, its tasks), and the caller's context is left as it was.
+        await asyncio.get_running_loop().create_task(self._start(), context=self._context())
 
     async def _start(self) -> None:
         broker = Broker(self.settings)
@@ -221,15 +254,39 @@ class InProcessBroker:
 
     async def stop(self) -> None:
         broker, self.broker = self.broker, None
-        if broker is not None:
-            context = contextvars.copy_context()
-            context.run(_OWNER.set, self)
-            await asyncio.get_running_loop().create_task(broker.stop(), context=context)
-            # Broker.stop closes the logs before it stops the metadata cache, so a metadata
-            # update in between (e.g. __consumer_offsets just created) opens logs nobody
-            # closes. A process exits and the OS closes them; a test process would leak the
-            # files (ResourceWarning). Closing again is idempotent. Reported on issue 15.
-            broker.replicas.close()
+        if broker is None:
+            return
+        await asyncio.get_running_loop().create_task(broker.stop(), context=self._context())
+        # What a process leaves to its exit, a test process must clean up itself:
+        # * Broker.stop closes the logs before it stops the metadata cache, so a metadata
+        #   update in between (e.g. __consumer_offsets just created) opens logs nobody
+        #   closes. Closing them again is idempotent.
+        # * On Python 3.11 ``asyncio.wait_for`` (redis-py wraps each command in it) can
+        #   swallow the cancellation of a task that races its command's reply; Broker.stop
+        #   waits 5 s for such a task and goes on, and the task runs on and reconnects to
+        #   Redis. Cancel what this broker started until it is gone, then close the Redis
+        #   client's connections once more.
+        broker.replicas.close()
+        await self._reap()
+        with contextlib.suppress(Exception):
+            await broker.redis.aclose()
+
+    def _context(self) -> contextvars.Context:
+        """A context naming this broker (its log, its tasks); the caller's is left alone."""
+        _tag_tasks(asyncio.get_running_loop())
+        context = contextvars.copy_context()
+        context.run(_OWNER.set, self)
+        return context
+
+    async def _reap(self) -> None:
+        current = asyncio.current_task()
+        for _ in range(100):
+            left = [t for t in self._tasks if t is not current and not t.done()]
+            if not left:
+                return
+            for task in left:
+                task.cancel()
+            await asyncio.wait(left, timeout=0.1)
 
     def close_log(self) -> None:
         """Stop writing the log file (after the last stop)."""
