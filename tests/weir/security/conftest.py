@@ -79,7 +79,13 @@ def running_sasl_broker(
         data_dir=directory / "broker-1",
         redis_url=redis_server,
         cluster_id=cluster_id,
-        configs=["listeners=SASL_PLAINTEXT://127.0.0.1:0", *extra_configs],
+        configs=[
+            "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+            # The round trips consume in a group: no 3 s wait for more members (as the TLS
+            # broker); what they prove is the login, not the rebalance delay.
+            "group.initial.rebalance.delay.ms=0",
+            *extra_configs,
+        ],
     ) as broker:
         sasl_port = broker.listener_port("SASL_PLAINTEXT")
         yield SaslBroker(broker, sasl_port, redis_server, cluster_id)
