@@ -9,10 +9,14 @@ layers (registered in ``pyproject.toml``):
 ``redis``
     uses the run's real ``redis-server`` (``redis_server``, ``make_redis_server``,
     ``durable_redis``, or ``RedisServer`` directly). Cheap: one server per worker.
+``inprocess``
+    runs real brokers inside the test process (``tests.weir.inprocess``: ``broker``,
+    ``module_broker``, ``inprocess_broker``, ``loop_broker``, the security and group
+    brokers): a real listener, logs and Redis, no process start.
 ``processes``
     starts real processes besides that Redis: broker processes (``cluster``, ``make_cluster``,
-    ``broker``, ``start_broker``, ``module_broker``, ``cp_cluster``...), ``manage.py``
-    commands, daphne and Celery (``dashboard``), client processes, chromium, the Spark JVM.
+    ``start_broker``, ``cp_cluster``...), ``manage.py`` commands, daphne and Celery
+    (``dashboard``), client processes, chromium, the Spark JVM.
 ``browser``
     drives the dashboard in chromium (``browser``, ``page_as``); also ``processes``.
 ``spark``
@@ -32,7 +36,8 @@ suite's default, so a hang in process fails in two minutes, not five.
 
 Under xdist (``--dist loadgroup``) tests that share an expensive fixture go to one worker as
 one ``xdist_group``, so the fixture starts once, not once per worker: a module- or
-package-scoped fixture that starts processes groups its module or package; the session-wide
+package-scoped fixture that starts processes or in-process brokers groups its module or
+package; the session-wide
 control-plane cluster groups its users in three chains that run side by side, each with a
 cluster of its own (``cp_cluster`` for the REST tests, ``dashboard`` for daphne and the
 browser, ``spark`` for the JVM): three clusters cost less than one worker running every one
@@ -52,7 +57,7 @@ from typing import Any
 
 import pytest
 
-LAYERS = ("redis", "processes", "browser", "spark", "integration")
+LAYERS = ("redis", "inprocess", "processes", "browser", "spark", "integration")
 # pytest-timeout's limit for tests that start no process (the others have pyproject's 300 s):
 # nothing in process takes more than seconds, so a hang there fails fast.
 FAST_TIMEOUT_S = 120
@@ -63,9 +68,7 @@ PROCESS_FIXTURES = frozenset(
         "make_cluster",
         "module_cluster",
         "shared_cluster",
-        "broker",
         "start_broker",
-        "module_broker",
         "cp_cluster",
         "dashboard",
     }
@@ -97,8 +100,10 @@ class CodeWalk:
     def __init__(self) -> None:
         self._memo: dict[int, frozenset[str]] = {}
         from tests.conftest import RedisServer
+        from tests.weir.inprocess import InProcessBroker
 
         self._redis_server = RedisServer
+        self._inprocess = InProcessBroker
 
     def layers(self, obj: object) -> frozenset[str]:
         obj = inspect.unwrap(obj) if callable(obj) else obj
@@ -114,6 +119,8 @@ class CodeWalk:
         elif isinstance(obj, type):
             if issubclass(obj, self._redis_server):
                 yield "redis"
+            elif issubclass(obj, self._inprocess):
+                yield "inprocess"
             elif _ours(obj):
                 for base in obj.__mro__[1:]:
                     if _ours(base):
@@ -229,7 +236,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 fixturedef = fixturedefs[-1]
                 found = _fixture_layers(walk, name, fixturedef)
                 layers |= found
-                if "processes" in found and fixturedef.scope != "function":
+                expensive = "processes" in found or "inprocess" in found
+                if expensive and fixturedef.scope != "function":
                     shared.append((name, fixturedef))
         function = getattr(item, "function", None)
         if function is not None:
@@ -243,7 +251,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _group(item, shared)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-        rank[id(item)] = 0 if "processes" in layers else 1 if "redis" in layers else 2
+        rank[id(item)] = (
+            0
+            if "processes" in layers
+            else 1
+            if "inprocess" in layers
+            else 2
+            if "redis" in layers
+            else 3
+        )
     if getattr(config.option, "dist", "no") != "no" and getattr(config.option, "tx", None):
         # Long tests first, so no long one starts last while the other workers idle.
         items.sort(key=lambda item: rank[id(item)])

@@ -1,7 +1,10 @@
-"""Real broker processes for client compatibility tests.
+"""Brokers for the client compatibility tests: in-process ones, and real processes.
 
-Each test gets ``runbroker`` subprocesses on free loopback ports, its own data directory,
-and a unique ``WEIR_CLUSTER_ID`` on the suite's private ``redis-server``.
+``broker`` (per test) and ``module_broker`` (per module; tests isolate by topic name) are
+in-process brokers on a loop thread (``tests/weir/inprocess.py``): real listeners, logs and
+Redis, no process start. ``start_broker`` starts real ``runbroker`` subprocesses on free
+loopback ports, for what only a process shows (kill -9, restarts after a crash, flag checks);
+each has its own data directory and a unique ``WEIR_CLUSTER_ID`` on the suite's Redis.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.suite.children import die_with_parent
+from tests.weir.inprocess import ThreadedBroker
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -145,9 +149,9 @@ def start_broker(redis_server: str, cluster_id: str, tmp_path: Path) -> Iterator
 
 
 @pytest.fixture
-def broker(start_broker: object) -> BrokerProcess:
-    """One running broker with default configs."""
-    return start_broker()  # type: ignore[operator]
+def broker(inprocess_broker: ThreadedBroker) -> ThreadedBroker:
+    """One running in-process broker with default configs, for this test."""
+    return inprocess_broker
 
 
 @contextlib.contextmanager
@@ -171,9 +175,6 @@ def running_broker(
 
 
 @pytest.fixture(scope="module")
-def module_broker(
-    redis_server: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[BrokerProcess]:
-    """One broker shared by a whole test module (tests isolate by topic name)."""
-    with running_broker(redis_server, tmp_path_factory.mktemp("module-broker")) as broker:
-        yield broker
+def module_broker(module_inprocess_broker: ThreadedBroker) -> ThreadedBroker:
+    """One in-process broker shared by a whole test module (tests isolate by topic name)."""
+    return module_inprocess_broker

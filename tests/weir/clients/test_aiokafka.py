@@ -1,4 +1,5 @@
-"""aiokafka against a real broker process (manual assignment: no consumer groups yet)."""
+"""aiokafka against a real broker in the test's event loop (manual assignment: no consumer groups
+yet)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, Records
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import InvalidPartitionsError, OffsetOutOfRangeError
 
-from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.clients.helpers import (
     CODEC_IDS,
     CODECS,
@@ -23,6 +23,7 @@ from tests.weir.clients.helpers import (
     produce_aiokafka_async,
     stored_batches,
 )
+from tests.weir.inprocess import InProcessBroker
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +37,8 @@ DEFAULT_CONFIG = 5
 
 
 @pytest.fixture
-async def admin(module_broker: BrokerProcess) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(bootstrap_servers=module_broker.bootstrap)
+async def admin(loop_broker: InProcessBroker) -> AsyncIterator[AIOKafkaAdminClient]:
+    client = AIOKafkaAdminClient(bootstrap_servers=loop_broker.bootstrap)
     await client.start()
     yield client
     await client.close()
@@ -58,7 +59,7 @@ def topic_configs(response: object) -> dict[str, tuple[str, int]]:
     return {entry[0]: (entry[1], entry[3]) for entry in entries}
 
 
-async def consumer_for(broker: BrokerProcess) -> AIOKafkaConsumer:
+async def consumer_for(broker: InProcessBroker) -> AIOKafkaConsumer:
     consumer = AIOKafkaConsumer(
         bootstrap_servers=broker.bootstrap, group_id=None, enable_auto_commit=False
     )
@@ -68,21 +69,21 @@ async def consumer_for(broker: BrokerProcess) -> AIOKafkaConsumer:
 
 @pytest.mark.parametrize("codec", CODECS)
 async def test_idempotent_keyed_records_round_trip_in_every_codec(
-    module_broker: BrokerProcess, admin: AIOKafkaAdminClient, codec: str
+    loop_broker: InProcessBroker, admin: AIOKafkaAdminClient, codec: str
 ) -> None:
     topic = f"ak-codec-{codec}"
     await create(admin, topic)
     sent = make_records("aiokafka", 300)
     offsets = await produce_aiokafka_async(
-        module_broker.bootstrap, topic, sent, codec=codec, enable_idempotence=True
+        loop_broker.bootstrap, topic, sent, codec=codec, enable_idempotence=True
     )
     assert offsets == list(range(300))
 
-    received = await consume_aiokafka_async(module_broker.bootstrap, topic, 300)
+    received = await consume_aiokafka_async(loop_broker.bootstrap, topic, 300)
     assert [offset for offset, _ in received] == list(range(300))
     assert [rec for _, rec in received] == sent
 
-    batches = stored_batches(module_broker.data_dir, topic)
+    batches = stored_batches(loop_broker.data_dir, topic)
     assert {b.compression for b in batches} == {CODEC_IDS[codec]}
     assert sum(b.records_count for b in batches) == 300
     # Idempotent: one producer id, epoch 0, sequences contiguous from 0.
@@ -91,12 +92,12 @@ async def test_idempotent_keyed_records_round_trip_in_every_codec(
     for previous, batch in pairwise(batches):
         assert batch.base_sequence == previous.last_sequence + 1
 
-    tail = await consume_aiokafka_async(module_broker.bootstrap, topic, 51, start=249)
+    tail = await consume_aiokafka_async(loop_broker.bootstrap, topic, 51, start=249)
     assert [offset for offset, _ in tail] == list(range(249, 300))
 
 
 async def test_offsets_for_times_and_beginning_end_offsets(
-    module_broker: BrokerProcess, admin: AIOKafkaAdminClient
+    loop_broker: InProcessBroker, admin: AIOKafkaAdminClient
 ) -> None:
     topic = "ak-times"
     await create(admin, topic)
@@ -104,9 +105,9 @@ async def test_offsets_for_times_and_beginning_end_offsets(
     records = [
         replace(rec, timestamp=base + i * 1000) for i, rec in enumerate(make_records("ak", 100))
     ]
-    await produce_aiokafka_async(module_broker.bootstrap, topic, records, codec="lz4")
+    await produce_aiokafka_async(loop_broker.bootstrap, topic, records, codec="lz4")
     tp = TopicPartition(topic, 0)
-    consumer = await consumer_for(module_broker)
+    consumer = await consumer_for(loop_broker)
     try:
         found = (await consumer.offsets_for_times({tp: base + 42_500}))[tp]
         assert (found.offset, found.timestamp) == (43, base + 43_000)
@@ -118,11 +119,11 @@ async def test_offsets_for_times_and_beginning_end_offsets(
 
 
 async def test_acks_zero_records_land_without_responses(
-    module_broker: BrokerProcess, admin: AIOKafkaAdminClient
+    loop_broker: InProcessBroker, admin: AIOKafkaAdminClient
 ) -> None:
     topic = "ak-acks0"
     await create(admin, topic)
-    producer = AIOKafkaProducer(bootstrap_servers=module_broker.bootstrap, acks=0, linger_ms=5)
+    producer = AIOKafkaProducer(bootstrap_servers=loop_broker.bootstrap, acks=0, linger_ms=5)
     await producer.start()
     try:
         for i in range(200):
@@ -133,7 +134,7 @@ async def test_acks_zero_records_land_without_responses(
     finally:
         await producer.stop()
     tp = TopicPartition(topic, 0)
-    consumer = await consumer_for(module_broker)
+    consumer = await consumer_for(loop_broker)
     try:
         deadline = time.monotonic() + 10
         while (await consumer.end_offsets([tp]))[tp] < 201 and time.monotonic() < deadline:
@@ -141,12 +142,12 @@ async def test_acks_zero_records_land_without_responses(
         assert (await consumer.end_offsets([tp]))[tp] == 201
     finally:
         await consumer.stop()
-    received = await consume_aiokafka_async(module_broker.bootstrap, topic, 201)
+    received = await consume_aiokafka_async(loop_broker.bootstrap, topic, 201)
     assert [rec.value for _, rec in received] == [str(i).encode() for i in range(200)] + [b"last"]
 
 
 async def test_admin_creates_alters_and_deletes_topics(
-    module_broker: BrokerProcess, admin: AIOKafkaAdminClient
+    loop_broker: InProcessBroker, admin: AIOKafkaAdminClient
 ) -> None:
     await create(admin, "ak-adm", partitions=2)
     assert "ak-adm" in await admin.list_topics()
@@ -171,11 +172,11 @@ async def test_admin_creates_alters_and_deletes_topics(
         "ak-nosuch": UNKNOWN_TOPIC_OR_PARTITION,
     }
     assert "ak-adm" not in await admin.list_topics()
-    assert not (module_broker.data_dir / "ak-adm-5").exists()
+    assert not (loop_broker.data_dir / "ak-adm-5").exists()
 
 
 async def test_describe_and_legacy_alter_configs(
-    module_broker: BrokerProcess, admin: AIOKafkaAdminClient
+    loop_broker: InProcessBroker, admin: AIOKafkaAdminClient
 ) -> None:
     topic = "ak-configs"
     await create(admin, topic, **{"retention.ms": "5555", "segment.ms": "100000"})
@@ -211,20 +212,20 @@ async def test_describe_and_legacy_alter_configs(
 
 
 async def test_delete_records_moves_log_start_offset(
-    module_broker: BrokerProcess, admin: AIOKafkaAdminClient
+    loop_broker: InProcessBroker, admin: AIOKafkaAdminClient
 ) -> None:
     topic = "ak-trim"
     await create(admin, topic)
-    await produce_aiokafka_async(module_broker.bootstrap, topic, make_records("ak", 40))
+    await produce_aiokafka_async(loop_broker.bootstrap, topic, make_records("ak", 40))
     tp = TopicPartition(topic, 0)
     assert await admin.delete_records({tp: RecordsToDelete(25)}) == {tp: 25}
     with pytest.raises(OffsetOutOfRangeError):
         await admin.delete_records({tp: RecordsToDelete(41)})
-    consumer = await consumer_for(module_broker)
+    consumer = await consumer_for(loop_broker)
     try:
         assert await consumer.beginning_offsets([tp]) == {tp: 25}
         assert await consumer.end_offsets([tp]) == {tp: 40}
     finally:
         await consumer.stop()
-    received = await consume_aiokafka_async(module_broker.bootstrap, topic, 15, start=25)
+    received = await consume_aiokafka_async(loop_broker.bootstrap, topic, 15, start=25)
     assert [offset for offset, _ in received] == list(range(25, 40))

@@ -20,7 +20,7 @@ from kio.schema.produce.v9.request import (
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
 
-from tests.weir.clients.conftest import BrokerProcess
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def _close_sockets() -> Iterator[None]:
         _open_sockets.pop().close()
 
 
-def connect(broker: BrokerProcess) -> socket.socket:
+def connect(broker: ThreadedBroker) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
     _open_sockets.append(sock)
     return sock
@@ -69,40 +69,40 @@ def frame(api_key: int, version: int, body: bytes, correlation_id: int = 1) -> b
     return struct.pack(">i", len(payload)) + payload
 
 
-def still_serving(broker: BrokerProcess) -> bool:
+def still_serving(broker: ThreadedBroker) -> bool:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     return admin.list_topics(timeout=10) is not None and broker.alive()
 
 
-def test_oversized_size_prefix_closes_only_that_connection(broker: BrokerProcess) -> None:
+def test_oversized_size_prefix_closes_only_that_connection(broker: ThreadedBroker) -> None:
     sock = connect(broker)
     sock.sendall(struct.pack(">i", 2_000_000_000))
     assert closed_by_peer(sock)
     assert still_serving(broker)
 
 
-def test_negative_size_prefix_closes_connection(broker: BrokerProcess) -> None:
+def test_negative_size_prefix_closes_connection(broker: ThreadedBroker) -> None:
     sock = connect(broker)
     sock.sendall(struct.pack(">i", -5) + b"junk")
     assert closed_by_peer(sock)
     assert still_serving(broker)
 
 
-def test_unknown_api_key_closes_connection(broker: BrokerProcess) -> None:
+def test_unknown_api_key_closes_connection(broker: ThreadedBroker) -> None:
     sock = connect(broker)
     sock.sendall(frame(9999, 0, b""))
     assert closed_by_peer(sock)
     assert still_serving(broker)
 
 
-def test_truncated_body_closes_connection(broker: BrokerProcess) -> None:
+def test_truncated_body_closes_connection(broker: ThreadedBroker) -> None:
     sock = connect(broker)
     sock.sendall(frame(3, 1, b"\x00\x00\x00\x05\x00"))  # Metadata claiming 5 topics
     assert closed_by_peer(sock)
     assert still_serving(broker)
 
 
-def test_unsupported_api_versions_version_gets_error_and_range(broker: BrokerProcess) -> None:
+def test_unsupported_api_versions_version_gets_error_and_range(broker: ThreadedBroker) -> None:
     sock = connect(broker)
     sock.sendall(frame(18, 99, b"", correlation_id=77))
     payload = read_frame(sock)
@@ -115,7 +115,7 @@ def test_unsupported_api_versions_version_gets_error_and_range(broker: BrokerPro
     sock.close()
 
 
-def test_corrupt_record_batch_gets_corrupt_message(broker: BrokerProcess) -> None:
+def test_corrupt_record_batch_gets_corrupt_message(broker: ThreadedBroker) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("bad-batch", 1, 1)])["bad-batch"].result(15)
     producer = Producer({"bootstrap.servers": broker.bootstrap})

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.weir.clients.conftest import ROOT, BrokerProcess
+from tests.weir.clients.conftest import ROOT
 from tests.weir.clients.helpers import create_topic
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
@@ -46,15 +47,15 @@ def fails(*args: str) -> str:
     return proc.stderr
 
 
-def topics(broker: BrokerProcess, *args: str) -> list[str]:
+def topics(broker: ThreadedBroker, *args: str) -> list[str]:
     return ["topics", "--bootstrap-server", broker.bootstrap, *args]
 
 
-def configs(broker: BrokerProcess, *args: str) -> list[str]:
+def configs(broker: ThreadedBroker, *args: str) -> list[str]:
     return ["configs", "--bootstrap-server", broker.bootstrap, *args]
 
 
-def test_topics_create_list_describe_alter_delete(module_broker: BrokerProcess) -> None:
+def test_topics_create_list_describe_alter_delete(module_broker: ThreadedBroker) -> None:
     b = module_broker
     out = ok(
         *topics(b, "--create", "--topic", "cli-orders", "--partitions", "3"),
@@ -88,7 +89,7 @@ def test_topics_create_list_describe_alter_delete(module_broker: BrokerProcess) 
 
 
 @pytest.fixture(scope="module")
-def existing_topic(module_broker: BrokerProcess) -> str:
+def existing_topic(module_broker: ThreadedBroker) -> str:
     create_topic(module_broker.bootstrap, "cli-exists", partitions=2)
     return "cli-exists"
 
@@ -120,7 +121,7 @@ TOPIC_ERRORS = [
     ("args", "expected"), TOPIC_ERRORS, ids=[" ".join(a)[:50] for a, _ in TOPIC_ERRORS]
 )
 def test_topics_errors_exit_non_zero_with_a_clear_message(
-    module_broker: BrokerProcess, existing_topic: str, args: list[str], expected: list[str]
+    module_broker: ThreadedBroker, existing_topic: str, args: list[str], expected: list[str]
 ) -> None:
     stderr = fails(*topics(module_broker, *args))
     for text in expected:
@@ -131,7 +132,7 @@ def test_topics_errors_exit_non_zero_with_a_clear_message(
 
 
 def test_topics_if_exists_and_if_not_exists_tolerate(
-    module_broker: BrokerProcess, existing_topic: str
+    module_broker: ThreadedBroker, existing_topic: str
 ) -> None:
     ok(*topics(module_broker, "--create", "--topic", existing_topic, "--if-not-exists"))
     assert ok(*topics(module_broker, "--delete", "--topic", "cli-nosuch", "--if-exists")) == ""
@@ -146,7 +147,7 @@ def test_topics_if_exists_and_if_not_exists_tolerate(
     )
 
 
-def dynamic_configs(broker: BrokerProcess, topic: str, *extra: str) -> dict[str, str]:
+def dynamic_configs(broker: ThreadedBroker, topic: str, *extra: str) -> dict[str, str]:
     """``configs --describe`` as ``{key: "value sensitive=... synonyms={...}"}``."""
     out = ok(
         *configs(broker, "--entity-type", "topics", "--entity-name", topic, "--describe", *extra)
@@ -161,7 +162,7 @@ def dynamic_configs(broker: BrokerProcess, topic: str, *extra: str) -> dict[str,
     return entries
 
 
-def test_configs_describe_add_list_value_and_delete(module_broker: BrokerProcess) -> None:
+def test_configs_describe_add_list_value_and_delete(module_broker: ThreadedBroker) -> None:
     b = module_broker
     create_topic(b.bootstrap, "cli-cfg", **{"retention.ms": "86400000"})
     assert dynamic_configs(b, "cli-cfg") == {
@@ -212,14 +213,14 @@ CONFIG_ERRORS = [
     ("args", "expected"), CONFIG_ERRORS, ids=[" ".join(a)[:50] for a, _ in CONFIG_ERRORS]
 )
 def test_configs_errors_exit_non_zero_with_a_clear_message(
-    module_broker: BrokerProcess, existing_topic: str, args: list[str], expected: list[str]
+    module_broker: ThreadedBroker, existing_topic: str, args: list[str], expected: list[str]
 ) -> None:
     stderr = fails(*configs(module_broker, "--entity-type", "topics", *args))
     for text in expected:
         assert text in stderr, stderr
 
 
-def test_configs_describe_a_broker(module_broker: BrokerProcess) -> None:
+def test_configs_describe_a_broker(module_broker: ThreadedBroker) -> None:
     out = ok(
         *configs(module_broker, "--entity-type", "brokers", "--entity-name", "1", "--describe")
     )
@@ -233,7 +234,7 @@ def test_configs_describe_a_broker(module_broker: BrokerProcess) -> None:
     assert "  log.retention.hours=168 sensitive=false" in out
 
 
-def test_configs_broker_entity_default_applies_cluster_wide(broker: BrokerProcess) -> None:
+def test_configs_broker_entity_default_applies_cluster_wide(broker: ThreadedBroker) -> None:
     create_topic(broker.bootstrap, "cli-default")
     default = ["--entity-type", "brokers", "--entity-default"]
     out = ok(*configs(broker, *default, "--alter", "--add-config", "log.retention.ms=3600000"))

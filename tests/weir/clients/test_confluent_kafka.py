@@ -1,4 +1,4 @@
-"""librdkafka (confluent-kafka) against a real broker process."""
+"""librdkafka (confluent-kafka) against a real in-process broker (tests/weir/inprocess.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from tests.weir.clients.conftest import BrokerProcess
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ def consume_all(bootstrap: str, topic: str, count: int, partitions: int = 1) -> 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_keyed_records_with_headers_round_trip_in_every_codec(
-    broker: BrokerProcess, codec: str
+    broker: ThreadedBroker, codec: str
 ) -> None:
     topic = f"codec-{codec}"
     create_topic(broker.bootstrap, topic)
@@ -63,7 +63,7 @@ def test_keyed_records_with_headers_round_trip_in_every_codec(
     assert received[3].headers() == [("h", b"3")]
 
 
-def test_offsets_for_times_finds_first_record_at_or_after(broker: BrokerProcess) -> None:
+def test_offsets_for_times_finds_first_record_at_or_after(broker: ThreadedBroker) -> None:
     topic = "by-time"
     create_topic(broker.bootstrap, topic)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
@@ -80,7 +80,7 @@ def test_offsets_for_times_finds_first_record_at_or_after(broker: BrokerProcess)
     consumer.close()
 
 
-def test_delete_records_moves_log_start_offset(broker: BrokerProcess) -> None:
+def test_delete_records_moves_log_start_offset(broker: ThreadedBroker) -> None:
     topic = "trim"
     create_topic(broker.bootstrap, topic)
     producer = Producer({"bootstrap.servers": broker.bootstrap})
@@ -97,7 +97,7 @@ def test_delete_records_moves_log_start_offset(broker: BrokerProcess) -> None:
     consumer.close()
 
 
-def test_admin_creates_alters_and_deletes_topics(broker: BrokerProcess) -> None:
+def test_admin_creates_alters_and_deletes_topics(broker: ThreadedBroker) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("adm", num_partitions=2, replication_factor=1)])["adm"].result(15)
     with pytest.raises(KafkaException) as exists:
@@ -116,7 +116,7 @@ def test_admin_creates_alters_and_deletes_topics(broker: BrokerProcess) -> None:
     assert not (broker.data_dir / "adm-0").exists()
 
 
-def test_idempotent_producer_delivers_20000_records_exactly_once(broker: BrokerProcess) -> None:
+def test_idempotent_producer_delivers_20000_records_exactly_once(broker: ThreadedBroker) -> None:
     topic = "idem"
     create_topic(broker.bootstrap, topic)
     producer = Producer(

@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.clients.helpers import (
     CODEC_IDS,
     CODECS,
@@ -32,6 +31,7 @@ from tests.weir.clients.helpers import (
     produce_kcat,
     stored_batches,
 )
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +75,7 @@ def chunk_records(writer: str, codec: str, index: int) -> list[Rec]:
     return make_records(f"{writer}-{codec}", PER_CODEC, base_timestamp=base)
 
 
-def write(broker: BrokerProcess, writer: str) -> Written:
+def write(broker: ThreadedBroker, writer: str) -> Written:
     topic = f"cross-{writer}"
     create_topic(broker.bootstrap, topic)
     expected: list[Rec] = []
@@ -94,7 +94,7 @@ def write(broker: BrokerProcess, writer: str) -> Written:
 
 
 @pytest.fixture(scope="module")
-def written_by(module_broker: BrokerProcess) -> Callable[[str], Written]:
+def written_by(module_broker: ThreadedBroker) -> Callable[[str], Written]:
     """``written_by(writer)``: that writer's topic, filled on first use."""
     cache: dict[str, Written] = {}
 
@@ -112,7 +112,7 @@ def written_by(module_broker: BrokerProcess) -> Callable[[str], Written]:
     ids=[f"{w}-to-{r}" for w in WRITERS for r in READERS],
 )
 def test_reader_sees_every_record_the_writer_wrote(
-    module_broker: BrokerProcess, written_by: Callable[[str], Written], writer: str, reader: str
+    module_broker: ThreadedBroker, written_by: Callable[[str], Written], writer: str, reader: str
 ) -> None:
     written = written_by(writer)
     received = READERS[reader](module_broker.bootstrap, written.topic, len(written.expected))
@@ -153,7 +153,7 @@ EXPECTED_FALLBACKS = {
     ],
 )
 def test_writer_batches_reach_the_disk_in_the_codec_asked_for(
-    module_broker: BrokerProcess, written_by: Callable[[str], Written], writer: str, codec: str
+    module_broker: ThreadedBroker, written_by: Callable[[str], Written], writer: str, codec: str
 ) -> None:
     written = written_by(writer)
     chunk = written.chunks[codec]

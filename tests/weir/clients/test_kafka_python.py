@@ -1,4 +1,4 @@
-"""kafka-python 3 against a real broker process (manual assignment: no consumer groups yet)."""
+"""kafka-python 3 against a real in-process broker (manual assignment: no consumer groups yet)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from itertools import pairwise
 
 import pytest
 
-from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.clients.helpers import (
     CODEC_IDS,
     CODECS,
@@ -19,6 +18,7 @@ from tests.weir.clients.helpers import (
     produce_kafka_python,
     stored_batches,
 )
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,7 @@ ConfigResource = kafka.admin.ConfigResource
 
 
 @pytest.fixture
-def admin(module_broker: BrokerProcess) -> Iterator[kafka.KafkaAdminClient]:
+def admin(module_broker: ThreadedBroker) -> Iterator[kafka.KafkaAdminClient]:
     client = kafka.KafkaAdminClient(bootstrap_servers=module_broker.bootstrap)
     yield client
     client.close()
@@ -42,7 +42,7 @@ def create(admin: kafka.KafkaAdminClient, name: str, partitions: int = 1, **conf
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_keyed_records_with_headers_round_trip_in_every_codec(
-    module_broker: BrokerProcess, admin: kafka.KafkaAdminClient, codec: str
+    module_broker: ThreadedBroker, admin: kafka.KafkaAdminClient, codec: str
 ) -> None:
     topic = f"kp-codec-{codec}"
     create(admin, topic)
@@ -68,7 +68,7 @@ def test_keyed_records_with_headers_round_trip_in_every_codec(
 
 @pytest.mark.parametrize("codec", ["none", "gzip"])
 def test_offsets_for_times_and_beginning_end_offsets(
-    module_broker: BrokerProcess, admin: kafka.KafkaAdminClient, codec: str
+    module_broker: ThreadedBroker, admin: kafka.KafkaAdminClient, codec: str
 ) -> None:
     topic = f"kp-times-{codec}"
     create(admin, topic)
@@ -96,7 +96,7 @@ def test_offsets_for_times_and_beginning_end_offsets(
 
 
 def test_delete_records_moves_log_start_offset(
-    module_broker: BrokerProcess, admin: kafka.KafkaAdminClient
+    module_broker: ThreadedBroker, admin: kafka.KafkaAdminClient
 ) -> None:
     topic = "kp-trim"
     create(admin, topic)
@@ -129,7 +129,7 @@ def test_delete_records_moves_log_start_offset(
 
 
 def test_admin_creates_alters_and_deletes_topics(
-    module_broker: BrokerProcess, admin: kafka.KafkaAdminClient
+    module_broker: ThreadedBroker, admin: kafka.KafkaAdminClient
 ) -> None:
     create(admin, "kp-adm", partitions=2, **{"retention.ms": "86400000"})
     assert "kp-adm" in admin.list_topics()
@@ -163,7 +163,7 @@ def test_admin_creates_alters_and_deletes_topics(
 
 
 def test_describe_and_alter_configs(
-    module_broker: BrokerProcess, admin: kafka.KafkaAdminClient
+    module_broker: ThreadedBroker, admin: kafka.KafkaAdminClient
 ) -> None:
     topic = "kp-configs"
     create(admin, topic, **{"retention.ms": "12345"})
@@ -225,7 +225,7 @@ def test_describe_and_alter_configs(
 
 
 def test_idempotent_producer_writes_sequenced_batches_once(
-    module_broker: BrokerProcess, admin: kafka.KafkaAdminClient
+    module_broker: ThreadedBroker, admin: kafka.KafkaAdminClient
 ) -> None:
     topic = "kp-idem"
     create(admin, topic, partitions=2)

@@ -1,4 +1,4 @@
-"""Debian's kcat 1.7.1 (librdkafka 2.0.2) against a real broker process."""
+"""Debian's kcat 1.7.1 (librdkafka 2.0.2) against a real in-process broker."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pytest
 
-from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.clients.helpers import (
     CODEC_IDS,
     CODECS,
@@ -19,19 +18,20 @@ from tests.weir.clients.helpers import (
     run_kcat,
     stored_batches,
 )
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
 FORMAT = r"%o|%p|%T|%k|%s|%h\n"
 
 
-def kcat_lines(broker: BrokerProcess, topic: str, *args: str) -> list[list[str]]:
+def kcat_lines(broker: ThreadedBroker, topic: str, *args: str) -> list[list[str]]:
     """kcat -C -e with FORMAT; each line split into its fields."""
     out = run_kcat(["-b", broker.bootstrap, "-t", topic, "-C", "-e", "-q", *args, "-f", FORMAT])
     return [line.split("|") for line in out.splitlines()]
 
 
-def produce_lines(broker: BrokerProcess, topic: str, codec: str, count: int) -> tuple[int, int]:
+def produce_lines(broker: ThreadedBroker, topic: str, codec: str, count: int) -> tuple[int, int]:
     """kcat -P ``count`` ``key<TAB>value`` lines with two headers; the wall-clock bounds."""
     lines = b"".join(b"key-%d\tvalue %d %s\n" % (i % 5, i, b"x" * 40) for i in range(count))
     args = ["-b", broker.bootstrap, "-t", topic, "-P", "-K", r"\t", "-X", "linger.ms=20"]
@@ -45,7 +45,7 @@ def produce_lines(broker: BrokerProcess, topic: str, codec: str, count: int) -> 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_produce_with_keys_and_headers_and_consume_formatted_in_every_codec(
-    module_broker: BrokerProcess, codec: str
+    module_broker: ThreadedBroker, codec: str
 ) -> None:
     topic = f"kcat-codec-{codec}"
     create_topic(module_broker.bootstrap, topic)
@@ -85,7 +85,7 @@ KCAT_CANNOT_COMPRESS = pytest.mark.xfail(
     ],
 )
 def test_batches_reach_the_disk_in_the_codec_kcat_was_asked_for(
-    module_broker: BrokerProcess, codec: str
+    module_broker: ThreadedBroker, codec: str
 ) -> None:
     topic = f"kcat-disk-{codec}"
     create_topic(module_broker.bootstrap, topic)
@@ -95,7 +95,7 @@ def test_batches_reach_the_disk_in_the_codec_kcat_was_asked_for(
 
 
 def test_json_envelope_null_values_relative_offsets_and_counts(
-    module_broker: BrokerProcess,
+    module_broker: ThreadedBroker,
 ) -> None:
     topic = "kcat-json"
     create_topic(module_broker.bootstrap, topic)
@@ -116,7 +116,7 @@ def test_json_envelope_null_values_relative_offsets_and_counts(
     assert kcat_lines(module_broker, topic, "-o", "end") == []
 
 
-def test_offset_by_timestamp_start_stop_and_query(module_broker: BrokerProcess) -> None:
+def test_offset_by_timestamp_start_stop_and_query(module_broker: ThreadedBroker) -> None:
     topic = "kcat-times"
     create_topic(module_broker.bootstrap, topic)
     base = 1_650_000_000_000
@@ -140,7 +140,7 @@ def test_offset_by_timestamp_start_stop_and_query(module_broker: BrokerProcess) 
     assert out.strip() == f"{topic} [0] offset -1"  # past the last record: no offset
 
 
-def test_metadata_listing(module_broker: BrokerProcess) -> None:
+def test_metadata_listing(module_broker: ThreadedBroker) -> None:
     create_topic(module_broker.bootstrap, "kcat-meta", partitions=3)
     out = run_kcat(["-b", module_broker.bootstrap, "-L", "-t", "kcat-meta"])
     assert f"broker 1 at {module_broker.bootstrap} (controller)" in out

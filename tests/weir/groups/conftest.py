@@ -1,4 +1,8 @@
-"""A broker tuned for group tests: no initial rebalance delay, short sessions allowed."""
+"""A broker tuned for group tests: no initial rebalance delay, short sessions allowed.
+
+``group_broker`` is an in-process broker (``tests/weir/inprocess.py``) shared by a module;
+the members may still be processes of their own (``member_process.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.weir.clients.conftest import BrokerProcess, running_broker
+from tests.weir.inprocess import ThreadedBroker, threaded_broker
 
 GROUP_CONFIGS = [
     "group.initial.rebalance.delay.ms=0",
@@ -19,7 +23,9 @@ GROUP_CONFIGS = [
 @pytest.fixture(scope="module")
 def group_broker(
     redis_server: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[BrokerProcess]:
+) -> Iterator[ThreadedBroker]:
     directory = tmp_path_factory.mktemp("group-broker")
-    with running_broker(redis_server, directory, GROUP_CONFIGS) as broker:
+    with threaded_broker(
+        data_dir=directory / "broker-1", redis_url=redis_server, configs=GROUP_CONFIGS
+    ) as broker:
         yield broker

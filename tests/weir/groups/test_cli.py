@@ -11,14 +11,15 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.weir.clients.conftest import ROOT, BrokerProcess
+from tests.weir.clients.conftest import ROOT
 from tests.weir.cluster.conftest import wait_until
 from tests.weir.groups.test_consumer_groups import ConfluentMember, new_topic, produce
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
 
-def groups_cli(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+def groups_cli(broker: ThreadedBroker, *args: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k != "WEIR_BOOTSTRAP_SERVERS"}
     environ.update(WEIR_REDIS_URL=broker.redis_url, WEIR_CLUSTER_ID=broker.cluster_id)
     command = ["consumer-groups", "--bootstrap-server", broker.bootstrap, *args]
@@ -33,13 +34,13 @@ def groups_cli(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess
     )
 
 
-def ok(broker: BrokerProcess, *args: str) -> str:
+def ok(broker: ThreadedBroker, *args: str) -> str:
     proc = groups_cli(broker, *args)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
-def fails(broker: BrokerProcess, *args: str) -> str:
+def fails(broker: ThreadedBroker, *args: str) -> str:
     proc = groups_cli(broker, *args)
     assert proc.returncode != 0, proc.stdout
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -61,7 +62,7 @@ def commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> N
         consumer.close()
 
 
-def test_list_describe_members_and_state_of_a_live_group(group_broker: BrokerProcess) -> None:
+def test_list_describe_members_and_state_of_a_live_group(group_broker: ThreadedBroker) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap, partitions=2, records=20)
     group = f"cli-{uuid.uuid4().hex[:6]}"
@@ -94,7 +95,7 @@ def test_list_describe_members_and_state_of_a_live_group(group_broker: BrokerPro
 
 
 def test_reset_offsets_only_on_inactive_groups_with_every_strategy(
-    group_broker: BrokerProcess,
+    group_broker: ThreadedBroker,
 ) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap, partitions=2, records=40)
@@ -145,7 +146,7 @@ def test_reset_offsets_only_on_inactive_groups_with_every_strategy(
         member.stop()
 
 
-def test_delete_offsets_and_groups(group_broker: BrokerProcess) -> None:
+def test_delete_offsets_and_groups(group_broker: ThreadedBroker) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap, partitions=2, records=4)
     other = new_topic(bootstrap, partitions=1, records=4)
@@ -163,7 +164,7 @@ def test_delete_offsets_and_groups(group_broker: BrokerProcess) -> None:
     assert "GROUP_ID_NOT_FOUND" in fails(group_broker, "--delete", "--group", group)
 
 
-def test_force_rebalance_makes_live_members_rejoin(group_broker: BrokerProcess) -> None:
+def test_force_rebalance_makes_live_members_rejoin(group_broker: ThreadedBroker) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap, partitions=2)
     group = f"force-{uuid.uuid4().hex[:6]}"
@@ -205,5 +206,5 @@ def test_force_rebalance_makes_live_members_rejoin(group_broker: BrokerProcess) 
         (["--delete-offsets", "--group", "a", "--group", "b", "--topic", "t"], "exactly one"),
     ],
 )
-def test_bad_flags_are_named(group_broker: BrokerProcess, args: list[str], expected: str) -> None:
+def test_bad_flags_are_named(group_broker: ThreadedBroker, args: list[str], expected: str) -> None:
     assert expected in fails(group_broker, *args)

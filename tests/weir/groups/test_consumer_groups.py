@@ -32,9 +32,9 @@ from kio.schema.offset_commit.v8.request import (
     OffsetCommitRequestTopic,
 )
 
-from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.clients.helpers import kafka
 from tests.weir.cluster.conftest import raw_request, wait_until
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
@@ -129,7 +129,9 @@ def settled(members: list[Any], partitions: int = PARTITIONS) -> bool:
 
 
 # offsets ----------------------------------------------------------------------------------------
-def test_confluent_group_commits_and_resumes_where_it_left_off(group_broker: BrokerProcess) -> None:
+def test_confluent_group_commits_and_resumes_where_it_left_off(
+    group_broker: ThreadedBroker,
+) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap, records=60)
     group = f"g-{uuid.uuid4().hex[:6]}"
@@ -146,7 +148,7 @@ def test_confluent_group_commits_and_resumes_where_it_left_off(group_broker: Bro
     assert sorted(again.values) == sorted(f"v{i}".encode() for i in range(60, 70))
 
 
-def test_kafka_python_group_commits_and_resumes(group_broker: BrokerProcess) -> None:
+def test_kafka_python_group_commits_and_resumes(group_broker: ThreadedBroker) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap, records=40)
     group = f"kp-{uuid.uuid4().hex[:6]}"
@@ -182,7 +184,7 @@ def test_kafka_python_group_commits_and_resumes(group_broker: BrokerProcess) -> 
     assert sum(tp.offset for tp in offsets.topic_partitions) == 45
 
 
-def test_aiokafka_group_commits_and_resumes(group_broker: BrokerProcess) -> None:
+def test_aiokafka_group_commits_and_resumes(group_broker: ThreadedBroker) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap, records=30)
     group = f"aio-{uuid.uuid4().hex[:6]}"
@@ -213,7 +215,7 @@ def test_aiokafka_group_commits_and_resumes(group_broker: BrokerProcess) -> None
 
 
 def test_offsets_past_their_retention_expire_and_take_the_empty_group_along(
-    group_broker: BrokerProcess,
+    group_broker: ThreadedBroker,
 ) -> None:
     """OffsetCommit v2-v4 carry retention_time: such offsets expire on the broker's own
     schedule (offsets.retention.check.interval.ms), and an Empty group left without offsets
@@ -286,7 +288,7 @@ def test_offsets_past_their_retention_expire_and_take_the_empty_group_along(
 # assignors ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
 def test_confluent_assignors_share_partitions_without_overlap(
-    group_broker: BrokerProcess, strategy: str
+    group_broker: ThreadedBroker, strategy: str
 ) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
@@ -312,7 +314,7 @@ def test_confluent_assignors_share_partitions_without_overlap(
             member.stop()
 
 
-def test_kafka_python_and_aiokafka_members_share_one_group(group_broker: BrokerProcess) -> None:
+def test_kafka_python_and_aiokafka_members_share_one_group(group_broker: ThreadedBroker) -> None:
     """Two client libraries in one group agree on the roundrobin protocol."""
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
@@ -368,7 +370,7 @@ def test_kafka_python_and_aiokafka_members_share_one_group(group_broker: BrokerP
 
 # static membership ------------------------------------------------------------------------------
 def test_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
-    group_broker: BrokerProcess,
+    group_broker: ThreadedBroker,
 ) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
@@ -413,7 +415,7 @@ while True:
 
 
 def test_a_member_killed_with_sigkill_loses_its_partitions_after_its_session(
-    group_broker: BrokerProcess,
+    group_broker: ThreadedBroker,
 ) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
@@ -447,7 +449,7 @@ def test_a_member_killed_with_sigkill_loses_its_partitions_after_its_session(
 
 
 # bad input ---------------------------------------------------------------------------------------
-def test_wrong_member_or_generation_is_refused(group_broker: BrokerProcess) -> None:
+def test_wrong_member_or_generation_is_refused(group_broker: ThreadedBroker) -> None:
     bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
     group = f"raw-{uuid.uuid4().hex[:6]}"
@@ -530,7 +532,7 @@ def _ms(value: int) -> Any:
     return timedelta(milliseconds=value)
 
 
-def find_coordinator_port(broker: BrokerProcess, group: str) -> int:
+def find_coordinator_port(broker: ThreadedBroker, group: str) -> int:
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
     answer = raw_request(broker.port, FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)))
@@ -539,7 +541,7 @@ def find_coordinator_port(broker: BrokerProcess, group: str) -> int:
     return coordinator.port
 
 
-def test_clients_cannot_write_to_the_offsets_topic(group_broker: BrokerProcess) -> None:
+def test_clients_cannot_write_to_the_offsets_topic(group_broker: ThreadedBroker) -> None:
     from tests.weir.cluster.helpers import raw_produce
 
     find_coordinator_port(group_broker, "any-group")  # creates __consumer_offsets

@@ -23,10 +23,10 @@ from kio.schema.offset_commit.v8.request import (
 )
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 
-from tests.weir.clients.conftest import BrokerProcess, running_broker
 from tests.weir.cluster.conftest import raw_request
 from tests.weir.groups.conftest import GROUP_CONFIGS
 from tests.weir.groups.test_consumer_groups import find_coordinator_port, new_topic
+from tests.weir.inprocess import ThreadedBroker, threaded_broker
 from weir.coordinator import partition_for
 
 pytestmark = pytest.mark.integration
@@ -37,17 +37,20 @@ OFFSETS_PARTITIONS = 3
 @pytest.fixture(scope="module")
 def under_replicated_broker(
     redis_server: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[BrokerProcess]:
+) -> Iterator[ThreadedBroker]:
     configs = [
         *GROUP_CONFIGS,
         "min.insync.replicas=2",
         f"offsets.topic.num.partitions={OFFSETS_PARTITIONS}",
     ]
-    with running_broker(redis_server, tmp_path_factory.mktemp("min-isr-broker"), configs) as broker:
+    directory = tmp_path_factory.mktemp("min-isr-broker")
+    with threaded_broker(
+        data_dir=directory / "broker-1", redis_url=redis_server, configs=configs
+    ) as broker:
         yield broker
 
 
-def offsets_log_end(broker: BrokerProcess, group: str) -> int:
+def offsets_log_end(broker: ThreadedBroker, group: str) -> int:
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
     try:
         index = partition_for(group, OFFSETS_PARTITIONS)
@@ -60,7 +63,7 @@ def offsets_log_end(broker: BrokerProcess, group: str) -> int:
 
 
 def test_commits_and_group_writes_are_refused_before_they_reach_the_log(
-    under_replicated_broker: BrokerProcess,
+    under_replicated_broker: ThreadedBroker,
 ) -> None:
     broker = under_replicated_broker
     topic = new_topic(broker.bootstrap, partitions=1)

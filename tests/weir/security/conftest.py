@@ -1,15 +1,17 @@
 """A broker with a PLAINTEXT and a SASL_PLAINTEXT listener, and SCRAM users in its Redis.
 
-``sasl_broker`` (one per test module) runs ``runbroker --listen 127.0.0.1:P --config
-listeners=SASL_PLAINTEXT://127.0.0.1:S``; users ``alice`` (SCRAM-SHA-256 and -512) and ``bob``
-(SCRAM-SHA-256 only) are written with the same helpers the broker reads them with.
+``sasl_broker`` (one per test module) is an in-process broker (``tests/weir/inprocess.py``)
+with the settings of ``runbroker --listen 127.0.0.1:0 --config
+listeners=SASL_PLAINTEXT://127.0.0.1:0``; users ``alice`` (SCRAM-SHA-256 and -512) and ``bob``
+(SCRAM-SHA-256 only) are written with the same helpers the broker reads them with. What only
+a process shows (runbroker's exit on bad listener or TLS configs) stays in the tests that
+start ``runbroker`` themselves.
 """
 
 from __future__ import annotations
 
 import socket
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.weir.clients.conftest import BrokerProcess, free_port
+from tests.weir.inprocess import ThreadedBroker, new_cluster_id, threaded_broker
 from weir.security.credentials import encode_credential, scram_key
 from weir.security.scram import credential_from_password
 
@@ -30,14 +32,14 @@ USERS = {
 
 @dataclass
 class SaslBroker:
-    process: BrokerProcess
+    broker: ThreadedBroker
     sasl_port: int
     redis_url: str
     cluster_id: str
 
     @property
     def plaintext(self) -> str:
-        return self.process.bootstrap
+        return self.broker.bootstrap
 
     @property
     def sasl(self) -> str:
@@ -70,24 +72,23 @@ def running_sasl_broker(
     redis_server: str, directory: Path, extra_configs: tuple[str, ...] = ()
 ) -> Iterator[SaslBroker]:
     """One broker with a PLAINTEXT and a SASL_PLAINTEXT listener and ``USERS`` in Redis."""
-    cluster_id = f"test-{uuid.uuid4().hex[:12]}"
+    cluster_id = new_cluster_id()
     for user, (password, mechanisms) in USERS.items():
         add_user(redis_server, cluster_id, user, password, mechanisms)
-    sasl_port = free_port()
-    process = BrokerProcess(
-        broker_id=1,
+    with threaded_broker(
         data_dir=directory / "broker-1",
         redis_url=redis_server,
         cluster_id=cluster_id,
-        configs=[f"listeners=SASL_PLAINTEXT://127.0.0.1:{sasl_port}", *extra_configs],
-        log_path=directory / "broker-1.log",
-    )
-    process.start()
-    try:
-        wait_port(sasl_port)
-        yield SaslBroker(process, sasl_port, redis_server, cluster_id)
-    finally:
-        process.stop()
+        configs=[
+            "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+            # The round trips consume in a group: no 3 s wait for more members (as the TLS
+            # broker); what they prove is the login, not the rebalance delay.
+            "group.initial.rebalance.delay.ms=0",
+            *extra_configs,
+        ],
+    ) as broker:
+        sasl_port = broker.listener_port("SASL_PLAINTEXT")
+        yield SaslBroker(broker, sasl_port, redis_server, cluster_id)
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,8 @@ from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
-from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.cluster.conftest import raw_request
+from tests.weir.inprocess import ThreadedBroker
 from tests.weir.security.acl_fixtures import acl_guarded, acl_pair
 
 __all__ = ["acl_guarded", "acl_pair"]  # fixtures used by name below
@@ -48,7 +48,7 @@ ANY_DESCRIBE = DescribeAclsRequest(
 )
 
 
-def admin(broker: BrokerProcess) -> AdminClient:
+def admin(broker: ThreadedBroker) -> AdminClient:
     return AdminClient({"bootstrap.servers": broker.bootstrap})
 
 
@@ -89,7 +89,7 @@ def describe(client: AdminClient, flt: AclBindingFilter) -> set[AclBinding]:
 
 
 def test_create_describe_with_filters_and_delete_round_trip(
-    acl_pair: list[BrokerProcess],
+    acl_pair: list[ThreadedBroker],
 ) -> None:
     client = admin(acl_pair[0])
     read_t = binding("orders", AclOperation.READ)
@@ -125,7 +125,7 @@ def test_create_describe_with_filters_and_delete_round_trip(
 
 
 def test_an_acl_created_on_one_broker_is_seen_by_the_other_within_a_second(
-    acl_pair: list[BrokerProcess],
+    acl_pair: list[ThreadedBroker],
 ) -> None:
     new = binding("cross-broker", AclOperation.ALTER_CONFIGS, principal="User:dave")
     only_new = any_filter(principal="User:dave")
@@ -138,7 +138,7 @@ def test_an_acl_created_on_one_broker_is_seen_by_the_other_within_a_second(
 
 
 def test_invalid_creations_get_invalid_request_and_the_valid_ones_are_kept(
-    acl_pair: list[BrokerProcess],
+    acl_pair: list[ThreadedBroker],
 ) -> None:
     def creation(**kw: object) -> AclCreation:
         values: dict[str, object] = {
@@ -174,7 +174,7 @@ def test_invalid_creations_get_invalid_request_and_the_valid_ones_are_kept(
     }
 
 
-def test_filters_with_unknown_fields_get_invalid_request(acl_pair: list[BrokerProcess]) -> None:
+def test_filters_with_unknown_fields_get_invalid_request(acl_pair: list[ThreadedBroker]) -> None:
     describe_bad = DescribeAclsRequest(
         resource_type_filter=i8(0),  # UNKNOWN
         resource_name_filter=None,
@@ -204,7 +204,7 @@ def test_filters_with_unknown_fields_get_invalid_request(acl_pair: list[BrokerPr
 
 
 def test_with_the_authorizer_on_the_acl_apis_need_cluster_permissions(
-    acl_guarded: BrokerProcess,
+    acl_guarded: ThreadedBroker,
 ) -> None:
     client = admin(acl_guarded)
     # No ACL on the cluster yet and allow.everyone.if.no.acl.found=true: ANONYMOUS may.
@@ -229,7 +229,7 @@ def test_with_the_authorizer_on_the_acl_apis_need_cluster_permissions(
     assert denied.value.args[0].code() == ErrorCode.cluster_authorization_failed
 
 
-def test_kafka_python_admin_round_trip(acl_pair: list[BrokerProcess]) -> None:
+def test_kafka_python_admin_round_trip(acl_pair: list[ThreadedBroker]) -> None:
     """kafka-python speaks other versions of the ACL APIs than librdkafka."""
     with warnings.catch_warnings():
         # kafka-python loads its schemas through a deprecated importlib API (see

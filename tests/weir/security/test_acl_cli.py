@@ -18,8 +18,8 @@ from confluent_kafka.admin import (
 )
 from django.core.management import CommandError, call_command
 
-from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.clients.test_cli import fails, ok
+from tests.weir.inprocess import ThreadedBroker
 from tests.weir.security.acl_fixtures import acl_pair
 
 __all__ = ["acl_pair"]  # the fixture, used by name below
@@ -30,11 +30,11 @@ LIT = ResourcePatternType.LITERAL
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 
 
-def acls(broker: BrokerProcess, *args: str) -> list[str]:
+def acls(broker: ThreadedBroker, *args: str) -> list[str]:
     return ["acls", "--bootstrap-server", broker.bootstrap, *args]
 
 
-def acls_of(broker: BrokerProcess, principal: str) -> set[tuple[str, str, str, str, str]]:
+def acls_of(broker: ThreadedBroker, principal: str) -> set[tuple[str, str, str, str, str]]:
     """(resource type, name, pattern type, operation, permission) of ``principal``'s ACLs."""
     flt = AclBindingFilter(
         ResourceType.ANY,
@@ -59,7 +59,7 @@ def acls_of(broker: BrokerProcess, principal: str) -> set[tuple[str, str, str, s
     }
 
 
-def test_add_list_and_remove_like_kafka_acls(acl_pair: list[BrokerProcess]) -> None:
+def test_add_list_and_remove_like_kafka_acls(acl_pair: list[ThreadedBroker]) -> None:
     b = acl_pair[0]
     out = ok(
         *acls(b, "--add", "--allow-principal", "User:alice", "--operation", "Read"),
@@ -102,7 +102,7 @@ def test_add_list_and_remove_like_kafka_acls(acl_pair: list[BrokerProcess]) -> N
 
 
 def test_producer_and_consumer_flags_expand_like_kafka_acls(
-    acl_pair: list[BrokerProcess],
+    acl_pair: list[ThreadedBroker],
 ) -> None:
     b = acl_pair[0]
     ok(*acls(b, "--add", "--allow-principal", "User:app", "--producer", "--topic", "cli-p"))

@@ -224,7 +224,7 @@ def test_broker_client_reports_a_mechanism_the_user_or_broker_lacks(
     # A SASL client on the PLAINTEXT listener: the handshake is not understood there.
     plain = BrokerClient(
         "127.0.0.1",
-        sasl_broker.process.port,
+        sasl_broker.broker.port,
         client_id="client-security-test",
         security=ClientSecurity(
             protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", username="alice", password="x"

@@ -77,7 +77,7 @@ def test_metadata_advertises_the_listener_the_client_connected_to(
     assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", sasl_broker.sasl_port)]
     plain = AdminClient({"bootstrap.servers": sasl_broker.plaintext})
     brokers = plain.list_topics(timeout=10).brokers
-    assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", sasl_broker.process.port)]
+    assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", sasl_broker.broker.port)]
 
 
 # kafka-python 3.0 loads its SASL message schemas lazily through importlib.resources.read_text.

@@ -28,8 +28,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.weir.clients.conftest import BrokerProcess, free_port
-from tests.weir.security.conftest import USERS, add_user, wait_port
+from tests.weir.inprocess import ThreadedBroker, new_cluster_id, threaded_broker
+from tests.weir.security.conftest import USERS, add_user
 from tests.weir.security.round_trips import (
     aiokafka_round_trip,
     confluent_round_trip,
@@ -46,7 +46,7 @@ pytestmark = [
 
 @dataclass
 class TlsBroker:
-    process: BrokerProcess
+    broker: ThreadedBroker  # in-process (tests/weir/inprocess.py)
     ssl_port: int
     sasl_ssl_port: int
     certs: TlsCerts
@@ -68,18 +68,15 @@ def tls_broker(
     tls_certs: TlsCerts,  # noqa: F811
 ) -> Iterator[TlsBroker]:
     directory = tmp_path_factory.mktemp("tls-broker")
-    cluster_id = f"test-{uuid.uuid4().hex[:12]}"
+    cluster_id = new_cluster_id()
     for user, (password, mechanisms) in USERS.items():
         add_user(redis_server, cluster_id, user, password, mechanisms)
-    ssl_port, sasl_ssl_port = free_port(), free_port()
-    log_path = directory / "broker-1.log"
-    process = BrokerProcess(
-        broker_id=1,
+    with threaded_broker(
         data_dir=directory / "broker-1",
         redis_url=redis_server,
         cluster_id=cluster_id,
         configs=[
-            f"listeners=SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_ssl_port}",
+            "listeners=SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users=User:alice",
             "group.initial.rebalance.delay.ms=0",
@@ -92,13 +89,14 @@ def tls_broker(
             f"ssl.keystore.location={tls_certs.server_keystore}",
             f"ssl.truststore.location={tls_certs.ca}",
         ],
-        log_path=log_path,
-    )
-    process.start()
-    try:
-        wait_port(ssl_port)
-        wait_port(sasl_ssl_port)
-        broker = TlsBroker(process, ssl_port, sasl_ssl_port, tls_certs, log_path)
+    ) as process:
+        broker = TlsBroker(
+            process,
+            process.listener_port("SSL"),
+            process.listener_port("SASL_SSL"),
+            tls_certs,
+            process.log_path,
+        )
         _create_acls(
             broker,
             [
@@ -115,8 +113,6 @@ def tls_broker(
             ],
         )
         yield broker
-    finally:
-        process.stop()
 
 
 # -- client configurations --------------------------------------------------------------------
@@ -417,8 +413,8 @@ def test_control_plane_connects_over_tls_with_its_own_credentials(
         endpoint, port = tls_broker.sasl_ssl, tls_broker.sasl_ssl_port
     topic = _create_topic(tls_broker, "tls-cp")
     gateway = ClusterGateway(
-        redis_url=tls_broker.process.redis_url,
-        cluster_id=tls_broker.process.cluster_id,
+        redis_url=tls_broker.broker.redis_url,
+        cluster_id=tls_broker.broker.cluster_id,
         security=security,
     )
     try:
