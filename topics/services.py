@@ -1,7 +1,9 @@
 """Writes for topics: create, delete, add partitions, alter configs.
 
 Each is one Kafka admin request (kio entity) sent through the cluster gateway to any broker,
-which forwards topic changes to the controller (KIP-590). The broker's own error message
+which forwards topic changes to the controller (KIP-590). The requests are built by the
+``*_request`` functions, which ``manage.py topics`` shares: the command sends the very same
+requests to its ``--bootstrap-server``, as ``kafka-topics.sh`` does. The broker's own error message
 (``Topic 'x' already exists.``, ``Replication factor: 5 larger than available brokers: 3.``)
 becomes the API error's message, with the HTTP status Confluent's proxy uses for that Kafka
 error (409 exists, 404 unknown, 400 invalid).
@@ -32,8 +34,11 @@ from weir.topic_names import InvalidTopicName, validate_topic_name
 __all__ = [
     "topic_configs_alter",
     "topic_create",
+    "topic_create_request",
     "topic_delete",
+    "topic_delete_request",
     "topic_partitions_increase",
+    "topic_partitions_request",
 ]
 
 TIMEOUT = datetime.timedelta(seconds=30)
@@ -61,6 +66,29 @@ def topic_create(
         raise BadRequest(
             "give either replicas_assignments or partitions_count/replication_factor, not both"
         )
+    request = topic_create_request(
+        name=name,
+        partitions_count=partitions_count,
+        replication_factor=replication_factor,
+        replicas_assignments=replicas_assignments,
+        configs=configs,
+        validate_only=validate_only,
+    )
+    (result,) = gateway().request_any(request, timeout=TIMEOUT.total_seconds()).topics
+    raise_for_kafka_error(result.error_code, result.error_message, what=f"topic {name!r}")
+
+
+def topic_create_request(
+    *,
+    name: str,
+    partitions_count: int | None = None,
+    replication_factor: int | None = None,
+    replicas_assignments: dict[int, list[int]] | None = None,
+    configs: dict[str, str | None] | None = None,
+    validate_only: bool = False,
+    timeout: datetime.timedelta = TIMEOUT,
+) -> CreateTopicsRequest:
+    """CreateTopics for one topic; what is not given (None) is the cluster's default (-1)."""
     assignments = tuple(
         CreatableReplicaAssignment(
             partition_index=i32(p), broker_ids=tuple(i32(b) for b in brokers)
@@ -76,20 +104,15 @@ def topic_create(
         assignments=assignments,
         configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()),
     )
-    request = CreateTopicsRequest(
-        topics=(topic,), timeout=i32Timedelta.parse(TIMEOUT), validate_only=validate_only
+    return CreateTopicsRequest(
+        topics=(topic,), timeout=i32Timedelta.parse(timeout), validate_only=validate_only
     )
-    (result,) = gateway().request_any(request, timeout=TIMEOUT.total_seconds()).topics
-    raise_for_kafka_error(result.error_code, result.error_message, what=f"topic {name!r}")
 
 
 def topic_delete(*, name: str) -> None:
     """Delete a topic (404 when it does not exist)."""
     selectors.topic_get(name=name)
-    request = DeleteTopicsRequest(
-        topics=(DeleteTopicState(name=name, topic_id=uuid.UUID(int=0)),),
-        timeout=i32Timedelta.parse(TIMEOUT),
-    )
+    request = topic_delete_request(name=name)
     (result,) = gateway().request_any(request, timeout=TIMEOUT.total_seconds()).responses
     raise_for_kafka_error(result.error_code, result.error_message, what=f"topic {name!r}")
 
@@ -105,13 +128,30 @@ def topic_partitions_increase(*, name: str, partitions_count: int) -> None:
         )
     if partitions_count == current:
         raise BadRequest(f"topic {name!r} already has {current} partitions")
-    request = CreatePartitionsRequest(
-        topics=(CreatePartitionsTopic(name=name, count=i32(partitions_count), assignments=None),),
-        timeout=i32Timedelta.parse(TIMEOUT),
-        validate_only=False,
-    )
+    request = topic_partitions_request(name=name, partitions_count=partitions_count)
     (result,) = gateway().request_any(request, timeout=TIMEOUT.total_seconds()).results
     raise_for_kafka_error(result.error_code, result.error_message, what=f"topic {name!r}")
+
+
+def topic_delete_request(
+    *, name: str, timeout: datetime.timedelta = TIMEOUT
+) -> DeleteTopicsRequest:
+    """DeleteTopics for one topic, by name."""
+    return DeleteTopicsRequest(
+        topics=(DeleteTopicState(name=name, topic_id=uuid.UUID(int=0)),),
+        timeout=i32Timedelta.parse(timeout),
+    )
+
+
+def topic_partitions_request(
+    *, name: str, partitions_count: int, timeout: datetime.timedelta = TIMEOUT
+) -> CreatePartitionsRequest:
+    """CreatePartitions: grow ``name`` to ``partitions_count`` (the controller places them)."""
+    return CreatePartitionsRequest(
+        topics=(CreatePartitionsTopic(name=name, count=i32(partitions_count), assignments=None),),
+        timeout=i32Timedelta.parse(timeout),
+        validate_only=False,
+    )
 
 
 def topic_configs_alter(

@@ -19,7 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.management.kafka_admin import add_bootstrap_argument, api_errors
+from brokers.management.kafka_admin import add_bootstrap_argument, api_errors, kafka_error_text
 from brokers.management.protocol_admin import send_to_any_broker
 from brokers.rest.configs import (
     SOURCES,
@@ -113,7 +113,7 @@ class Command(BaseCommand):
         )
         (result,) = response.results
         if result.error_code != ErrorCode.none:
-            raise CommandError(_error_text(result.error_code, result.error_message))
+            raise CommandError(kafka_error_text(result.error_code, result.error_message))
         self.stdout.write(f"{'All' if options['all'] else 'Dynamic'} configs for {label} are:")
         for entry in sorted(result.configs, key=lambda c: c.name):
             if not options["all"] and entry.config_source not in _DYNAMIC:
@@ -141,10 +141,5 @@ class Command(BaseCommand):
         )
         (result,) = response.responses
         if result.error_code != ErrorCode.none:
-            raise CommandError(_error_text(result.error_code, result.error_message))
+            raise CommandError(kafka_error_text(result.error_code, result.error_message))
         self.stdout.write(f"Completed updating config for {label}.")
-
-
-def _error_text(code: int, message: str | None) -> str:
-    name = ErrorCode(code).name.upper()
-    return f"{name}: {message}" if message else name
