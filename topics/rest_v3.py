@@ -287,14 +287,14 @@ class TopicListView(V3ReadView):
                 )
             assignments[item["partition_id"]] = list(item["broker_ids"])
         configs = {c["name"]: c.get("value") for c in data.get("configs") or []}
-        services.topic_create(
+        new = services.NewTopic(
             name=name,
             partitions_count=data.get("partitions_count"),
             replication_factor=data.get("replication_factor"),
             replicas_assignments=assignments or None,
             configs=configs,
-            validate_only=data["validate_only"],
         )
+        services.topic_create(topic=new, validate_only=data["validate_only"])
         if data["validate_only"]:
             partitions = len(assignments) or data.get("partitions_count") or 0
             rf = (

@@ -34,6 +34,7 @@ from brokers.management.kafka_admin import (
 from brokers.management.protocol_admin import request_timeout, send_to_any_broker
 from brokers.rest.configs import describe_configs_request
 from topics.services import (
+    NewTopic,
     topic_create_request,
     topic_delete_request,
     topic_partitions_request,
@@ -134,13 +135,13 @@ class Command(BaseCommand):
     def _create(self) -> None:
         topic = self._require_topic()
         options = self.options
-        request = topic_create_request(
+        new = NewTopic(
             name=topic,
             partitions_count=options["partitions"],
             replication_factor=options["replication_factor"],
             configs=dict(parse_config_pairs(options["config"], flag="--config")),
-            timeout=request_timeout(options["timeout"]),
         )
+        request = topic_create_request(topic=new, timeout=request_timeout(options["timeout"]))
         (result,) = self._send(request).topics
         exists = ErrorCode.topic_already_exists if options["if_not_exists"] else None
         if self._check(result, tolerated=exists):
