@@ -21,6 +21,7 @@ them admin; the audit middleware records every change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -233,7 +234,19 @@ def acl_sort_key(b: Any) -> tuple[str, ...]:
     return tuple(acl_fields(b).values())
 
 
+def _filtered(request: Request, call: Callable[[Any], Any]) -> Any:
+    """``call`` with the query's ACL filter; a value confluent-kafka refuses is a 400."""
+    flt = acl_filter(request.query_params)
+    try:
+        return call(flt)
+    except (ValueError, TypeError) as exc:
+        raise BadRequest(f"acls: {exc}") from None
+
+
 # -- views ----------------------------------------------------------------------------------
+TAGS = ["REST proxy v3: ACLs"]
+
+
 class AclListView(APIView):
     """List (GET), create one (POST) or delete by filter (DELETE) ACLs."""
 
@@ -243,15 +256,11 @@ class AclListView(APIView):
         operation_id="getKafkaAcls",
         parameters=FILTER_PARAMS,
         responses=AclListSerializer,
-        tags=["REST proxy v3: ACLs"],
+        tags=TAGS,
     )
     def get(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
-        flt = acl_filter(request.query_params)
-        try:
-            future = _admin().describe_acls(flt, request_timeout=TIMEOUT)
-        except (ValueError, TypeError) as exc:
-            raise BadRequest(f"acls: {exc}") from None
+        future = _filtered(request, lambda f: _admin().describe_acls(f, request_timeout=TIMEOUT))
         found = sorted(_result(future) or (), key=acl_sort_key)
         body = v3.collection("KafkaAclList", ("acls",), [acl_resource(v3, b) for b in found])
         return Response(body)
@@ -260,7 +269,7 @@ class AclListView(APIView):
         operation_id="createKafkaAcls",
         request=AclSerializer,
         responses={201: None},
-        tags=["REST proxy v3: ACLs"],
+        tags=TAGS,
     )
     def post(self, request: Request, cluster_id: str) -> Response:
         V3(request, cluster_id)
@@ -271,15 +280,11 @@ class AclListView(APIView):
         operation_id="deleteKafkaAcls",
         parameters=FILTER_PARAMS,
         responses=AclDataListSerializer,
-        tags=["REST proxy v3: ACLs"],
+        tags=TAGS,
     )
     def delete(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
-        flt = acl_filter(request.query_params)
-        try:
-            futures = _admin().delete_acls([flt], request_timeout=TIMEOUT)
-        except (ValueError, TypeError) as exc:
-            raise BadRequest(f"acls: {exc}") from None
+        futures = _filtered(request, lambda f: _admin().delete_acls([f], request_timeout=TIMEOUT))
         deleted: list[Any] = []
         for future in futures.values():
             deleted += list(_result(future) or ())
@@ -296,7 +301,7 @@ class AclBatchCreateView(APIView):
         operation_id="batchCreateKafkaAcls",
         request=AclBatchSerializer,
         responses={204: None},
-        tags=["REST proxy v3: ACLs"],
+        tags=TAGS,
     )
     def post(self, request: Request, cluster_id: str) -> Response:
         V3(request, cluster_id)
