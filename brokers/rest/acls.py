@@ -244,9 +244,6 @@ def _filtered(request: Request, call: Callable[[Any], Any]) -> Any:
 
 
 # -- views ----------------------------------------------------------------------------------
-TAGS = ["REST proxy v3: ACLs"]
-
-
 class AclListView(APIView):
     """List (GET), create one (POST) or delete by filter (DELETE) ACLs."""
 
@@ -256,7 +253,7 @@ class AclListView(APIView):
         operation_id="getKafkaAcls",
         parameters=FILTER_PARAMS,
         responses=AclListSerializer,
-        tags=TAGS,
+        tags=["REST proxy v3: ACLs"],
     )
     def get(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
@@ -269,7 +266,7 @@ class AclListView(APIView):
         operation_id="createKafkaAcls",
         request=AclSerializer,
         responses={201: None},
-        tags=TAGS,
+        tags=["REST proxy v3: ACLs"],
     )
     def post(self, request: Request, cluster_id: str) -> Response:
         V3(request, cluster_id)
@@ -280,7 +277,7 @@ class AclListView(APIView):
         operation_id="deleteKafkaAcls",
         parameters=FILTER_PARAMS,
         responses=AclDataListSerializer,
-        tags=TAGS,
+        tags=["REST proxy v3: ACLs"],
     )
     def delete(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
@@ -301,7 +298,7 @@ class AclBatchCreateView(APIView):
         operation_id="batchCreateKafkaAcls",
         request=AclBatchSerializer,
         responses={204: None},
-        tags=TAGS,
+        tags=["REST proxy v3: ACLs"],
     )
     def post(self, request: Request, cluster_id: str) -> Response:
         V3(request, cluster_id)
