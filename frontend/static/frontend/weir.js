@@ -166,5 +166,16 @@
     return node ? JSON.parse(node.textContent) : null;
   }
 
-  window.Weir = { api, act, confirm, toast, live, fmt, esc, chart, data, cookie };
+  // Fill the page's stat cards ([data-stat="key"] → text); a card marked
+  // data-bad-when-positive turns "bad" while its value is anything but "0".
+  function stats(values) {
+    for (const [key, value] of Object.entries(values)) {
+      const node = document.querySelector(`[data-stat="${key}"]`);
+      node.textContent = value;
+      const box = node.closest(".stat");
+      if (box.hasAttribute("data-bad-when-positive")) box.classList.toggle("bad", value !== "0");
+    }
+  }
+
+  window.Weir = { api, act, confirm, toast, live, fmt, esc, chart, data, cookie, stats };
 })();
