@@ -177,5 +177,22 @@
     }
   }
 
-  window.Weir = { api, act, confirm, toast, live, fmt, esc, chart, data, cookie, stats };
+  // [data-run="<job>"] buttons inside `container` queue that job (POST /api/jobs/) once the
+  // user confirms the text `describe(button)` gives.
+  function runButtons(container, describe) {
+    container.addEventListener("click", (event) => {
+      const button = event.target.closest("[data-run]");
+      if (!button) return;
+      const name = button.dataset.run;
+      act({
+        confirm: { title: `Run ${name} now`, message: describe(button), confirmLabel: "Run now" },
+        run: () => api("POST", "/api/jobs/", { name }),
+        done: (job) => `Job ${job.id} (${job.name}) queued`,
+      });
+    });
+  }
+
+  window.Weir = {
+    api, act, confirm, toast, live, fmt, esc, chart, data, cookie, stats, runButtons,
+  };
 })();
