@@ -6,21 +6,32 @@ same on each side of every ratio.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
 import os
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import fields
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from benchmarks.peers import quiet_logger
+from benchmarks.peers import (
+    PeerSession,
+    check_peer_arguments,
+    exit_status,
+    install_signal_handlers,
+    quiet_logger,
+    run_peers,
+)
 
 MB = 1_000_000  # throughput is reported in MB/s of record values, 1 MB = 10**6 bytes
+
+T = TypeVar("T")
 
 
 def unique_topic(prefix: str) -> str:
@@ -138,6 +149,28 @@ def consumer_config(
     return config
 
 
+def benchmark_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """The parser of ``python -m benchmarks.<module>``, described by its docstring's summary."""
+    return argparse.ArgumentParser(
+        prog=f"python -m benchmarks.{module}", description=(doc or "").split("\n\n")[0]
+    )
+
+
+def settings_from(cls: type[T], args: argparse.Namespace) -> T:
+    """The settings dataclass ``cls`` filled from the flags of the same names (a field without
+    a flag keeps its default): a benchmark's settings are its command line."""
+    return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+
+
+def parse_peer_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse a ``--peers`` benchmark's command line: its own flags, ``--json`` last, and the
+    peer addresses checked."""
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    check_peer_arguments(parser, args)
+    return args
+
+
 def machine_note() -> str:
     """CPU count and load average, printed so a busy machine is visible in the figures."""
     one, five, _ = os.getloadavg()
@@ -184,3 +217,23 @@ def write_json(path: str | None, payload: dict[str, Any]) -> None:
     if path:
         with open(path, "w") as fh:
             json.dump(payload, fh, indent=2)
+
+
+def compare_peers(
+    args: argparse.Namespace,
+    work: Callable[[PeerSession], None],
+    *,
+    report: Callable[[str], str],
+    results: Callable[[str], dict[str, Any]],
+) -> int:
+    """A peer comparison from start to exit status, the same for every ``--peers`` benchmark:
+    Ctrl-C stops the peers, ``work`` runs against each peer, then ``report(machine)`` is
+    printed and ``results(machine)`` written to ``--json`` (the machine note is taken before
+    the first peer starts, so the load it shows is the machine's, not the benchmark's)."""
+    install_signal_handlers()
+    machine = machine_note()
+    failed = run_peers(args, work)
+    print()
+    print(report(machine))
+    write_json(args.json, results(machine))
+    return exit_status(failed)

@@ -35,24 +35,22 @@ from multiprocessing.synchronize import Event
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from benchmarks.common import (
+    benchmark_parser,
+    compare_peers,
     consumer_config,
     create_topic,
     delete_topic,
     format_table,
-    machine_note,
+    parse_peer_args,
     percentile,
     producer_config,
     ratio,
+    settings_from,
     unique_topic,
-    write_json,
 )
 from benchmarks.peers import (
     PeerSession,
     add_peer_arguments,
-    check_peer_arguments,
-    exit_status,
-    install_signal_handlers,
-    run_peers,
 )
 
 STAMP = struct.Struct("<qq")  # send monotonic_ns, sequence number
@@ -356,9 +354,7 @@ def report(results: list[LatencyResult], settings: LatencySettings, machine: str
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.latency", description=(__doc__ or "").split("\n\n")[0]
-    )
+    parser = benchmark_parser("latency", __doc__)
     parser.add_argument("--rate", type=int, default=10_000, help="records per second")
     parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds first")
@@ -367,29 +363,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
     parser.add_argument("--linger-ms", type=float, default=1.0)
     parser.add_argument("--fetch-wait-max-ms", type=int, default=100)
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
+    args = parse_peer_args(parser, argv)
     if args.rate < 1 or args.duration <= 0 or args.warmup < 0 or args.size < STAMP.size:
         parser.error("need --rate >= 1, --duration > 0, --warmup >= 0, --size >= 16")
     if args.duration + args.warmup > 600:
         parser.error("--duration + --warmup is capped at 600 s")
-    check_peer_arguments(parser, args)
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    install_signal_handlers()
-    machine = machine_note()
-    settings = LatencySettings(
-        rate=args.rate,
-        duration=args.duration,
-        warmup=args.warmup,
-        size=args.size,
-        acks=args.acks,
-        linger_ms=args.linger_ms,
-        fetch_wait_max_ms=args.fetch_wait_max_ms,
-    )
+    settings = settings_from(LatencySettings, args)
     results: list[LatencyResult] = []
 
     def work(session: PeerSession) -> None:
@@ -402,14 +386,16 @@ def main(argv: list[str] | None = None) -> int:
         )
         results.append(result)
 
-    failed = run_peers(args, work)
-    print()
-    print(report(results, settings, machine))
-    write_json(
-        args.json,
-        {"settings": asdict(settings), "machine": machine, "results": [asdict(r) for r in results]},
+    return compare_peers(
+        args,
+        work,
+        report=lambda machine: report(results, settings, machine),
+        results=lambda machine: {
+            "settings": asdict(settings),
+            "machine": machine,
+            "results": [asdict(r) for r in results],
+        },
     )
-    return exit_status(failed)
 
 
 if __name__ == "__main__":

@@ -35,11 +35,13 @@ from typing import Any
 import redis
 
 from benchmarks.common import (
+    benchmark_parser,
     create_topic,
     delete_topic,
     format_table,
     machine_note,
     ratio,
+    settings_from,
     write_json,
 )
 from benchmarks.peers import HOST, PeerHandle, free_port, install_signal_handlers, start_weir
@@ -48,8 +50,10 @@ from benchmarks.throughput import (
     ProduceSettings,
     RunResult,
     consume_records,
-    pct,
+    cpu_cells,
+    median_cells,
     produce_records,
+    rate_cells,
     run_json,
     run_line,
 )
@@ -182,12 +186,9 @@ def report(
                 [
                     summary.peer,
                     str(r.run),
-                    f"{p.mb_per_s:.1f}",
-                    f"{p.msgs_per_s:,.0f}",
-                    f"{c.mb_per_s:.1f}",
-                    f"{c.msgs_per_s:,.0f}",
-                    f"{pct(p.broker_cpu_seconds, p.seconds)}/"
-                    f"{pct(c.broker_cpu_seconds, c.seconds)}",
+                    *rate_cells(p),
+                    *rate_cells(c),
+                    cpu_cells(r, "broker_cpu_seconds"),
                 ]
             )
         if summary.runs:
@@ -195,10 +196,8 @@ def report(
                 [
                     summary.peer,
                     "median",
-                    f"{summary.median('produce', 'mb_per_s'):.1f}",
-                    f"{summary.median('produce', 'msgs_per_s'):,.0f}",
-                    f"{summary.median('consume', 'mb_per_s'):.1f}",
-                    f"{summary.median('consume', 'msgs_per_s'):,.0f}",
+                    *median_cells(summary, "produce"),
+                    *median_cells(summary, "consume"),
                     f"{_medianpct(summary, 'produce')}/{_medianpct(summary, 'consume')}",
                 ]
             )
@@ -220,9 +219,7 @@ def report(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.security", description=(__doc__ or "").split("\n\n")[0]
-    )
+    parser = benchmark_parser("security", __doc__)
     parser.add_argument("--records", type=int, default=300_000, help="records per run")
     parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
     parser.add_argument("--runs", type=int, default=3, help="runs per listener (median reported)")
@@ -243,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     install_signal_handlers()
     machine = machine_note()
-    settings = ProduceSettings(records=args.records, size=args.size, timeout=args.timeout)
+    settings = settings_from(ProduceSettings, args)
     workdir = Path(tempfile.mkdtemp(prefix="weir-bench-security-"))
     summaries = [PeerSummary(listener, "started here") for listener in LISTENERS]
     try:

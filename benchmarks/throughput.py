@@ -34,23 +34,21 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from benchmarks.common import (
     MB,
+    benchmark_parser,
+    compare_peers,
     consumer_config,
     create_topic,
     delete_topic,
     format_table,
-    machine_note,
+    parse_peer_args,
     producer_config,
     ratio,
+    settings_from,
     unique_topic,
-    write_json,
 )
 from benchmarks.peers import (
     PeerSession,
     add_peer_arguments,
-    check_peer_arguments,
-    exit_status,
-    install_signal_handlers,
-    run_peers,
 )
 
 POLL_EVERY = 16_384  # serve the producer's (error-only) report queue this often
@@ -334,6 +332,25 @@ def pct(cpu_seconds: float | None, seconds: float) -> str:
     return f"{100.0 * cpu_seconds / seconds:.0f}%"
 
 
+def rate_cells(phase: Any) -> list[str]:
+    """A phase's MB/s and msg/s as the tables print them (also ``benchmarks.security``)."""
+    return [f"{phase.mb_per_s:.1f}", f"{phase.msgs_per_s:,.0f}"]
+
+
+def median_cells(summary: PeerSummary, phase: str) -> list[str]:
+    """The median MB/s and msg/s of ``phase`` over a peer's runs, printed as :func:`rate_cells`."""
+    return [
+        f"{summary.median(phase, 'mb_per_s'):.1f}",
+        f"{summary.median(phase, 'msgs_per_s'):,.0f}",
+    ]
+
+
+def cpu_cells(result: RunResult, field: str) -> str:
+    """``produce%/consume%`` of one CPU measure (``broker_cpu_seconds``, ...) of a run."""
+    p, c = result.produce, result.consume
+    return f"{pct(getattr(p, field), p.seconds)}/{pct(getattr(c, field), c.seconds)}"
+
+
 def report(
     summaries: list[PeerSummary], settings: ProduceSettings, producer_process: bool, machine: str
 ) -> str:
@@ -366,16 +383,12 @@ def report(
                 [
                     r.peer,
                     str(r.run),
-                    f"{p.mb_per_s:.1f}",
-                    f"{p.msgs_per_s:,.0f}",
+                    *rate_cells(p),
                     f"{p.seconds:.2f}",
-                    f"{c.mb_per_s:.1f}",
-                    f"{c.msgs_per_s:,.0f}",
+                    *rate_cells(c),
                     f"{c.seconds:.2f}",
-                    f"{pct(p.broker_cpu_seconds, p.seconds)}/"
-                    f"{pct(c.broker_cpu_seconds, c.seconds)}",
-                    f"{pct(p.client_cpu_seconds, p.seconds)}/"
-                    f"{pct(c.client_cpu_seconds, c.seconds)}",
+                    cpu_cells(r, "broker_cpu_seconds"),
+                    cpu_cells(r, "client_cpu_seconds"),
                 ]
             )
         if len(summary.runs) > 1:
@@ -383,11 +396,9 @@ def report(
                 [
                     summary.peer,
                     "median",
-                    f"{summary.median('produce', 'mb_per_s'):.1f}",
-                    f"{summary.median('produce', 'msgs_per_s'):,.0f}",
+                    *median_cells(summary, "produce"),
                     "",
-                    f"{summary.median('consume', 'mb_per_s'):.1f}",
-                    f"{summary.median('consume', 'msgs_per_s'):,.0f}",
+                    *median_cells(summary, "consume"),
                     "",
                     "",
                     "",
@@ -408,9 +419,7 @@ def report(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.throughput", description=(__doc__ or "").split("\n\n")[0]
-    )
+    parser = benchmark_parser("throughput", __doc__)
     parser.add_argument("--records", type=int, default=500_000, help="records per run")
     parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
     add_peer_arguments(parser)
@@ -428,27 +437,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
     parser.add_argument("--keep-topics", action="store_true", help="do not delete topics")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
+    args = parse_peer_args(parser, argv)
     if args.records < 1 or args.size < 1 or args.runs < 1:
         parser.error("--records, --size and --runs must be positive")
-    check_peer_arguments(parser, args)
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    install_signal_handlers()
-    machine = machine_note()
-    settings = ProduceSettings(
-        records=args.records,
-        size=args.size,
-        acks=args.acks,
-        linger_ms=args.linger_ms,
-        batch_size=args.batch_size,
-        compression=args.compression,
-        timeout=args.timeout,
-    )
+    settings = settings_from(ProduceSettings, args)
     summaries: list[PeerSummary] = []
 
     def work(session: PeerSession) -> None:
@@ -461,12 +458,11 @@ def main(argv: list[str] | None = None) -> int:
             print(run_line(session.name, result), flush=True)
             summary.runs.append(result)
 
-    failed = run_peers(args, work)
-    print()
-    print(report(summaries, settings, args.producer_process, machine))
-    write_json(
-        args.json,
-        {
+    return compare_peers(
+        args,
+        work,
+        report=lambda machine: report(summaries, settings, args.producer_process, machine),
+        results=lambda machine: {
             "settings": asdict(settings),
             "producer_process": args.producer_process,
             "cpus": os.cpu_count(),
@@ -477,7 +473,6 @@ def main(argv: list[str] | None = None) -> int:
             ],
         },
     )
-    return exit_status(failed)
 
 
 if __name__ == "__main__":

@@ -147,34 +147,36 @@ def _gauge(name: str, doc: str, labels: Iterable[str] = ()) -> GaugeMetricFamily
     return GaugeMetricFamily(name, doc, labels=list(labels))
 
 
+# Each broker's byte counters: snapshot field -> (Kafka JMX exporter name, help).
+_BROKER_COUNTERS = {
+    "bytes_in": (
+        "kafka_server_brokertopicmetrics_bytesin_total",
+        "Produce request bytes received",
+    ),
+    "bytes_out": (
+        "kafka_server_brokertopicmetrics_bytesout_total",
+        "Fetch response bytes sent to consumers and followers",
+    ),
+    "replication_bytes_out": (
+        "kafka_server_brokertopicmetrics_replicationbytesout_total",
+        "Fetch response bytes sent to follower replicas",
+    ),
+    "network_bytes_in": (
+        "kafka_server_socketservermetrics_incoming_byte_total",
+        "Request bytes received, every API",
+    ),
+    "network_bytes_out": (
+        "kafka_server_socketservermetrics_outgoing_byte_total",
+        "Response bytes sent, every API",
+    ),
+}
+
+
 def _broker_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> list[Metric]:
     """Request counters of each broker (``broker`` label, Kafka JMX exporter names)."""
     totals = {
-        "bytes_in": CounterMetricFamily(
-            "kafka_server_brokertopicmetrics_bytesin_total",
-            "Produce request bytes received",
-            labels=["broker"],
-        ),
-        "bytes_out": CounterMetricFamily(
-            "kafka_server_brokertopicmetrics_bytesout_total",
-            "Fetch response bytes sent to consumers and followers",
-            labels=["broker"],
-        ),
-        "replication_bytes_out": CounterMetricFamily(
-            "kafka_server_brokertopicmetrics_replicationbytesout_total",
-            "Fetch response bytes sent to follower replicas",
-            labels=["broker"],
-        ),
-        "network_bytes_in": CounterMetricFamily(
-            "kafka_server_socketservermetrics_incoming_byte_total",
-            "Request bytes received, every API",
-            labels=["broker"],
-        ),
-        "network_bytes_out": CounterMetricFamily(
-            "kafka_server_socketservermetrics_outgoing_byte_total",
-            "Response bytes sent, every API",
-            labels=["broker"],
-        ),
+        field: CounterMetricFamily(name, doc, labels=["broker"])
+        for field, (name, doc) in _BROKER_COUNTERS.items()
     }
     requests = CounterMetricFamily(
         "kafka_network_requestmetrics_requests_total",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from kio.schema.errors import ErrorCode
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -41,6 +41,7 @@ __all__ = [
     "parse_int",
     "raise_for_kafka_error",
     "resource_serializer",
+    "v3_get",
 ]
 
 # Kafka errors that mean "retry later" rather than "your request is wrong".
@@ -151,6 +152,17 @@ class V3:
             "metadata": {"self": self.url(*self_parts), "next": None},
             "data": data,
         }
+
+
+def v3_get(
+    operation_id: str, responses: Any, tags: list[str], *parameters: OpenApiParameter
+) -> dict[str, Any]:
+    """The OpenAPI description of one v3 GET (``V3ReadView.read_schema``): its operation id,
+    response serializer, tags and the path parameters typed beyond a string."""
+    schema: dict[str, Any] = dict(operation_id=operation_id, responses=responses, tags=tags)
+    if parameters:
+        schema["parameters"] = list(parameters)
+    return schema
 
 
 class V3ReadView(APIView):

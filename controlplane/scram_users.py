@@ -15,6 +15,12 @@ A user is listed once with each mechanism it has a credential for and that crede
 iteration count. Kafka errors become API errors here: a bad mechanism, iteration count or
 user is 400 (the broker's message), an unknown user or credential 404, an authorization
 failure 403, a cluster that does not answer 503.
+
+One exception to "through the brokers": :func:`scram_user_bootstrap` writes a credential
+straight into the cluster's Redis, for the first users of a cluster whose brokers cannot start
+or be reached without them (inter-broker SASL, SASL-only listeners). It is Kafka's
+``kafka-configs --zookeeper`` / ``kafka-storage format --add-scram`` and is only reachable from
+``manage.py scram-users --redis-url``, never from the web app.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ __all__ = [
     "MECHANISMS",
     "MIN_ITERATIONS",
     "ScramUser",
+    "scram_user_bootstrap",
     "scram_user_delete",
     "scram_user_list",
     "scram_user_upsert",
@@ -184,3 +191,32 @@ def scram_user_delete(*, name: str, mechanism: str | None) -> list[str]:
     futures = _admin().alter_user_scram_credentials(deletions, request_timeout=TIMEOUT)
     _result(futures[name], user=name)
     return mechanisms
+
+
+def scram_user_bootstrap(
+    *,
+    redis_url: str,
+    cluster_id: str,
+    name: str,
+    upserts: dict[str, tuple[str, int]],
+    deletions: list[str],
+) -> None:
+    """Write ``name``'s credentials into Redis without the brokers (see the module docstring).
+
+    ``upserts`` maps mechanism → (password, iterations). The credential is salted and encoded
+    by the same helpers the brokers use for AlterUserScramCredentials.
+    """
+    import redis
+
+    from weir.security.credentials import encode_credential, scram_key
+    from weir.security.scram import credential_from_password
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for mechanism in deletions:
+            client.hdel(scram_key(cluster_id, mechanism), name)
+        for mechanism, (password, iterations) in upserts.items():
+            credential = credential_from_password(mechanism, password, iterations)
+            client.hset(scram_key(cluster_id, mechanism), name, encode_credential(credential))
+    finally:
+        client.close()

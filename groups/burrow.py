@@ -56,7 +56,15 @@ DEFAULT_WINDOW = 10
 DEFAULT_MIN_DISTANCE_MS = 1_000
 
 
-class PartitionStatus(enum.IntEnum):
+class _Status(enum.IntEnum):
+    """A status ordered by severity (higher is worse) that prints as its name, as Burrow's
+    JSON and the dashboard show it."""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PartitionStatus(_Status):
     """A partition's status; higher is worse (the order Burrow uses)."""
 
     OK = 1
@@ -65,20 +73,14 @@ class PartitionStatus(enum.IntEnum):
     STALL = 5
     REWIND = 6
 
-    def __str__(self) -> str:
-        return self.name
 
-
-class GroupStatus(enum.IntEnum):
+class GroupStatus(_Status):
     """A group's status: the worst partition, STOP/STALL/REWIND counting as ERR."""
 
     NOTFOUND = 0
     OK = 1
     WARN = 2
     ERR = 3
-
-    def __str__(self) -> str:
-        return self.name
 
 
 @dataclass(frozen=True, slots=True)

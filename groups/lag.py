@@ -19,9 +19,9 @@ import hashlib
 import json
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from controlplane.cluster import ClusterGateway, gateway
 from groups.models import GroupStatusSample, LagSample
@@ -42,6 +42,9 @@ __all__ = [
 # The dashboard draws at most this many stored lag samples (per-partition rows) per group:
 # 50 partitions at one sample every 5 s is 30 minutes' worth.
 CHART_MAX_SAMPLES = 20_000
+
+# A stored sample model (LagSample, GroupStatusSample): both have an ``at`` timestamp.
+S = TypeVar("S", bound=Model)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -127,11 +130,7 @@ def lag_history(
     partition: int | None = None,
     limit: int = 10_000,
 ) -> QuerySet[LagSample]:
-    samples = LagSample.objects.filter(group=group)
-    if since is not None:
-        samples = samples.filter(at__gte=since)
-    if until is not None:
-        samples = samples.filter(at__lte=until)
+    samples = _in_window(LagSample.objects.filter(group=group), since=since, until=until)
     if topic is not None:
         samples = samples.filter(topic=topic)
     if partition is not None:
@@ -146,12 +145,19 @@ def status_history(
     until: datetime | None = None,
     limit: int = 10_000,
 ) -> QuerySet[GroupStatusSample]:
-    samples = GroupStatusSample.objects.filter(group=group)
+    samples = _in_window(GroupStatusSample.objects.filter(group=group), since=since, until=until)
+    return samples.order_by("at")[:limit]
+
+
+def _in_window(
+    samples: QuerySet[S], *, since: datetime | None, until: datetime | None
+) -> QuerySet[S]:
+    """The samples taken at or after ``since`` and at or before ``until`` (None: no bound)."""
     if since is not None:
         samples = samples.filter(at__gte=since)
     if until is not None:
         samples = samples.filter(at__lte=until)
-    return samples.order_by("at")[:limit]
+    return samples
 
 
 def _iso(moment: datetime) -> str:

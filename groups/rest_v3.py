@@ -21,6 +21,7 @@ from controlplane.rest_v3 import (
     V3ReadView,
     parse_int,
     resource_serializer,
+    v3_get,
 )
 from groups import selectors
 from groups.selectors import GroupDetail, GroupMember, PartitionLag
@@ -169,9 +170,7 @@ def _member(group: GroupDetail, consumer_id: str) -> GroupMember:
 class ConsumerGroupListView(V3ReadView):
     """Every consumer group of the cluster."""
 
-    read_schema = dict(
-        operation_id="listKafkaConsumerGroups", responses=GroupListSerializer, tags=TAGS
-    )
+    read_schema = v3_get("listKafkaConsumerGroups", GroupListSerializer, TAGS)
 
     def read(self, v3: V3) -> Any:
         ids = [group_id for group_id, _, _ in selectors.consumer_group_list()]
@@ -182,7 +181,7 @@ class ConsumerGroupListView(V3ReadView):
 class ConsumerGroupDetailView(V3ReadView):
     """One consumer group: state, assignor, coordinator."""
 
-    read_schema = dict(operation_id="getKafkaConsumerGroup", responses=GroupSerializer, tags=TAGS)
+    read_schema = v3_get("getKafkaConsumerGroup", GroupSerializer, TAGS)
 
     def read(self, v3: V3, group_id: str) -> Any:
         return _group(v3, selectors.consumer_group_get(group_id=group_id))
@@ -191,9 +190,7 @@ class ConsumerGroupDetailView(V3ReadView):
 class ConsumerListView(V3ReadView):
     """The group's members."""
 
-    read_schema = dict(
-        operation_id="listKafkaConsumers", responses=ConsumerListSerializer, tags=TAGS
-    )
+    read_schema = v3_get("listKafkaConsumers", ConsumerListSerializer, TAGS)
 
     def read(self, v3: V3, group_id: str) -> Any:
         group = selectors.consumer_group_get(group_id=group_id)
@@ -204,7 +201,7 @@ class ConsumerListView(V3ReadView):
 class ConsumerDetailView(V3ReadView):
     """One member of the group."""
 
-    read_schema = dict(operation_id="getKafkaConsumer", responses=ConsumerSerializer, tags=TAGS)
+    read_schema = v3_get("getKafkaConsumer", ConsumerSerializer, TAGS)
 
     def read(self, v3: V3, group_id: str, consumer_id: str) -> Any:
         member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
@@ -214,9 +211,7 @@ class ConsumerDetailView(V3ReadView):
 class AssignmentListView(V3ReadView):
     """The partitions assigned to one member."""
 
-    read_schema = dict(
-        operation_id="listKafkaConsumerAssignments", responses=AssignmentListSerializer, tags=TAGS
-    )
+    read_schema = v3_get("listKafkaConsumerAssignments", AssignmentListSerializer, TAGS)
 
     def read(self, v3: V3, group_id: str, consumer_id: str) -> Any:
         member = _member(selectors.consumer_group_get(group_id=group_id), consumer_id)
@@ -228,12 +223,7 @@ class AssignmentListView(V3ReadView):
 class AssignmentDetailView(V3ReadView):
     """One assigned partition of one member."""
 
-    read_schema = dict(
-        operation_id="getKafkaConsumerAssignment",
-        parameters=[PARTITION_ID],
-        responses=AssignmentSerializer,
-        tags=TAGS,
-    )
+    read_schema = v3_get("getKafkaConsumerAssignment", AssignmentSerializer, TAGS, PARTITION_ID)
 
     def read(
         self, v3: V3, group_id: str, consumer_id: str, topic_name: str, partition_id: str
@@ -250,7 +240,7 @@ class AssignmentDetailView(V3ReadView):
 class LagListView(V3ReadView):
     """Lag of every partition the group has committed."""
 
-    read_schema = dict(operation_id="listKafkaConsumerLags", responses=LagListSerializer, tags=TAGS)
+    read_schema = v3_get("listKafkaConsumerLags", LagListSerializer, TAGS)
 
     def read(self, v3: V3, group_id: str) -> Any:
         data = [_lag(v3, group_id, lag) for lag in selectors.consumer_group_lags(group_id=group_id)]
@@ -260,12 +250,7 @@ class LagListView(V3ReadView):
 class LagDetailView(V3ReadView):
     """Lag of one partition."""
 
-    read_schema = dict(
-        operation_id="getKafkaConsumerLag",
-        parameters=[PARTITION_ID],
-        responses=LagSerializer,
-        tags=TAGS,
-    )
+    read_schema = v3_get("getKafkaConsumerLag", LagSerializer, TAGS, PARTITION_ID)
 
     def read(self, v3: V3, group_id: str, topic_name: str, partition_id: str) -> Any:
         partition = parse_int(partition_id, what="partition")
@@ -278,9 +263,7 @@ class LagDetailView(V3ReadView):
 class LagSummaryView(V3ReadView):
     """The group's total lag and its most lagging partition."""
 
-    read_schema = dict(
-        operation_id="getKafkaConsumerGroupLagSummary", responses=LagSummarySerializer, tags=TAGS
-    )
+    read_schema = v3_get("getKafkaConsumerGroupLagSummary", LagSummarySerializer, TAGS)
 
     def read(self, v3: V3, group_id: str) -> Any:
         lags = selectors.consumer_group_lags(group_id=group_id)

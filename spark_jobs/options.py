@@ -275,13 +275,33 @@ def _parse_partition_map(name: str, text: str) -> OffsetSpecMap:
     return result
 
 
-def _parse_start(get: Getter, *, streaming: bool) -> Position:
-    stamp = get("startingTimestamp")
+def _by_time(get: Getter, bound: str) -> Position | None:
+    """A bound given by time, Spark's first two choices for ``bound`` ("starting", "ending"):
+    ``<bound>Timestamp`` (every partition) wins over ``<bound>OffsetsByTimestamp`` (each
+    partition its own); None when neither is set (then ``<bound>Offsets`` decides)."""
+    stamp = get(f"{bound}Timestamp")
     if stamp is not None:
-        return Position("timestamp", timestamp=_timestamp("startingTimestamp", stamp))
-    by_time = get("startingOffsetsByTimestamp")
+        return Position("timestamp", timestamp=_timestamp(f"{bound}Timestamp", stamp))
+    name = f"{bound}OffsetsByTimestamp"
+    by_time = get(name)
     if by_time is not None:
-        return Position("timestamps", _parse_partition_map("startingOffsetsByTimestamp", by_time))
+        return Position("timestamps", _parse_partition_map(name, by_time))
+    return None
+
+
+def _refuse_offset(offsets: OffsetSpecMap, special: int, message: str) -> None:
+    """A SourceOptionError when a partition's offset is ``special`` (``message`` is formatted
+    with ``tp``, the partition as topic-partition)."""
+    for topic, per in offsets.items():
+        for partition, offset in per.items():
+            if offset == special:
+                raise SourceOptionError(message.format(tp=f"{topic}-{partition}"))
+
+
+def _parse_start(get: Getter, *, streaming: bool) -> Position:
+    position = _by_time(get, "starting")
+    if position is not None:
+        return position
     text = get("startingOffsets")
     if text is None:
         return Position("latest" if streaming else "earliest")
@@ -297,13 +317,12 @@ def _parse_start(get: Getter, *, streaming: bool) -> Position:
         return Position("latest")
     offsets = _parse_partition_map("startingOffsets", text)
     if not streaming:
-        for topic, per in offsets.items():
-            for partition, offset in per.items():
-                if offset == LATEST:
-                    raise SourceOptionError(
-                        f"starting offset for {topic}-{partition} can't be latest (-1) for "
-                        "batch queries on Kafka (option 'startingOffsets')"
-                    )
+        _refuse_offset(
+            offsets,
+            LATEST,
+            "starting offset for {tp} can't be latest (-1) for batch queries on Kafka "
+            "(option 'startingOffsets')",
+        )
     return Position("offsets", offsets)
 
 
@@ -314,12 +333,9 @@ def _parse_end(get: Getter, *, streaming: bool) -> Position:
             if get(name) is not None:
                 raise SourceOptionError(f"Option '{name}' is not supported in streaming queries")
         return Position("latest")
-    stamp = get("endingTimestamp")
-    if stamp is not None:
-        return Position("timestamp", timestamp=_timestamp("endingTimestamp", stamp))
-    by_time = get("endingOffsetsByTimestamp")
-    if by_time is not None:
-        return Position("timestamps", _parse_partition_map("endingOffsetsByTimestamp", by_time))
+    position = _by_time(get, "ending")
+    if position is not None:
+        return position
     text = get("endingOffsets")
     if text is None or text.strip().lower() == "latest":
         return Position("latest")
@@ -329,13 +345,12 @@ def _parse_end(get: Getter, *, streaming: bool) -> Position:
             "option 'endingOffsets' is 'earliest'"
         )
     offsets = _parse_partition_map("endingOffsets", text)
-    for topic, per in offsets.items():
-        for partition, offset in per.items():
-            if offset == EARLIEST:
-                raise SourceOptionError(
-                    f"ending offset for {topic}-{partition} can't be earliest (-2) for batch "
-                    "queries on Kafka (option 'endingOffsets')"
-                )
+    _refuse_offset(
+        offsets,
+        EARLIEST,
+        "ending offset for {tp} can't be earliest (-2) for batch queries on Kafka "
+        "(option 'endingOffsets')",
+    )
     return Position("offsets", offsets)
 
 

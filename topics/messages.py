@@ -39,7 +39,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -279,16 +279,8 @@ class MessagePage:
     records: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "partition": self.partition,
-            "log_start_offset": self.log_start_offset,
-            "high_watermark": self.high_watermark,
-            "start": self.start,
-            "end": self.end,
-            "order": self.order,
-            "records": self.records,
-        }
+        """The API's JSON: the fields, by name (MessagePageSerializer)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _window(

@@ -30,7 +30,7 @@ from rest_framework.views import APIView
 
 from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get
 from brokers.rest.selectors import broker_get
-from brokers.rest.v3 import AlterConfigBatchSerializer, UpdateConfigSerializer, alter_ops
+from brokers.rest.v3 import ConfigWriteView
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, NotFound
 from controlplane.rest_v3 import (
@@ -40,6 +40,7 @@ from controlplane.rest_v3 import (
     config_fields,
     parse_int,
     resource_serializer,
+    v3_get,
 )
 from controlplane.roles import ADMIN
 from controlplane.validation import validated
@@ -262,9 +263,7 @@ class TopicListView(V3ReadView):
 
     roles = {"POST": ADMIN}
 
-    read_schema = dict(
-        operation_id="listKafkaTopics", responses=TopicListSerializer, tags=TAG_TOPICS
-    )
+    read_schema = v3_get("listKafkaTopics", TopicListSerializer, TAG_TOPICS)
 
     def read(self, v3: V3) -> Any:
         data = [topic_resource(v3, t) for t in selectors.topic_list()]
@@ -288,14 +287,14 @@ class TopicListView(V3ReadView):
                 )
             assignments[item["partition_id"]] = list(item["broker_ids"])
         configs = {c["name"]: c.get("value") for c in data.get("configs") or []}
-        services.topic_create(
+        new = services.NewTopic(
             name=name,
             partitions_count=data.get("partitions_count"),
             replication_factor=data.get("replication_factor"),
             replicas_assignments=assignments or None,
             configs=configs,
-            validate_only=data["validate_only"],
         )
+        services.topic_create(topic=new, validate_only=data["validate_only"])
         if data["validate_only"]:
             partitions = len(assignments) or data.get("partitions_count") or 0
             rf = (
@@ -330,7 +329,7 @@ class TopicDetailView(V3ReadView):
 
     roles = {"DELETE": ADMIN}
 
-    read_schema = dict(operation_id="getKafkaTopic", responses=TopicSerializer, tags=TAG_TOPICS)
+    read_schema = v3_get("getKafkaTopic", TopicSerializer, TAG_TOPICS)
 
     def read(self, v3: V3, topic_name: str) -> Any:
         return topic_resource(v3, selectors.topic_get(name=topic_name))
@@ -361,9 +360,7 @@ class TopicDetailView(V3ReadView):
 class TopicConfigListView(V3ReadView):
     """Every config of a topic, with source and synonyms."""
 
-    read_schema = dict(
-        operation_id="listKafkaTopicConfigs", responses=TopicConfigListSerializer, tags=TAG_CONFIGS
-    )
+    read_schema = v3_get("listKafkaTopicConfigs", TopicConfigListSerializer, TAG_CONFIGS)
 
     def read(self, v3: V3, topic_name: str) -> Any:
         selectors.topic_get(name=topic_name)
@@ -377,11 +374,7 @@ class TopicConfigListView(V3ReadView):
 class AllTopicsConfigListView(V3ReadView):
     """Every config of every topic (``topics/-/configs``)."""
 
-    read_schema = dict(
-        operation_id="listKafkaAllTopicConfigs",
-        responses=TopicConfigListSerializer,
-        tags=TAG_CONFIGS,
-    )
+    read_schema = v3_get("listKafkaAllTopicConfigs", TopicConfigListSerializer, TAG_CONFIGS)
 
     def read(self, v3: V3) -> Any:
         data = []
@@ -394,66 +387,50 @@ class AllTopicsConfigListView(V3ReadView):
         return v3.listing("KafkaTopicConfigList", ("topics", "-", "configs"), data)
 
 
-class TopicConfigDetailView(V3ReadView):
+class TopicConfigDetailView(ConfigWriteView):
     """Read one topic config, set it (PUT ``{"value"}``) or reset it to its default (DELETE)."""
 
-    read_schema = dict(
-        operation_id="getKafkaTopicConfig", responses=TopicConfigSerializer, tags=TAG_CONFIGS
-    )
+    config_kind = "topic"
+    config_tags = TAG_CONFIGS
+    read_schema = v3_get("getKafkaTopicConfig", TopicConfigSerializer, TAG_CONFIGS)
 
     def read(self, v3: V3, topic_name: str, name: str) -> Any:
         selectors.topic_get(name=topic_name)
         entry = config_get(kind="topic", name=topic_name, config=name)
         return topic_config_resource(v3, topic_name, entry)
 
-    @extend_schema(
-        operation_id="updateKafkaTopicConfig",
-        request=UpdateConfigSerializer,
-        responses={204: None},
-        tags=TAG_CONFIGS,
-    )
-    def put(self, request: Request, cluster_id: str, topic_name: str, name: str) -> Response:
-        V3(request, cluster_id)
-        data = validated(UpdateConfigSerializer, request.data)
+    put_schema = dict(operation_id="updateKafkaTopicConfig")
+    delete_schema = dict(operation_id="deleteKafkaTopicConfig")
+
+    def target(self, *, topic_name: str) -> str:
+        # No check here: PUT validates its body before the topic (topic_configs_alter's 404).
+        return topic_name
+
+    def before_reset(self, resource: str, name: str) -> None:
+        selectors.topic_get(name=resource)
+        config_get(kind="topic", name=resource, config=name)  # 404 for unknown names
+
+    def alter(self, resource: str, operations: list[ConfigOp], validate_only: bool = False) -> None:
         services.topic_configs_alter(
-            name=topic_name, operations=[ConfigOp(name, "SET", data["value"])]
+            name=resource, operations=operations, validate_only=validate_only
         )
-        return Response(status=204)
-
-    @extend_schema(operation_id="deleteKafkaTopicConfig", responses={204: None}, tags=TAG_CONFIGS)
-    def delete(self, request: Request, cluster_id: str, topic_name: str, name: str) -> Response:
-        V3(request, cluster_id)
-        selectors.topic_get(name=topic_name)
-        config_get(kind="topic", name=topic_name, config=name)  # 404 for unknown names
-        services.topic_configs_alter(name=topic_name, operations=[ConfigOp(name, "DELETE")])
-        return Response(status=204)
 
 
-class TopicConfigsAlterView(APIView):
+class TopicConfigsAlterView(ConfigWriteView):
     """Batch: ``{"data": [{"name", "value", "operation": "SET"|"DELETE"}]}``, all or none."""
 
-    @extend_schema(
-        operation_id="updateKafkaTopicConfigBatch",
-        request=AlterConfigBatchSerializer,
-        responses={204: None},
-        tags=TAG_CONFIGS,
-    )
-    def post(self, request: Request, cluster_id: str, topic_name: str) -> Response:
-        V3(request, cluster_id)
-        data = validated(AlterConfigBatchSerializer, request.data)
-        services.topic_configs_alter(
-            name=topic_name, operations=alter_ops(data), validate_only=data["validate_only"]
-        )
-        return Response(status=204)
+    config_kind = "topic"
+    config_tags = TAG_CONFIGS
+    batch_schema = dict(operation_id="updateKafkaTopicConfigBatch")
+    target = TopicConfigDetailView.target
+    alter = TopicConfigDetailView.alter
 
 
 # -- partitions and replicas -----------------------------------------------------------------
 class PartitionListView(V3ReadView):
     """A topic's partitions."""
 
-    read_schema = dict(
-        operation_id="listKafkaPartitions", responses=PartitionListSerializer, tags=TAG_PARTITIONS
-    )
+    read_schema = v3_get("listKafkaPartitions", PartitionListSerializer, TAG_PARTITIONS)
 
     def read(self, v3: V3, topic_name: str) -> Response:
         topic = selectors.topic_get(name=topic_name)
@@ -466,12 +443,7 @@ class PartitionListView(V3ReadView):
 class PartitionDetailView(V3ReadView):
     """One partition, with a link to its leader replica."""
 
-    read_schema = dict(
-        operation_id="getKafkaPartition",
-        parameters=[PARTITION_ID],
-        responses=PartitionSerializer,
-        tags=TAG_PARTITIONS,
-    )
+    read_schema = v3_get("getKafkaPartition", PartitionSerializer, TAG_PARTITIONS, PARTITION_ID)
 
     def read(self, v3: V3, topic_name: str, partition_id: str) -> dict[str, Any]:
         _, p = _partition(topic_name, partition_id)
@@ -481,12 +453,7 @@ class PartitionDetailView(V3ReadView):
 class ReplicaListView(V3ReadView):
     """A partition's replicas (leader and in-sync flags)."""
 
-    read_schema = dict(
-        operation_id="listKafkaReplicas",
-        parameters=[PARTITION_ID],
-        responses=ReplicaListSerializer,
-        tags=TAG_PARTITIONS,
-    )
+    read_schema = v3_get("listKafkaReplicas", ReplicaListSerializer, TAG_PARTITIONS, PARTITION_ID)
 
     def read(self, v3: V3, topic_name: str, partition_id: str) -> Any:
         _, p = _partition(topic_name, partition_id)
@@ -501,11 +468,8 @@ class ReplicaListView(V3ReadView):
 class ReplicaDetailView(V3ReadView):
     """One replica of a partition."""
 
-    read_schema = dict(
-        operation_id="getKafkaReplica",
-        parameters=[PARTITION_ID, BROKER_ID],
-        responses=ReplicaSerializer,
-        tags=TAG_PARTITIONS,
+    read_schema = v3_get(
+        "getKafkaReplica", ReplicaSerializer, TAG_PARTITIONS, PARTITION_ID, BROKER_ID
     )
 
     def read(self, v3: V3, topic_name: str, partition_id: str, broker_id: str) -> Any:
@@ -522,11 +486,8 @@ class ReplicaDetailView(V3ReadView):
 class BrokerPartitionReplicasView(V3ReadView):
     """Every partition replica one broker hosts."""
 
-    read_schema = dict(
-        operation_id="searchKafkaReplicasByBroker",
-        parameters=[BROKER_ID],
-        responses=ReplicaListSerializer,
-        tags=TAG_PARTITIONS,
+    read_schema = v3_get(
+        "searchKafkaReplicasByBroker", ReplicaListSerializer, TAG_PARTITIONS, BROKER_ID
     )
 
     def read(self, v3: V3, broker_id: str) -> Any:
@@ -541,11 +502,7 @@ class BrokerPartitionReplicasView(V3ReadView):
 class AllReassignmentsView(V3ReadView):
     """Every partition reassignment under way in the cluster."""
 
-    read_schema = dict(
-        operation_id="listKafkaReassignments",
-        responses=ReassignmentListSerializer,
-        tags=TAG_PARTITIONS,
-    )
+    read_schema = v3_get("listKafkaReassignments", ReassignmentListSerializer, TAG_PARTITIONS)
 
     def read(self, v3: V3) -> Any:
         data = [reassignment_resource(v3, t, p) for t, p in selectors.reassignment_list()]
@@ -557,10 +514,8 @@ class AllReassignmentsView(V3ReadView):
 class TopicReassignmentsView(V3ReadView):
     """The reassignments under way for one topic's partitions."""
 
-    read_schema = dict(
-        operation_id="searchKafkaReassignmentsByTopic",
-        responses=ReassignmentListSerializer,
-        tags=TAG_PARTITIONS,
+    read_schema = v3_get(
+        "searchKafkaReassignmentsByTopic", ReassignmentListSerializer, TAG_PARTITIONS
     )
 
     def read(self, v3: V3, topic_name: str) -> Any:
@@ -579,11 +534,8 @@ class TopicReassignmentsView(V3ReadView):
 class PartitionReassignmentView(V3ReadView):
     """One partition's reassignment (404 when none is under way)."""
 
-    read_schema = dict(
-        operation_id="getKafkaReassignment",
-        parameters=[PARTITION_ID],
-        responses=ReassignmentSerializer,
-        tags=TAG_PARTITIONS,
+    read_schema = v3_get(
+        "getKafkaReassignment", ReassignmentSerializer, TAG_PARTITIONS, PARTITION_ID
     )
 
     def read(self, v3: V3, topic_name: str, partition_id: str) -> Any:

@@ -59,6 +59,17 @@ def api_errors() -> Iterator[None]:
         raise CommandError(exc.message) from None
 
 
+def kafka_error_text(code: int, message: str | None) -> str:
+    """``NAME: message`` for a Kafka error code, as the Kafka tools print it."""
+    from kio.schema.errors import ErrorCode
+
+    try:
+        name = ErrorCode(code).name.upper()
+    except ValueError:
+        name = f"ERROR {code}"
+    return f"{name}: {message}" if message else name
+
+
 def parse_config_pairs(pairs: list[str], *, flag: str) -> dict[str, str]:
     """``["k=v", ...]`` → dict, or a CommandError naming ``flag``."""
     configs: dict[str, str] = {}
@@ -68,18 +79,3 @@ def parse_config_pairs(pairs: list[str], *, flag: str) -> dict[str, str]:
             raise CommandError(f"{flag} expects KEY=VALUE, got {pair!r}")
         configs[key.strip()] = value.strip()
     return configs
-
-
-def wait_all(futures: dict[Any, Any], timeout: float, *, ok_codes: set[str]) -> str | None:
-    """Wait for AdminClient futures; the first error's text, unless its code is tolerated."""
-    from confluent_kafka import KafkaException
-
-    for future in futures.values():
-        try:
-            future.result(timeout)
-        except KafkaException as exc:
-            error = exc.args[0]
-            if error.name() in ok_codes:
-                continue
-            return f"{error.name()}: {error.str()}"
-    return None

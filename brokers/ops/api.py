@@ -250,17 +250,7 @@ def _diffs_data(proposal: Proposal) -> dict[str, Any]:
     return {
         "replica_moves": proposal.replica_moves,
         "leader_changes": proposal.leader_changes,
-        "partitions": [
-            {
-                "topic": d.topic,
-                "partition": d.partition,
-                "current_replicas": list(d.current),
-                "proposed_replicas": list(d.proposed),
-                "moves": d.moves,
-                "leader_change": d.leader_change,
-            }
-            for d in proposal.diffs
-        ],
+        "partitions": [{**d.to_dict(), "leader_change": d.leader_change} for d in proposal.diffs],
         "before": proposal.before.to_dict(),
         "after": proposal.after.to_dict(),
     }

@@ -75,6 +75,16 @@ class PartitionDiff:
     def leader_change(self) -> bool:
         return self.current[:1] != self.proposed[:1]
 
+    def to_dict(self) -> dict[str, object]:
+        """The partition's move as the API and the stored rebalance plan show it."""
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "current_replicas": list(self.current),
+            "proposed_replicas": list(self.proposed),
+            "moves": self.moves,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class DistributionStats:

@@ -334,11 +334,7 @@ def rebalance_start(
             "after": proposal.after.to_dict(),
             "partitions": [
                 {
-                    "topic": d.topic,
-                    "partition": d.partition,
-                    "current_replicas": list(d.current),
-                    "proposed_replicas": list(d.proposed),
-                    "moves": d.moves,
+                    **d.to_dict(),
                     "status": "pending",
                     "message": "",
                     "started_ms": None,

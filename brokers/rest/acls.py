@@ -21,6 +21,7 @@ them admin; the audit middleware records every change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -233,6 +234,15 @@ def acl_sort_key(b: Any) -> tuple[str, ...]:
     return tuple(acl_fields(b).values())
 
 
+def _filtered(request: Request, call: Callable[[Any], Any]) -> Any:
+    """``call`` with the query's ACL filter; a value confluent-kafka refuses is a 400."""
+    flt = acl_filter(request.query_params)
+    try:
+        return call(flt)
+    except (ValueError, TypeError) as exc:
+        raise BadRequest(f"acls: {exc}") from None
+
+
 # -- views ----------------------------------------------------------------------------------
 class AclListView(APIView):
     """List (GET), create one (POST) or delete by filter (DELETE) ACLs."""
@@ -247,11 +257,7 @@ class AclListView(APIView):
     )
     def get(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
-        flt = acl_filter(request.query_params)
-        try:
-            future = _admin().describe_acls(flt, request_timeout=TIMEOUT)
-        except (ValueError, TypeError) as exc:
-            raise BadRequest(f"acls: {exc}") from None
+        future = _filtered(request, lambda f: _admin().describe_acls(f, request_timeout=TIMEOUT))
         found = sorted(_result(future) or (), key=acl_sort_key)
         body = v3.collection("KafkaAclList", ("acls",), [acl_resource(v3, b) for b in found])
         return Response(body)
@@ -275,11 +281,7 @@ class AclListView(APIView):
     )
     def delete(self, request: Request, cluster_id: str) -> Response:
         v3 = V3(request, cluster_id)
-        flt = acl_filter(request.query_params)
-        try:
-            futures = _admin().delete_acls([flt], request_timeout=TIMEOUT)
-        except (ValueError, TypeError) as exc:
-            raise BadRequest(f"acls: {exc}") from None
+        futures = _filtered(request, lambda f: _admin().delete_acls([f], request_timeout=TIMEOUT))
         deleted: list[Any] = []
         for future in futures.values():
             deleted += list(_result(future) or ())

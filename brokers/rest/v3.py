@@ -8,7 +8,7 @@ that ``/brokers/abc`` is a JSON 404 naming the id rather than an HTML page.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -18,7 +18,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brokers.rest import selectors
-from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get, configs_alter
+from brokers.rest.configs import (
+    ConfigEntry,
+    ConfigOp,
+    Kind,
+    config_describe,
+    config_get,
+    configs_alter,
+)
 from controlplane.errors import NotFound
 from controlplane.rest_v3 import (
     V3,
@@ -27,6 +34,7 @@ from controlplane.rest_v3 import (
     config_fields,
     parse_int,
     resource_serializer,
+    v3_get,
 )
 from controlplane.validation import validated
 from weir.metadata.image import BrokerImage
@@ -46,6 +54,7 @@ __all__ = [
     "validated",
 ]
 
+TAG_CONFIGS = ["REST proxy v3: broker configs"]
 BROKER_ID = OpenApiParameter("broker_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
 
@@ -103,6 +112,89 @@ def alter_ops(data: dict[str, Any]) -> list[ConfigOp]:
         ConfigOp(name=item["name"], operation=item["operation"].upper(), value=item["value"])
         for item in data["data"]
     ]
+
+
+# -- config writes, shared by topic, broker and cluster-wide broker configs -----------------
+class ConfigWriteView(V3ReadView):
+    """The writes of one config resource, the same for topic, broker and cluster-wide broker
+    configs: PUT ``{"value"}`` sets one config, DELETE resets it to its default, POST alters a
+    batch ``{"data": [...], "validate_only"}`` atomically; each answers 204.
+
+    A subclass names its resource (``target(**path)`` → resource name, raising 404 for an
+    unknown one; ``""`` is the cluster-wide broker default) and gives the OpenAPI
+    ``operation_id``/``parameters`` of the methods it offers: ``put_schema`` and
+    ``delete_schema`` (a detail view), ``batch_schema`` (a batch view). Topics override
+    ``alter`` and ``before_reset`` to go through :mod:`topics.services`.
+    """
+
+    config_kind: ClassVar[Kind] = "broker"
+    config_tags: ClassVar[list[str]] = TAG_CONFIGS
+    put_schema: ClassVar[dict[str, Any]] = {}
+    delete_schema: ClassVar[dict[str, Any]] = {}
+    batch_schema: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A function per class, as in V3ReadView: extend_schema records on the function.
+        tags = cls.config_tags
+        if "put_schema" in cls.__dict__:
+
+            def put(self: ConfigWriteView, request: Request, cluster_id: str, **path: str) -> Any:
+                V3(request, cluster_id)
+                name = path.pop("name")
+                resource = self.target(**path)
+                data = validated(UpdateConfigSerializer, request.data)
+                self.alter(resource, [ConfigOp(name, "SET", data["value"])])
+                return Response(status=204)
+
+            cls.put = extend_schema(  # type: ignore[attr-defined]
+                request=UpdateConfigSerializer, responses={204: None}, tags=tags, **cls.put_schema
+            )(put)
+        if "delete_schema" in cls.__dict__:
+
+            def delete(
+                self: ConfigWriteView, request: Request, cluster_id: str, **path: str
+            ) -> Any:
+                V3(request, cluster_id)
+                name = path.pop("name")
+                resource = self.target(**path)
+                self.before_reset(resource, name)
+                self.alter(resource, [ConfigOp(name, "DELETE")])
+                return Response(status=204)
+
+            cls.delete = extend_schema(  # type: ignore[attr-defined]
+                responses={204: None}, tags=tags, **cls.delete_schema
+            )(delete)
+        if "batch_schema" in cls.__dict__:
+
+            def post(self: ConfigWriteView, request: Request, cluster_id: str, **path: str) -> Any:
+                V3(request, cluster_id)
+                resource = self.target(**path)
+                data = validated(AlterConfigBatchSerializer, request.data)
+                self.alter(resource, alter_ops(data), validate_only=data["validate_only"])
+                return Response(status=204)
+
+            cls.post = extend_schema(  # type: ignore[attr-defined]
+                request=AlterConfigBatchSerializer,
+                responses={204: None},
+                tags=tags,
+                **cls.batch_schema,
+            )(post)
+
+    def target(self, **path: str) -> str:
+        """The resource's name from the URL's path (the cluster-wide default: "")."""
+        return ""
+
+    def before_reset(self, resource: str, name: str) -> None:
+        """Checks before a DELETE (none for broker configs)."""
+
+    def alter(self, resource: str, operations: list[ConfigOp], validate_only: bool = False) -> None:
+        configs_alter(
+            kind=self.config_kind,
+            name=resource,
+            operations=operations,
+            validate_only=validate_only,
+        )
 
 
 # -- resources -------------------------------------------------------------------------------
@@ -197,11 +289,7 @@ class ClusterDetailView(APIView):
 class BrokerListView(V3ReadView):
     """The live brokers."""
 
-    read_schema = dict(
-        operation_id="listKafkaBrokers",
-        responses=BrokerListSerializer,
-        tags=["REST proxy v3: brokers"],
-    )
+    read_schema = v3_get("listKafkaBrokers", BrokerListSerializer, ["REST proxy v3: brokers"])
 
     def read(self, v3: V3) -> Any:
         data = [broker_resource(v3, b) for b in selectors.broker_list()]
@@ -211,12 +299,7 @@ class BrokerListView(V3ReadView):
 class BrokerDetailView(V3ReadView):
     """One broker: host, port, rack."""
 
-    read_schema = dict(
-        operation_id="getKafkaBroker",
-        parameters=[BROKER_ID],
-        responses=BrokerSerializer,
-        tags=["REST proxy v3: brokers"],
-    )
+    read_schema = v3_get("getKafkaBroker", BrokerSerializer, ["REST proxy v3: brokers"], BROKER_ID)
 
     def read(self, v3: V3, broker_id: str) -> Any:
         broker = selectors.broker_get(broker_id=parse_int(broker_id, what="broker"))
@@ -226,11 +309,11 @@ class BrokerDetailView(V3ReadView):
 class BrokerConfigListView(V3ReadView):
     """Every config of one broker, with source and synonyms."""
 
-    read_schema = dict(
-        operation_id="listKafkaBrokerConfigs",
-        parameters=[BROKER_ID],
-        responses=BrokerConfigListSerializer,
-        tags=["REST proxy v3: broker configs"],
+    read_schema = v3_get(
+        "listKafkaBrokerConfigs",
+        BrokerConfigListSerializer,
+        TAG_CONFIGS,
+        BROKER_ID,
     )
 
     def read(self, v3: V3, broker_id: str) -> Any:
@@ -244,11 +327,7 @@ class BrokerConfigListView(V3ReadView):
 class AllBrokersConfigListView(V3ReadView):
     """The per-broker dynamic configs of every live broker (``brokers/-/configs``)."""
 
-    read_schema = dict(
-        operation_id="listKafkaAllBrokerConfigs",
-        responses=BrokerConfigListSerializer,
-        tags=["REST proxy v3: broker configs"],
-    )
+    read_schema = v3_get("listKafkaAllBrokerConfigs", BrokerConfigListSerializer, TAG_CONFIGS)
 
     def read(self, v3: V3) -> Any:
         data = []
@@ -262,80 +341,34 @@ class AllBrokersConfigListView(V3ReadView):
         return v3.listing("KafkaBrokerConfigList", ("brokers", "-", "configs"), data)
 
 
-class BrokerConfigDetailView(V3ReadView):
+class BrokerConfigDetailView(ConfigWriteView):
     """Read, set (PUT ``{"value": ...}``) or reset (DELETE) one config of one broker."""
 
-    read_schema = dict(
-        operation_id="getKafkaBrokerConfig",
-        parameters=[BROKER_ID],
-        responses=BrokerConfigSerializer,
-        tags=["REST proxy v3: broker configs"],
-    )
+    read_schema = v3_get("getKafkaBrokerConfig", BrokerConfigSerializer, TAG_CONFIGS, BROKER_ID)
+    put_schema = dict(operation_id="updateKafkaBrokerConfig", parameters=[BROKER_ID])
+    delete_schema = dict(operation_id="resetKafkaBrokerConfig", parameters=[BROKER_ID])
 
     def read(self, v3: V3, broker_id: str, name: str) -> Any:
         b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
         entry = config_get(kind="broker", name=str(b), config=name)
         return broker_config_resource(v3, b, entry)
 
-    @extend_schema(
-        operation_id="updateKafkaBrokerConfig",
-        parameters=[BROKER_ID],
-        request=UpdateConfigSerializer,
-        responses={204: None},
-        tags=["REST proxy v3: broker configs"],
-    )
-    def put(self, request: Request, cluster_id: str, broker_id: str, name: str) -> Response:
-        V3(request, cluster_id)
-        b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
-        data = validated(UpdateConfigSerializer, request.data)
-        configs_alter(kind="broker", name=str(b), operations=[ConfigOp(name, "SET", data["value"])])
-        return Response(status=204)
-
-    @extend_schema(
-        operation_id="resetKafkaBrokerConfig",
-        parameters=[BROKER_ID],
-        responses={204: None},
-        tags=["REST proxy v3: broker configs"],
-    )
-    def delete(self, request: Request, cluster_id: str, broker_id: str, name: str) -> Response:
-        V3(request, cluster_id)
-        b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
-        configs_alter(kind="broker", name=str(b), operations=[ConfigOp(name, "DELETE")])
-        return Response(status=204)
+    def target(self, *, broker_id: str) -> str:
+        return str(selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id)
 
 
-class BrokerConfigsAlterView(APIView):
+class BrokerConfigsAlterView(ConfigWriteView):
     """Batch alter one broker's configs: ``{"data": [{"name", "value", "operation"}]}``."""
 
-    @extend_schema(
-        operation_id="updateKafkaBrokerConfigBatch",
-        parameters=[BROKER_ID],
-        request=AlterConfigBatchSerializer,
-        responses={204: None},
-        tags=["REST proxy v3: broker configs"],
-    )
-    def post(self, request: Request, cluster_id: str, broker_id: str) -> Response:
-        V3(request, cluster_id)
-        b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
-        data = validated(AlterConfigBatchSerializer, request.data)
-        configs_alter(
-            kind="broker",
-            name=str(b),
-            operations=alter_ops(data),
-            validate_only=data["validate_only"],
-        )
-        return Response(status=204)
+    batch_schema = dict(operation_id="updateKafkaBrokerConfigBatch", parameters=[BROKER_ID])
+    target = BrokerConfigDetailView.target
 
 
 # -- cluster-wide broker configs --------------------------------------------------------------
 class ClusterConfigListView(V3ReadView):
     """The cluster-wide dynamic broker configs (every broker's default)."""
 
-    read_schema = dict(
-        operation_id="listKafkaClusterConfigs",
-        responses=ClusterConfigListSerializer,
-        tags=["REST proxy v3: broker configs"],
-    )
+    read_schema = v3_get("listKafkaClusterConfigs", ClusterConfigListSerializer, TAG_CONFIGS)
 
     def read(self, v3: V3) -> Any:
         entries = config_describe(kind="broker", name="")
@@ -348,14 +381,10 @@ class ClusterConfigListView(V3ReadView):
         return v3.listing("KafkaClusterConfigList", ("broker-configs",), data)
 
 
-class ClusterConfigDetailView(V3ReadView):
+class ClusterConfigDetailView(ConfigWriteView):
     """Read, set or reset one cluster-wide broker config."""
 
-    read_schema = dict(
-        operation_id="getKafkaClusterConfig",
-        responses=ClusterConfigSerializer,
-        tags=["REST proxy v3: broker configs"],
-    )
+    read_schema = v3_get("getKafkaClusterConfig", ClusterConfigSerializer, TAG_CONFIGS)
 
     def read(self, v3: V3, name: str) -> Any:
         entry = config_get(kind="broker", name="", config=name)
@@ -363,45 +392,11 @@ class ClusterConfigDetailView(V3ReadView):
             raise NotFound(f"config {name!r} has no cluster-wide value (it is {entry.source})")
         return cluster_config_resource(v3, entry)
 
-    @extend_schema(
-        operation_id="updateKafkaClusterConfig",
-        request=UpdateConfigSerializer,
-        responses={204: None},
-        tags=["REST proxy v3: broker configs"],
-    )
-    def put(self, request: Request, cluster_id: str, name: str) -> Response:
-        V3(request, cluster_id)
-        data = validated(UpdateConfigSerializer, request.data)
-        configs_alter(kind="broker", name="", operations=[ConfigOp(name, "SET", data["value"])])
-        return Response(status=204)
-
-    @extend_schema(
-        operation_id="deleteKafkaClusterConfig",
-        responses={204: None},
-        tags=["REST proxy v3: broker configs"],
-    )
-    def delete(self, request: Request, cluster_id: str, name: str) -> Response:
-        V3(request, cluster_id)
-        configs_alter(kind="broker", name="", operations=[ConfigOp(name, "DELETE")])
-        return Response(status=204)
+    put_schema = dict(operation_id="updateKafkaClusterConfig")
+    delete_schema = dict(operation_id="deleteKafkaClusterConfig")
 
 
-class ClusterConfigsAlterView(APIView):
+class ClusterConfigsAlterView(ConfigWriteView):
     """Batch alter the cluster-wide broker configs."""
 
-    @extend_schema(
-        operation_id="updateKafkaClusterConfigs",
-        request=AlterConfigBatchSerializer,
-        responses={204: None},
-        tags=["REST proxy v3: broker configs"],
-    )
-    def post(self, request: Request, cluster_id: str) -> Response:
-        V3(request, cluster_id)
-        data = validated(AlterConfigBatchSerializer, request.data)
-        configs_alter(
-            kind="broker",
-            name="",
-            operations=alter_ops(data),
-            validate_only=data["validate_only"],
-        )
-        return Response(status=204)
+    batch_schema = dict(operation_id="updateKafkaClusterConfigs")

@@ -34,19 +34,17 @@ def _latest(name: str) -> dict[str, Any] | None:
 
 class AnalyticsPage(Page):
     template_name = "frontend/analytics/index.html"
-    nav = "analytics"
+    assets = ("jobs.css", "analytics.css", "analytics.js")
     title = "Analytics"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        context["sections"] = [
-            {"name": name, "title": title} for name, title in ANALYTICS_JOBS.items()
-        ]
-        context["page_data"] = {
-            "results": {name: _latest(name) for name in ANALYTICS_JOBS},
-            "jobs": jobs_view(kind="analytics")["jobs"],
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
+        return {
+            "sections": [{"name": name, "title": title} for name, title in ANALYTICS_JOBS.items()],
+            "page_data": {
+                "results": {name: _latest(name) for name in ANALYTICS_JOBS},
+                "jobs": jobs_view(kind="analytics")["jobs"],
+            },
         }
-        return context
 
 
 urlpatterns: list[URLPattern] = [

@@ -1,4 +1,5 @@
-"""What every dashboard page shares: sign-in, the role a page needs, error pages."""
+"""What every dashboard page shares: sign-in, the role a page needs, error pages, and the
+template context (``nav``, ``title``) a page completes with :meth:`Page.page_context`."""
 
 from __future__ import annotations
 
@@ -24,8 +25,10 @@ def error_page(request: HttpRequest, *, title: str, message: str, status: int) -
 class Page(LoginRequiredMixin, TemplateView):
     """A signed-in page; ``can_operate`` / ``is_admin`` (context) gate mutating controls."""
 
-    nav = ""
     title = ""
+    # The page's own static files under frontend/ (.css and .js), loaded after weir.css and
+    # weir.js by frontend/base.html.
+    assets: tuple[str, ...] = ()
     # The role needed to see the page at all.
     role = VIEWER
 
@@ -43,5 +46,21 @@ class Page(LoginRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        context.update(nav=self.nav, title=self.title)
+        context.update(
+            nav=self.nav(),
+            title=self.title,
+            stylesheets=[f"frontend/{a}" for a in self.assets if a.endswith(".css")],
+            scripts=[f"frontend/{a}" for a in self.assets if a.endswith(".js")],
+        )
+        context.update(self.page_context(**kwargs))
         return context
+
+    def nav(self) -> str:
+        """The side-bar entry this page lights: the folder (or file) its template is in,
+        ``frontend/groups/detail.html`` → ``groups``."""
+        return self.template_name.removeprefix("frontend/").split("/")[0].removesuffix(".html")
+
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
+        """What this page adds to the template context (``title`` may override the class's);
+        ``kwargs`` are the URL's."""
+        return {}

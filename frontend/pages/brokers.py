@@ -24,17 +24,17 @@ __all__ = ["urlpatterns"]
 
 class BrokersPage(Page):
     template_name = "frontend/brokers/index.html"
-    nav = "brokers"
+    assets = ("brokers.css", "brokers.js")
     title = "Brokers"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
         image = gateway().image()
-        context["cluster"] = cluster_now()
-        context["layout"] = broker_layout(image=image)
-        # Suggestions for the heatmap's topic filter (names only: a few bytes per topic).
-        context["topic_names"] = sorted(image.topics)
-        return context
+        return {
+            "cluster": cluster_now(),
+            "layout": broker_layout(image=image),
+            # Suggestions for the heatmap's topic filter (names only: a few bytes per topic).
+            "topic_names": sorted(image.topics),
+        }
 
 
 urlpatterns: list[URLPattern] = [path("brokers/", BrokersPage.as_view(), name="dashboard-brokers")]

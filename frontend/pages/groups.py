@@ -34,22 +34,19 @@ TIMELINE_HOURS = 24
 
 class GroupListPage(Page):
     template_name = "frontend/groups/list.html"
-    nav = "groups"
+    assets = ("groups.css", "groups.js")
     title = "Consumer groups"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        context["groups"] = group_list()
-        return context
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
+        return {"groups": group_list()}
 
 
 class GroupDetailPage(Page):
     template_name = "frontend/groups/detail.html"
-    nav = "groups"
+    assets = ("groups.css", "group.js")
     title = "Consumer group"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
         group: str = kwargs["group"]
         lag = group_lag(group=group)
         if lag is None:
@@ -60,7 +57,7 @@ class GroupDetailPage(Page):
             # The lag snapshot is enough to show the page; the members socket retries.
             members = {"type": "error", "message": exc.message}
         now = timezone.now()
-        context.update(
+        return dict(
             title=f"Consumer group {group}",
             group=group,
             lag=lag,
@@ -75,7 +72,6 @@ class GroupDetailPage(Page):
                 "strategies": list(RESET_STRATEGIES),
             },
         )
-        return context
 
 
 urlpatterns: list[URLPattern] = [

@@ -42,17 +42,16 @@ RUNNABLE: tuple[tuple[str, str, str], ...] = (
 
 class JobsPage(Page):
     template_name = "frontend/jobs/index.html"
-    nav = "jobs"
+    assets = ("jobs.css", "jobs.js")
     title = "Jobs"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
         # Unknown filter values are dropped rather than refused: the URL is the user's.
         kind = self.request.GET.get("kind", "")
         status = self.request.GET.get("status", "")
         kind = kind if kind in Job.Kind.values else ""
         status = status if status in Job.Status.values else ""
-        context.update(
+        return dict(
             live=jobs_view(kind=kind, status=status),
             jobs_shown=JOBS_SHOWN,
             kinds=Job.Kind.values,
@@ -61,7 +60,6 @@ class JobsPage(Page):
             status=status,
             runnable=[{"name": n, "label": label, "help": help_} for n, label, help_ in RUNNABLE],
         )
-        return context
 
 
 urlpatterns: list[URLPattern] = [

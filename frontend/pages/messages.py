@@ -23,11 +23,10 @@ __all__ = ["urlpatterns"]
 
 class TopicMessagesPage(Page):
     template_name = "frontend/topics/messages.html"
-    nav = "topics"
+    assets = ("topics.css", "messages.js")
     title = "Messages"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
         name = kwargs["name"]
         image = gateway().image()
         topic = selectors.topic_get(name=name, image=image)
@@ -35,7 +34,7 @@ class TopicMessagesPage(Page):
         # The topic page's partition rows: the picker shows each one's offsets.
         partitions = partition_rows(topic=topic, image=image, states=states)
         chosen = self.request.GET.get("partition", "")
-        context.update(
+        return dict(
             title=name,
             tab="messages",
             topic={"type": "topic", "name": name, "internal": selectors.topic_is_internal(name)},
@@ -49,7 +48,6 @@ class TopicMessagesPage(Page):
                 "search_chunk": messages.DEFAULT_CHUNK,
             },
         )
-        return context
 
 
 urlpatterns: list[URLPattern] = [

@@ -26,14 +26,11 @@ def cluster_now() -> dict[str, Any]:
 
 class OverviewPage(Page):
     template_name = "frontend/overview.html"
-    nav = "overview"
+    assets = ("overview.js",)
     title = "Cluster overview"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        context["cluster"] = cluster_now()
-        context["traffic"] = traffic_history(gw=gateway())
-        return context
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
+        return {"cluster": cluster_now(), "traffic": traffic_history(gw=gateway())}
 
 
 urlpatterns: list[URLPattern] = [path("", OverviewPage.as_view(), name="dashboard-overview")]

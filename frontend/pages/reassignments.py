@@ -26,14 +26,12 @@ __all__ = ["urlpatterns"]
 
 class ReassignmentsPage(Page):
     template_name = "frontend/reassignments/index.html"
-    nav = "reassignments"
+    assets = ("reassignments.css", "reassignments.js")
     title = "Reassignments and rebalance"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
         image = gateway().image()
-        context["live"] = progress_view()
-        context["brokers"] = [
+        brokers = [
             {
                 "id": b,
                 "host": info.host,
@@ -43,8 +41,11 @@ class ReassignmentsPage(Page):
             }
             for b, info in sorted(image.registrations.items())
         ]
-        context["topics"] = topic_placement(image=image)
-        return context
+        return {
+            "live": progress_view(),
+            "brokers": brokers,
+            "topics": topic_placement(image=image),
+        }
 
 
 urlpatterns: list[URLPattern] = [

@@ -23,13 +23,12 @@ __all__ = ["urlpatterns"]
 
 class SecurityPage(Page):
     template_name = "frontend/security/index.html"
-    nav = "security"
+    assets = ("topics.css", "security.js")
     title = "Security"
     role = ADMIN
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        context.update(
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
+        return dict(
             resource_types=RESOURCE_TYPES,
             pattern_types=PATTERN_TYPES,
             operations=OPERATIONS,
@@ -39,7 +38,6 @@ class SecurityPage(Page):
             min_iterations=MIN_ITERATIONS,
             max_iterations=MAX_ITERATIONS,
         )
-        return context
 
 
 urlpatterns: list[URLPattern] = [

@@ -120,25 +120,21 @@ def topic_view(*, name: str) -> dict[str, Any]:
 
 class TopicListPage(Page):
     template_name = "frontend/topics/list.html"
-    nav = "topics"
+    assets = ("topics.css", "topics.js")
     title = "Topics"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
         image = gateway().image()
         states, _ = gateway().partition_states()
-        context["topics"] = topic_rows(image=image, states=states)
-        context["brokers"] = len(image.brokers)
-        return context
+        return {"topics": topic_rows(image=image, states=states), "brokers": len(image.brokers)}
 
 
 class TopicDetailPage(Page):
     template_name = "frontend/topics/detail.html"
-    nav = "topics"
+    assets = ("topics.css", "topic.js")
     title = "Topic"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
+    def page_context(self, **kwargs: Any) -> dict[str, Any]:
         name = kwargs["name"]
         view = topic_view(name=name)
         try:
@@ -146,14 +142,13 @@ class TopicDetailPage(Page):
             configs_error = ""
         except ApiError as exc:  # the table says so; the rest of the page is still useful
             configs, configs_error = [], exc.message
-        context.update(
+        return dict(
             title=name,
             topic=view,
             configs=configs,
             configs_error=configs_error,
             tab="overview",
         )
-        return context
 
 
 urlpatterns: list[URLPattern] = [

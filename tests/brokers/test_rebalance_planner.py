@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brokers.ops.planner import PlanError, distribution, plan_rebalance, rack_count
+from brokers.ops.planner import PlanError, Proposal, distribution, plan_rebalance, rack_count
 from weir.metadata.placement import assign_replicas
 
 Layout = dict[tuple[str, int], tuple[int, ...]]
@@ -140,12 +141,19 @@ PROPERTY_SETTINGS = settings(
 )
 
 
-@PROPERTY_SETTINGS
-@given(clusters(racks="none"))
-def test_property_without_racks_evens_replicas_to_within_one(cluster) -> None:
+def planned(cluster: tuple[Any, Any]) -> Proposal:
+    """The planner's proposal for a drawn cluster, checked against the invariants every plan
+    keeps (check_invariants)."""
     brokers, layout = cluster
     proposal = plan_rebalance(partitions=layout, brokers=brokers)
     check_invariants(brokers, layout, proposal)
+    return proposal
+
+
+@PROPERTY_SETTINGS
+@given(clusters(racks="none"))
+def test_property_without_racks_evens_replicas_to_within_one(cluster) -> None:
+    proposal = planned(cluster)
     assert proposal.after.replica_spread <= 1
     assert proposal.after.replica_stddev <= proposal.before.replica_stddev + 1e-9
     assert proposal.after.leader_spread <= max(proposal.before.leader_spread, 1)
@@ -154,9 +162,7 @@ def test_property_without_racks_evens_replicas_to_within_one(cluster) -> None:
 @PROPERTY_SETTINGS
 @given(clusters(racks="distinct"))
 def test_property_with_a_rack_per_broker_evens_replicas(cluster) -> None:
-    brokers, layout = cluster
-    proposal = plan_rebalance(partitions=layout, brokers=brokers)
-    check_invariants(brokers, layout, proposal)
+    proposal = planned(cluster)
     assert proposal.after.replica_spread <= 1
     assert proposal.after.leader_spread <= max(proposal.before.leader_spread, 1)
 
@@ -164,9 +170,7 @@ def test_property_with_a_rack_per_broker_evens_replicas(cluster) -> None:
 @PROPERTY_SETTINGS
 @given(clusters(racks="shared"))
 def test_property_with_shared_racks_never_reduces_rack_diversity(cluster) -> None:
-    brokers, layout = cluster
-    proposal = plan_rebalance(partitions=layout, brokers=brokers)
-    check_invariants(brokers, layout, proposal)
+    proposal = planned(cluster)
     assert proposal.after.rack_deficient_partitions <= proposal.before.rack_deficient_partitions
     if proposal.before.rack_deficient_partitions == 0:
         # Rack fixes may cost balance; without any, balance only improves.

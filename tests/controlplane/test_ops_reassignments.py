@@ -39,6 +39,26 @@ def untouched(cp_cluster: Cluster) -> str:
     return name
 
 
+def reassign(
+    client: APIClient,
+    topic: str,
+    replicas: list[int],
+    *,
+    throttle: int | None = None,
+    version: int | None = 1,
+) -> dict[str, Any]:
+    """POST the move of ``topic``'s partition 0 (kafka-reassign-partitions' JSON); the 202
+    answer."""
+    body: dict[str, Any] = {"partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}
+    if version is not None:
+        body["version"] = version
+    if throttle is not None:
+        body["throttle_bytes_per_sec"] = throttle
+    response = client.post("/api/reassignments/", body, format="json")
+    assert response.status_code == 202, response.json()
+    return response.json()
+
+
 def entry(client: APIClient, topic: str, index: int = 0) -> dict[str, Any] | None:
     body = client.get("/api/reassignments/").json()
     found = [r for r in body["reassignments"] if (r["topic"], r["partition"]) == (topic, index)]
@@ -51,18 +71,9 @@ def test_throttled_reassignment_runs_to_completion(
     topic = unique("move")
     cp_cluster.create_topic(topic, replica_assignment=[[1, 2]])
     produce_ok(cp_cluster, topic, [KB] * 300, acks="1")
-    response = operator.post(
-        "/api/reassignments/",
-        {
-            "version": 1,
-            "partitions": [{"topic": topic, "partition": 0, "replicas": [3, 2]}],
-            "throttle_bytes_per_sec": 2_000_000,
-        },
-        format="json",
-    )
-    assert response.status_code == 202, response.json()
-    assert response.json()["accepted"] == [{"topic": topic, "partition": 0, "replicas": [3, 2]}]
-    assert response.json()["rejected"] == []
+    accepted = reassign(operator, topic, [3, 2], throttle=2_000_000)
+    assert accepted["accepted"] == [{"topic": topic, "partition": 0, "replicas": [3, 2]}]
+    assert accepted["rejected"] == []
     # The throttle is Kafka's: rates on the brokers, replica lists on the topic.
     overrides = gateway().image().topic_config(topic)
     assert set(overrides[THROTTLE_TOPIC_CONFIGS[0]].split(",")) == {"0:1", "0:2"}
@@ -97,17 +108,8 @@ def test_cancel_rolls_an_in_flight_move_back(
     topic = unique("slow")
     cp_cluster.create_topic(topic, replica_assignment=[[1]])
     produce_ok(cp_cluster, topic, [b"%d-" % i + KB for i in range(2000)], acks="1")
-    response = operator.post(
-        "/api/reassignments/",
-        {
-            "version": 1,
-            "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}],
-            # 2 MB at 20 kB/s would take well over a minute.
-            "throttle_bytes_per_sec": 20_000,
-        },
-        format="json",
-    )
-    assert response.status_code == 202, response.json()
+    # 2 MB at 20 kB/s would take well over a minute.
+    reassign(operator, topic, [1, 2], throttle=20_000)
 
     def copying() -> dict[str, Any] | None:
         found = entry(operator, topic)
@@ -152,12 +154,7 @@ def test_preferred_election_moves_leadership_back(
     topic = unique("elect")
     cp_cluster.create_topic(topic, replica_assignment=[[1, 2, 3]])
     # A reorder copies nothing and completes at once; the leader stays where it was.
-    response = operator.post(
-        "/api/reassignments/",
-        {"partitions": [{"topic": topic, "partition": 0, "replicas": [2, 1, 3]}]},
-        format="json",
-    )
-    assert response.status_code == 202, response.json()
+    reassign(operator, topic, [2, 1, 3], version=None)
     assert partition_image(topic).replicas == (2, 1, 3)
     assert partition_image(topic).leader == 1
     body = {"partitions": [{"topic": topic, "partition": 0}]}

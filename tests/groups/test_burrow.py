@@ -25,34 +25,54 @@ def status(window: list[Commit], *, lag: int, now: int) -> PartitionStatus:
     return evaluate_partition(window, current_lag=lag, now_ms=now, window_size=5).status
 
 
-def test_caught_up_consumer_is_ok_whatever_its_history() -> None:
-    window = commits((10, 5), (10, 5), (10, 5), (10, 5), (10, 5))
-    assert status(window, lag=0, now=T0 + 10**9) is PartitionStatus.OK
+# (window of (offset, lag) commits 10 s apart, current lag, now - T0 in ms) -> status.
+STATUS_CASES = {
+    "caught_up_consumer_is_ok_whatever_its_history": (
+        [(10, 5), (10, 5), (10, 5), (10, 5), (10, 5)],
+        0,
+        10**9,
+        PartitionStatus.OK,
+    ),
+    "any_zero_lag_in_window_is_ok": (
+        [(10, 5), (20, 0), (30, 5), (40, 9), (50, 12)],
+        12,
+        41_000,
+        PartitionStatus.OK,
+    ),
+    "lag_never_dropping_while_offsets_advance_is_warn": (
+        [(10, 5), (20, 8), (30, 8), (40, 12), (50, 20)],
+        20,
+        41_000,
+        PartitionStatus.WARN,
+    ),
+    "lag_dropping_once_is_ok": (
+        [(10, 5), (20, 8), (30, 4), (40, 12), (50, 20)],
+        20,
+        41_000,
+        PartitionStatus.OK,
+    ),
+    "commits_of_the_same_offset_with_lag_is_stall": (
+        [(10, 5), (10, 7), (10, 9), (10, 9), (10, 11)],
+        11,
+        41_000,
+        PartitionStatus.STALL,
+    ),
+    "offset_going_backwards_is_rewind": (
+        [(10, 5), (20, 5), (5, 30), (15, 25), (25, 20)],
+        20,
+        41_000,
+        PartitionStatus.REWIND,
+    ),
+}
 
 
-def test_any_zero_lag_in_window_is_ok() -> None:
-    window = commits((10, 5), (20, 0), (30, 5), (40, 9), (50, 12))
-    assert status(window, lag=12, now=T0 + 41_000) is PartitionStatus.OK
-
-
-def test_lag_never_dropping_while_offsets_advance_is_warn() -> None:
-    window = commits((10, 5), (20, 8), (30, 8), (40, 12), (50, 20))
-    assert status(window, lag=20, now=T0 + 41_000) is PartitionStatus.WARN
-
-
-def test_lag_dropping_once_is_ok() -> None:
-    window = commits((10, 5), (20, 8), (30, 4), (40, 12), (50, 20))
-    assert status(window, lag=20, now=T0 + 41_000) is PartitionStatus.OK
-
-
-def test_commits_of_the_same_offset_with_lag_is_stall() -> None:
-    window = commits((10, 5), (10, 7), (10, 9), (10, 9), (10, 11))
-    assert status(window, lag=11, now=T0 + 41_000) is PartitionStatus.STALL
-
-
-def test_offset_going_backwards_is_rewind() -> None:
-    window = commits((10, 5), (20, 5), (5, 30), (15, 25), (25, 20))
-    assert status(window, lag=20, now=T0 + 41_000) is PartitionStatus.REWIND
+@pytest.mark.parametrize(
+    ("rows", "lag", "after", "expected"), STATUS_CASES.values(), ids=STATUS_CASES.keys()
+)
+def test_window_status(
+    rows: list[tuple[int, int]], lag: int, after: int, expected: PartitionStatus
+) -> None:
+    assert status(commits(*rows), lag=lag, now=T0 + after) is expected
 
 
 def test_no_commit_for_longer_than_the_window_span_is_stop() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.management.kafka_admin import add_bootstrap_argument, api_errors
+from brokers.management.kafka_admin import add_bootstrap_argument, api_errors, kafka_error_text
 from brokers.management.protocol_admin import send_to_any_broker
 from brokers.rest.configs import (
     SOURCES,
@@ -108,12 +108,8 @@ class Command(BaseCommand):
 
     def _describe(self, kind: Kind, name: str, label: str, options: dict[str, Any]) -> None:
         request = describe_configs_request(kind=kind, name=name)
-        response = send_to_any_broker(
-            options["bootstrap_server"], request, timeout=options["timeout"]
-        )
-        (result,) = response.results
-        if result.error_code != ErrorCode.none:
-            raise CommandError(_error_text(result.error_code, result.error_message))
+        (result,) = _send(request, options).results
+        _check(result)
         self.stdout.write(f"{'All' if options['all'] else 'Dynamic'} configs for {label} are:")
         for entry in sorted(result.configs, key=lambda c: c.name):
             if not options["all"] and entry.config_source not in _DYNAMIC:
@@ -136,15 +132,16 @@ class Command(BaseCommand):
         operations += [ConfigOp(k, "DELETE") for k in deletes]
         with api_errors():
             request = alter_configs_request(kind=kind, name=name, operations=operations)
-        response = send_to_any_broker(
-            options["bootstrap_server"], request, timeout=options["timeout"]
-        )
-        (result,) = response.responses
-        if result.error_code != ErrorCode.none:
-            raise CommandError(_error_text(result.error_code, result.error_message))
+        (result,) = _send(request, options).responses
+        _check(result)
         self.stdout.write(f"Completed updating config for {label}.")
 
 
-def _error_text(code: int, message: str | None) -> str:
-    name = ErrorCode(code).name.upper()
-    return f"{name}: {message}" if message else name
+def _send(request: Any, options: dict[str, Any]) -> Any:
+    return send_to_any_broker(options["bootstrap_server"], request, timeout=options["timeout"])
+
+
+def _check(result: Any) -> None:
+    """The resource's Kafka error, as the command's error."""
+    if result.error_code != ErrorCode.none:
+        raise CommandError(kafka_error_text(result.error_code, result.error_message))

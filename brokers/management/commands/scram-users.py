@@ -8,10 +8,24 @@
         --entity-name alice
     manage.py scram-users --describe --entity-type users [--entity-name alice]
 
-The credentials are salted here (32 random bytes, at least 4096 iterations) and written to the
-cluster's Redis (``WEIR_REDIS_URL``, ``WEIR_CLUSTER_ID``) as brokers read them
-(``weir.security.credentials``); the password itself is never stored. Describe prints
-Kafka's lines: ``SCRAM credential configs for user-principal 'alice' are
+Theory of operation
+-------------------
+The command is a thin shell over :mod:`controlplane.scram_users`, the service behind
+``/api/scram-users/``: credentials are changed with AlterUserScramCredentials and read with
+DescribeUserScramCredentials (KIP-554) through the brokers, as ``kafka-configs.sh
+--bootstrap-server ... --entity-type users`` does in current Kafka. So a secured cluster
+authorizes the change (Alter on the cluster) against the control plane's principal
+(``WEIR_KAFKA_*``), and the brokers salt and store the credential exactly as for the REST API
+and any Kafka AdminClient; the password itself is never stored.
+
+The brokers are those of ``--bootstrap-server`` or, without it, the brokers registered in the
+cluster's Redis (``WEIR_REDIS_URL``, ``WEIR_CLUSTER_ID``), so at least one broker must be
+running. The one exception is Kafka's ``--zookeeper`` bootstrap: ``--alter --redis-url URL``
+writes the credential straight into that Redis without brokers, for the users a cluster needs
+before its brokers can start or be reached (the inter-broker user, the first admin of a
+SASL-only cluster); see docs/security.md, "SCRAM users".
+
+Describe prints Kafka's lines: ``SCRAM credential configs for user-principal 'alice' are
 SCRAM-SHA-256=iterations=8192``.
 """
 
@@ -20,17 +34,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import redis
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from weir.metadata.keys import cluster_id_from_env, redis_url_from_env
-from weir.security.credentials import decode_credential, encode_credential, scram_key
-from weir.security.scram import (
-    MAX_ITERATIONS,
-    MECHANISMS,
-    MIN_ITERATIONS,
-    credential_from_password,
-)
+from brokers.management.kafka_admin import api_errors
+from controlplane import scram_users
+from controlplane.errors import NotFound
+from weir.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 
 _ITEM = re.compile(r"\s*([A-Za-z0-9._-]+)\s*=\s*(\[[^\]]*\]|[^,]*)\s*(?:,|$)")
 
@@ -71,7 +81,11 @@ def parse_add_config(text: str) -> dict[str, tuple[str, int]]:
 
 
 class Command(BaseCommand):
-    help = "Add, delete and describe SCRAM user credentials (kafka-configs --entity-type users)."
+    help = (
+        "Add, delete and describe SCRAM user credentials (kafka-configs --entity-type users). "
+        "Goes through the brokers (AlterUserScramCredentials), like /api/scram-users/: those of "
+        "--bootstrap-server, else the brokers registered in the cluster's Redis."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         action = parser.add_mutually_exclusive_group(required=True)
@@ -81,20 +95,29 @@ class Command(BaseCommand):
         parser.add_argument("--delete-config", help="'SCRAM-SHA-256[,SCRAM-SHA-512]'")
         parser.add_argument("--entity-type", default="users", choices=["users"])
         parser.add_argument("--entity-name", help="the user name")
-        parser.add_argument("--bootstrap-server", help="accepted for kafka-configs parity")
+        parser.add_argument(
+            "--bootstrap-server",
+            help="HOST:PORT[,HOST:PORT] of brokers (default: the brokers registered in Redis)",
+        )
+        parser.add_argument(
+            "--redis-url",
+            help="with --alter: write into this Redis without brokers, only to create users "
+            "before the brokers start (Kafka's kafka-configs --zookeeper)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        client = redis.Redis.from_url(redis_url_from_env())
-        cluster_id = cluster_id_from_env()
-        try:
+        if options["redis_url"] and not options["alter"]:
+            raise CommandError("--redis-url is only for --alter (bootstrap before brokers start)")
+        if options["bootstrap_server"]:
+            # The gateway the services use is keyed by this setting: one process, one cluster.
+            settings.WEIR_BOOTSTRAP_SERVERS = options["bootstrap_server"]
+        with api_errors():
             if options["describe"]:
-                self._describe(client, cluster_id, options["entity_name"])
+                self._describe(options["entity_name"])
             else:
-                self._alter(client, cluster_id, options)
-        finally:
-            client.close()
+                self._alter(options)
 
-    def _alter(self, client: redis.Redis, cluster_id: str, options: dict[str, Any]) -> None:
+    def _alter(self, options: dict[str, Any]) -> None:
         user = options["entity_name"]
         if not user:
             raise CommandError("--alter needs --entity-name")
@@ -106,27 +129,36 @@ class Command(BaseCommand):
         for mechanism in deletions:
             if mechanism not in MECHANISMS:
                 raise CommandError(f"--delete-config: {mechanism} is not a SCRAM mechanism")
+        if options["redis_url"]:
+            scram_users.scram_user_bootstrap(
+                redis_url=options["redis_url"],
+                cluster_id=settings.WEIR_CLUSTER_ID,
+                name=user,
+                upserts=additions,
+                deletions=deletions,
+            )
+            self.stdout.write(f"Completed updating config for user {user}.")
+            return
         for mechanism in deletions:
-            client.hdel(scram_key(cluster_id, mechanism), user)
+            scram_users.scram_user_delete(name=user, mechanism=mechanism)
         for mechanism, (password, iterations) in additions.items():
-            credential = credential_from_password(mechanism, password, iterations)
-            client.hset(scram_key(cluster_id, mechanism), user, encode_credential(credential))
+            scram_users.scram_user_upsert(
+                name=user, mechanism=mechanism, password=password, iterations=iterations
+            )
         self.stdout.write(f"Completed updating config for user {user}.")
 
-    def _describe(self, client: redis.Redis, cluster_id: str, user: str | None) -> None:
-        found: dict[str, list[str]] = {}
-        for mechanism in MECHANISMS:
-            entries = client.hgetall(scram_key(cluster_id, mechanism))
-            for name, raw in entries.items():
-                text = name.decode() if isinstance(name, bytes) else name
-                if user is None or text == user:
-                    iterations = decode_credential(raw).iterations
-                    found.setdefault(text, []).append(f"{mechanism}=iterations={iterations}")
-        if user is not None and user not in found:
-            self.stdout.write(f"SCRAM credential configs for user-principal '{user}' are ")
-            return
-        for name in sorted(found):
+    def _describe(self, user: str | None) -> None:
+        if user is None:
+            found = scram_users.scram_user_list()
+        else:
+            try:
+                found = [scram_users.scram_user_get(name=user)]
+            except NotFound:
+                # kafka-configs prints the line with nothing after "are" for such a user.
+                self.stdout.write(f"SCRAM credential configs for user-principal '{user}' are ")
+                return
+        for entry in found:
             self.stdout.write(
-                f"SCRAM credential configs for user-principal '{name}' are "
-                + ", ".join(found[name])
+                f"SCRAM credential configs for user-principal '{entry.name}' are "
+                + ", ".join(f"{m}=iterations={i}" for m, i in sorted(entry.credentials.items()))
             )

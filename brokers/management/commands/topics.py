@@ -7,9 +7,15 @@
     manage.py topics --alter --topic T --partitions 6
     manage.py topics --delete --topic T
 
-It is a Kafka client (confluent-kafka's AdminClient), so it works against any broker of the
-cluster, and against Kafka itself. ``--bootstrap-server`` defaults to
-``WEIR_BOOTSTRAP_SERVERS`` or 127.0.0.1:9092.
+Theory of operation
+-------------------
+The command is a Kafka client of its ``--bootstrap-server`` (default ``WEIR_BOOTSTRAP_SERVERS``
+or 127.0.0.1:9092), so it works against any broker of the cluster, and against Kafka itself.
+It sends the requests :mod:`topics.services` builds for the REST API (CreateTopics,
+CreatePartitions, DeleteTopics) and reads configs with the request ``manage.py configs`` and
+the config views share; what is left here is kafka-topics' flags and output. Checks the REST
+API makes first (a topic name, a partition count below the current one) are left to the
+broker, whose Kafka error the tool prints as kafka-topics does.
 """
 
 from __future__ import annotations
@@ -17,13 +23,25 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest
 
 from brokers.management.kafka_admin import (
     add_tool_arguments,
-    admin_client,
+    kafka_error_text,
     parse_config_pairs,
-    wait_all,
 )
+from brokers.management.protocol_admin import request_timeout, send_to_any_broker
+from brokers.rest.configs import describe_configs_request
+from topics.services import (
+    NewTopic,
+    topic_create_request,
+    topic_delete_request,
+    topic_partitions_request,
+)
+
+# Config sources kafka-topics --describe lists: the topic's own overrides.
+_DYNAMIC_TOPIC_CONFIG = 1
 
 
 class Command(BaseCommand):
@@ -68,121 +86,124 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        admin = admin_client(options["bootstrap_server"])
+        self.options = options
         if options["create"]:
-            self._create(admin, options)
+            self._create()
         elif options["list"]:
-            for name in sorted(self._topics(admin, options)):
+            for name in sorted(self._topics()):
                 self.stdout.write(name)
         elif options["describe"]:
-            self._describe(admin, options)
+            self._describe()
         elif options["alter"]:
-            self._alter(admin, options)
+            self._alter()
         elif options["delete"]:
-            self._delete(admin, options)
+            self._delete()
 
-    def _require_topic(self, options: dict[str, Any]) -> str:
-        if not options["topic"]:
+    def _send(self, request: Any) -> Any:
+        return send_to_any_broker(
+            self.options["bootstrap_server"], request, timeout=self.options["timeout"]
+        )
+
+    def _check(self, result: Any, *, tolerated: ErrorCode | None = None) -> bool:
+        """False for a tolerated error (``--if-exists``/``--if-not-exists``), else raise it."""
+        if result.error_code == ErrorCode.none:
+            return True
+        if tolerated is not None and result.error_code == tolerated:
+            return False
+        text = kafka_error_text(result.error_code, result.error_message)
+        raise CommandError(f"Error while executing topic command : {text}")
+
+    def _require_topic(self) -> str:
+        if not self.options["topic"]:
             raise CommandError("--topic is required for this action")
-        return options["topic"]
+        return self.options["topic"]
 
-    def _topics(self, admin: Any, options: dict[str, Any]) -> dict[str, Any]:
-        metadata = admin.list_topics(timeout=options["timeout"])
-        topics = metadata.topics
-        if options["exclude_internal"]:
+    def _topics(self) -> dict[str, Any]:
+        """name → Metadata topic, every topic (naming one could auto-create it)."""
+        response = self._send(
+            MetadataRequest(
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
+        topics = {t.name: t for t in response.topics}
+        if self.options["exclude_internal"]:
             topics = {k: v for k, v in topics.items() if not k.startswith("__")}
         return topics
 
-    def _create(self, admin: Any, options: dict[str, Any]) -> None:
-        from confluent_kafka.admin import NewTopic
-
-        topic = self._require_topic(options)
-        configs = parse_config_pairs(options["config"], flag="--config")
-        new_topic = NewTopic(
-            topic,
-            num_partitions=options["partitions"] if options["partitions"] is not None else -1,
-            replication_factor=(
-                options["replication_factor"] if options["replication_factor"] is not None else -1
-            ),
-            config=configs,
+    def _create(self) -> None:
+        topic = self._require_topic()
+        options = self.options
+        new = NewTopic(
+            name=topic,
+            partitions_count=options["partitions"],
+            replication_factor=options["replication_factor"],
+            configs=dict(parse_config_pairs(options["config"], flag="--config")),
         )
-        futures = admin.create_topics([new_topic], request_timeout=options["timeout"])
-        error = wait_all(
-            futures,
-            options["timeout"],
-            ok_codes={"TOPIC_ALREADY_EXISTS"} if options["if_not_exists"] else set(),
-        )
-        if error:
-            raise CommandError(f"Error while executing topic command : {error}")
-        self.stdout.write(f"Created topic {topic}.")
+        request = topic_create_request(topic=new, timeout=request_timeout(options["timeout"]))
+        (result,) = self._send(request).topics
+        exists = ErrorCode.topic_already_exists if options["if_not_exists"] else None
+        if self._check(result, tolerated=exists):
+            self.stdout.write(f"Created topic {topic}.")
 
-    def _describe(self, admin: Any, options: dict[str, Any]) -> None:
-        from confluent_kafka.admin import ConfigResource
-
-        topics = self._topics(admin, options)
-        if options["topic"]:
-            if options["topic"] not in topics:
-                raise CommandError(f"Topic '{options['topic']}' does not exist as expected")
-            topics = {options["topic"]: topics[options["topic"]]}
+    def _describe(self) -> None:
+        topics = self._topics()
+        wanted = self.options["topic"]
+        if wanted:
+            if wanted not in topics:
+                raise CommandError(f"Topic '{wanted}' does not exist as expected")
+            topics = {wanted: topics[wanted]}
         for name in sorted(topics):
             meta = topics[name]
-            if meta.error is not None:
-                raise CommandError(f"Topic {name}: {meta.error.str()}")
-            resource = ConfigResource("topic", name)
-            entries = admin.describe_configs([resource])[resource].result(options["timeout"])
+            if meta.error_code != ErrorCode.none:
+                raise CommandError(f"Topic {name}: {kafka_error_text(meta.error_code, None)}")
+            (configs,) = self._send(describe_configs_request(kind="topic", name=name)).results
+            self._check(configs)
             overrides = ",".join(
-                f"{k}={v.value}"
-                for k, v in sorted(entries.items())
-                if v.source == 1  # DYNAMIC_TOPIC_CONFIG
+                f"{c.name}={c.value}"
+                for c in sorted(configs.configs, key=lambda c: c.name)
+                if c.config_source == _DYNAMIC_TOPIC_CONFIG
             )
-            partitions = sorted(meta.partitions.values(), key=lambda p: p.id)
-            rf = len(partitions[0].replicas) if partitions else 0
+            partitions = sorted(meta.partitions, key=lambda p: p.partition_index)
+            rf = len(partitions[0].replica_nodes) if partitions else 0
             self.stdout.write(
                 f"Topic: {name}\tPartitionCount: {len(partitions)}\tReplicationFactor: {rf}"
                 f"\tConfigs: {overrides}"
             )
             for p in partitions:
                 self.stdout.write(
-                    f"\tTopic: {name}\tPartition: {p.id}\tLeader: {p.leader}"
-                    f"\tReplicas: {','.join(map(str, p.replicas))}"
-                    f"\tIsr: {','.join(map(str, p.isrs))}"
+                    f"\tTopic: {name}\tPartition: {p.partition_index}\tLeader: {p.leader_id}"
+                    f"\tReplicas: {','.join(map(str, p.replica_nodes))}"
+                    f"\tIsr: {','.join(map(str, p.isr_nodes))}"
                 )
 
-    def _alter(self, admin: Any, options: dict[str, Any]) -> None:
-        from confluent_kafka.admin import NewPartitions
-
-        topic = self._require_topic(options)
-        if options["partitions"] is None:
+    def _alter(self) -> None:
+        topic = self._require_topic()
+        count = self.options["partitions"]
+        if count is None:
             raise CommandError("--alter needs --partitions (use `manage.py configs` for configs)")
-        if options["if_exists"] and not self._exists(admin, topic, options["timeout"]):
+        if self.options["if_exists"] and not self._exists(topic):
             return
-        futures = admin.create_partitions(
-            [NewPartitions(topic, options["partitions"])], request_timeout=options["timeout"]
+        request = topic_partitions_request(
+            name=topic, partitions_count=count, timeout=request_timeout(self.options["timeout"])
         )
-        ok = {"UNKNOWN_TOPIC_OR_PART"} if options["if_exists"] else set()
-        error = wait_all(futures, options["timeout"], ok_codes=ok)
-        if error:
-            raise CommandError(f"Error while executing topic command : {error}")
-        self.stdout.write(f"Topic {topic} now has {options['partitions']} partitions.")
+        (result,) = self._send(request).results
+        if self._check(result, tolerated=self._missing_ok()):
+            self.stdout.write(f"Topic {topic} now has {count} partitions.")
 
-    def _delete(self, admin: Any, options: dict[str, Any]) -> None:
-        topic = self._require_topic(options)
-        if options["if_exists"] and not self._exists(admin, topic, options["timeout"]):
+    def _delete(self) -> None:
+        topic = self._require_topic()
+        if self.options["if_exists"] and not self._exists(topic):
             return  # kafka-topics --if-exists: a missing topic is silently not deleted
-        futures = admin.delete_topics([topic], request_timeout=options["timeout"])
-        ok = {"UNKNOWN_TOPIC_OR_PART"} if options["if_exists"] else set()
-        error = wait_all(futures, options["timeout"], ok_codes=ok)
-        if error:
-            raise CommandError(f"Error while executing topic command : {error}")
-        self.stdout.write(f"Deleted topic {topic}.")
+        request = topic_delete_request(name=topic, timeout=request_timeout(self.options["timeout"]))
+        (result,) = self._send(request).responses
+        if self._check(result, tolerated=self._missing_ok()):
+            self.stdout.write(f"Deleted topic {topic}.")
 
-    def _exists(self, admin: Any, topic: str, timeout: float) -> bool:
-        from confluent_kafka import KafkaException
+    def _missing_ok(self) -> ErrorCode | None:
+        return ErrorCode.unknown_topic_or_partition if self.options["if_exists"] else None
 
-        try:
-            # All topics, not ``topic=``: naming one may auto-create it on the broker.
-            metadata = admin.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            raise CommandError(f"Error while executing topic command : {exc}") from None
-        found = metadata.topics.get(topic)
-        return found is not None and found.error is None
+    def _exists(self, topic: str) -> bool:
+        found = self._topics().get(topic)
+        return found is not None and found.error_code == ErrorCode.none

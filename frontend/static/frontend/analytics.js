@@ -329,18 +329,6 @@
     if (message.type === "jobs") showJobs(message.jobs);
   });
 
-  document.querySelector("main").addEventListener("click", (event) => {
-    const button = event.target.closest("[data-run]");
-    if (!button) return;
-    const job = button.dataset.run;
-    Weir.act({
-      confirm: {
-        title: `Run ${job} now`,
-        message: "Spark reads the topics (the last day by default) and the result replaces the one shown here when it is done.",
-        confirmLabel: "Run now",
-      },
-      run: () => Weir.api("POST", "/api/jobs/", { name: job }),
-      done: (created) => `Job ${created.id} (${created.name}) queued`,
-    });
-  });
+  Weir.runButtons(document.querySelector("main"), () =>
+    "Spark reads the topics (the last day by default) and the result replaces the one shown here when it is done.");
 })();

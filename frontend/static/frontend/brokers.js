@@ -42,12 +42,7 @@
       off_preferred: fmt.num(layout.off_preferred),
       out_of_sync: fmt.num(outOfSync),
     };
-    for (const [key, value] of Object.entries(values)) {
-      const node = document.querySelector(`[data-stat="${key}"]`);
-      node.textContent = value;
-      const box = node.closest(".stat");
-      if (box.hasAttribute("data-bad-when-positive")) box.classList.toggle("bad", value !== "0");
-    }
+    Weir.stats(values);
   }
 
   function renderCards() {

@@ -184,20 +184,8 @@
 
   // operators --------------------------------------------------------------------------------
 
-  document.getElementById("run-now").addEventListener("click", (event) => {
-    const button = event.target.closest("[data-run]");
-    if (!button) return;
-    const name = button.dataset.run;
-    Weir.act({
-      confirm: {
-        title: `Run ${name} now`,
-        message: `${button.title} It runs now, besides its schedule.`,
-        confirmLabel: "Run now",
-      },
-      run: () => Weir.api("POST", "/api/jobs/", { name }),
-      done: (job) => `Job ${job.id} (${job.name}) queued`,
-    });
-  });
+  Weir.runButtons(document.getElementById("run-now"), (button) =>
+    `${button.title} It runs now, besides its schedule.`);
 
   const schedules = document.querySelector("#schedules-table tbody");
 

@@ -33,12 +33,7 @@
       offline: fmt.num(cluster.partitions.offline),
       groups: fmt.num(cluster.groups.length),
     };
-    for (const [key, value] of Object.entries(stats)) {
-      const node = document.querySelector(`[data-stat="${key}"]`);
-      node.textContent = value;
-      const box = node.closest(".stat");
-      if (box.hasAttribute("data-bad-when-positive")) box.classList.toggle("bad", value !== "0");
-    }
+    Weir.stats(stats);
     document.querySelector("#brokers-table tbody").innerHTML = cluster.brokers.map((b) => `
       <tr data-broker="${b.id}">
         <td><a href="/brokers/#broker-${b.id}">${b.id}</a>

@@ -32,12 +32,7 @@
       records: known.length ? fmt.num(records) : "–",
       size: known.length ? fmt.bytes(sum("size")) : "–",
     };
-    for (const [key, value] of Object.entries(stats)) {
-      const node = document.querySelector(`[data-stat="${key}"]`);
-      node.textContent = value;
-      const box = node.closest(".stat");
-      if (box.hasAttribute("data-bad-when-positive")) box.classList.toggle("bad", value !== "0");
-    }
+    Weir.stats(stats);
     const count = document.getElementById("partitions-count");
     if (count && !count.value) count.value = ps.length + 1;
     if (count) count.min = ps.length + 1;

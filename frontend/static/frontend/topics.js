@@ -55,12 +55,7 @@
       records_per_s: anyRate ? `${num(Math.round(sum("records_per_s")))}/s` : "–",
       bytes_per_s: anyRate ? fmt.rate(sum("bytes_per_s")) : "–",
     };
-    for (const [key, value] of Object.entries(stats)) {
-      const node = document.querySelector(`[data-stat="${key}"]`);
-      node.textContent = value;
-      const box = node.closest(".stat");
-      if (box.hasAttribute("data-bad-when-positive")) box.classList.toggle("bad", value !== "0");
-    }
+    Weir.stats(stats);
   }
 
   function render() {

@@ -166,5 +166,33 @@
     return node ? JSON.parse(node.textContent) : null;
   }
 
-  window.Weir = { api, act, confirm, toast, live, fmt, esc, chart, data, cookie };
+  // Fill the page's stat cards ([data-stat="key"] → text); a card marked
+  // data-bad-when-positive turns "bad" while its value is anything but "0".
+  function stats(values) {
+    for (const [key, value] of Object.entries(values)) {
+      const node = document.querySelector(`[data-stat="${key}"]`);
+      node.textContent = value;
+      const box = node.closest(".stat");
+      if (box.hasAttribute("data-bad-when-positive")) box.classList.toggle("bad", value !== "0");
+    }
+  }
+
+  // [data-run="<job>"] buttons inside `container` queue that job (POST /api/jobs/) once the
+  // user confirms the text `describe(button)` gives.
+  function runButtons(container, describe) {
+    container.addEventListener("click", (event) => {
+      const button = event.target.closest("[data-run]");
+      if (!button) return;
+      const name = button.dataset.run;
+      act({
+        confirm: { title: `Run ${name} now`, message: describe(button), confirmLabel: "Run now" },
+        run: () => api("POST", "/api/jobs/", { name }),
+        done: (job) => `Job ${job.id} (${job.name}) queued`,
+      });
+    });
+  }
+
+  window.Weir = {
+    api, act, confirm, toast, live, fmt, esc, chart, data, cookie, stats, runButtons,
+  };
 })();
