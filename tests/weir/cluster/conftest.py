@@ -506,8 +506,10 @@ class Cluster:
         return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
 
     def start_all(self, timeout: float) -> None:
-        """Start every broker and wait until each sees all of them alive; a cluster that does
-        not come up is stopped again (no broker processes left behind)."""
+        """Start every broker and wait until each sees all of them alive and names the same
+        controller; a cluster that does not come up is stopped again (no broker processes left
+        behind). Started side by side, brokers answer Metadata with no controller until they
+        learn who won the lease, and admin clients then time out "waiting for controller"."""
         try:
             for broker in self.brokers.values():
                 broker.spawn()  # side by side: the interpreters start in parallel
@@ -517,9 +519,10 @@ class Cluster:
                 lambda: (
                     all(len(v.brokers) == len(self.brokers) for v in self.views().values())
                     and len(self.views()) == len(self.brokers)
+                    and self.agreed_controller() is not None
                 ),
                 timeout,
-                lambda: f"{len(self.brokers)} live brokers\n{self.describe()}",
+                lambda: f"{len(self.brokers)} live brokers, one controller\n{self.describe()}",
             )
         except BaseException:
             self.stop_all()
