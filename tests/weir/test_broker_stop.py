@@ -1,0 +1,62 @@
+"""``Broker.stop`` is prompt and complete: a broker that served a consumer group stops well
+within one shutdown step, closes every log it opened and leaves no task running."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from tests.weir.inprocess import build_settings
+from weir.broker import SHUTDOWN_STEP_S, Broker
+from weir.group_coordinator import OFFSETS_TOPIC
+
+
+async def _serve_a_group(bootstrap: str) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait("stop-topic", b"x")
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(
+        "stop-topic", bootstrap_servers=bootstrap, group_id="g", auto_offset_reset="earliest"
+    )
+    await consumer.start()
+    try:
+        assert await consumer.getmany(timeout_ms=10_000)
+        await consumer.commit()
+    finally:
+        await consumer.stop()
+
+
+async def test_a_broker_that_served_a_group_stops_promptly_and_completely(
+    redis_server: str, cluster_id: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="weir")
+    settings = build_settings(
+        broker_id=1, data_dir=tmp_path / "data", redis_url=redis_server, cluster_id=cluster_id
+    )
+    before = asyncio.all_tasks()
+    broker = Broker(settings)
+    await broker.start()
+    await _serve_a_group("{}:{}".format(*broker.endpoint))
+    partitions = list(broker.replicas.partitions())
+    assert any(p.topic == OFFSETS_TOPIC for p in partitions)
+
+    started = time.monotonic()
+    await broker.stop()
+    elapsed = time.monotonic() - started
+
+    # Well under one step: no step waited for a loop that swallowed its cancellation.
+    assert elapsed < SHUTDOWN_STEP_S / 2, elapsed
+    assert not [r for r in caplog.records if r.getMessage().startswith("shutdown:")]
+    left = asyncio.all_tasks() - before - {asyncio.current_task()}
+    assert not left, sorted(t.get_name() for t in left)
+    # Every log opened is closed, the late ones too (the cache stopped before the logs).
+    assert all(p.log.closed for p in partitions)
+    assert not list(broker.replicas.partitions())
