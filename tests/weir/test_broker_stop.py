@@ -7,6 +7,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -60,3 +61,57 @@ async def test_a_broker_that_served_a_group_stops_promptly_and_completely(
     # Every log opened is closed, the late ones too (the cache stopped before the logs).
     assert all(p.log.closed for p in partitions)
     assert not list(broker.replicas.partitions())
+
+
+class _SwallowingRedis:
+    """The broker's Redis client, except that ``xread`` and the ACL version read hang until
+    cancelled and then return as if the reply had won the race (Python 3.11's ``wait_for``
+    inside redis-py): each cancel of the loop making them is swallowed."""
+
+    def __init__(self, redis: Any) -> None:
+        self._redis = redis
+        self.swallowed = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._redis, name)
+
+    async def _hang(self) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            self.swallowed += 1
+
+    async def xread(self, *args: Any, **kwargs: Any) -> None:
+        await self._hang()
+
+    async def get(self, key: Any) -> Any:
+        await self._hang()
+        return None
+
+
+async def test_loops_whose_redis_calls_swallow_the_cancel_still_stop(
+    redis_server: str, cluster_id: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="weir")
+    settings = build_settings(
+        broker_id=1, data_dir=tmp_path / "data", redis_url=redis_server, cluster_id=cluster_id
+    )
+    before = asyncio.all_tasks()
+    broker = Broker(settings)
+    await broker.start()
+    assert broker.commands is not None
+    swallowing = _SwallowingRedis(broker.redis)
+    broker.commands.redis = swallowing
+    broker.acls.store.redis = swallowing
+    # The command loop's current read (1 s block) ends; the next ones hang in the fake.
+    await asyncio.sleep(1.5)
+
+    started = time.monotonic()
+    await broker.stop()
+    elapsed = time.monotonic() - started
+
+    assert swallowing.swallowed >= 2  # both loops were cancelled inside the fake, and went on
+    assert elapsed < SHUTDOWN_STEP_S / 2, elapsed
+    assert not [r for r in caplog.records if r.getMessage().startswith("shutdown:")]
+    left = asyncio.all_tasks() - before - {asyncio.current_task()}
+    assert not left, sorted(t.get_name() for t in left)
