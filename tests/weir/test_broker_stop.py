@@ -17,6 +17,33 @@ from weir.broker import SHUTDOWN_STEP_S, Broker
 from weir.group_coordinator import OFFSETS_TOPIC
 
 
+@pytest.fixture
+async def broker(
+    redis_server: str, cluster_id: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> Broker:
+    """A started broker in the test's loop; the test stops it (that is what it checks)."""
+    caplog.set_level(logging.WARNING, logger="weir")
+    started = Broker(
+        build_settings(
+            broker_id=1, data_dir=tmp_path / "data", redis_url=redis_server, cluster_id=cluster_id
+        )
+    )
+    await started.start()
+    return started
+
+
+async def _stop_promptly_and_completely(broker: Broker, caplog: pytest.LogCaptureFixture) -> None:
+    """Stop ``broker``: well under one step (no step waited for a loop that swallowed its
+    cancellation), no step gave up, and no task of the broker's left running."""
+    started = time.monotonic()
+    await broker.stop()
+    elapsed = time.monotonic() - started
+    assert elapsed < SHUTDOWN_STEP_S / 2, elapsed
+    assert not [r for r in caplog.records if r.getMessage().startswith("shutdown:")]
+    left = asyncio.all_tasks() - {asyncio.current_task()}
+    assert not left, sorted(t.get_name() for t in left)
+
+
 async def _serve_a_group(bootstrap: str) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
@@ -36,28 +63,13 @@ async def _serve_a_group(bootstrap: str) -> None:
 
 
 async def test_a_broker_that_served_a_group_stops_promptly_and_completely(
-    redis_server: str, cluster_id: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    broker: Broker, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="weir")
-    settings = build_settings(
-        broker_id=1, data_dir=tmp_path / "data", redis_url=redis_server, cluster_id=cluster_id
-    )
-    before = asyncio.all_tasks()
-    broker = Broker(settings)
-    await broker.start()
     await _serve_a_group("{}:{}".format(*broker.endpoint))
     partitions = list(broker.replicas.partitions())
     assert any(p.topic == OFFSETS_TOPIC for p in partitions)
 
-    started = time.monotonic()
-    await broker.stop()
-    elapsed = time.monotonic() - started
-
-    # Well under one step: no step waited for a loop that swallowed its cancellation.
-    assert elapsed < SHUTDOWN_STEP_S / 2, elapsed
-    assert not [r for r in caplog.records if r.getMessage().startswith("shutdown:")]
-    left = asyncio.all_tasks() - before - {asyncio.current_task()}
-    assert not left, sorted(t.get_name() for t in left)
+    await _stop_promptly_and_completely(broker, caplog)
     # Every log opened is closed, the late ones too (the cache stopped before the logs).
     assert all(p.log.closed for p in partitions)
     assert not list(broker.replicas.partitions())
@@ -90,15 +102,8 @@ class _SwallowingRedis:
 
 
 async def test_loops_whose_redis_calls_swallow_the_cancel_still_stop(
-    redis_server: str, cluster_id: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    broker: Broker, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="weir")
-    settings = build_settings(
-        broker_id=1, data_dir=tmp_path / "data", redis_url=redis_server, cluster_id=cluster_id
-    )
-    before = asyncio.all_tasks()
-    broker = Broker(settings)
-    await broker.start()
     assert broker.commands is not None
     swallowing = _SwallowingRedis(broker.redis)
     broker.commands.redis = swallowing
@@ -106,12 +111,5 @@ async def test_loops_whose_redis_calls_swallow_the_cancel_still_stop(
     # The command loop's current read (1 s block) ends; the next ones hang in the fake.
     await asyncio.sleep(1.5)
 
-    started = time.monotonic()
-    await broker.stop()
-    elapsed = time.monotonic() - started
-
+    await _stop_promptly_and_completely(broker, caplog)
     assert swallowing.swallowed >= 2  # both loops were cancelled inside the fake, and went on
-    assert elapsed < SHUTDOWN_STEP_S / 2, elapsed
-    assert not [r for r in caplog.records if r.getMessage().startswith("shutdown:")]
-    left = asyncio.all_tasks() - before - {asyncio.current_task()}
-    assert not left, sorted(t.get_name() for t in left)
