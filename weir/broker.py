@@ -36,13 +36,16 @@ SASL listener and presenting the listener's keystore on a TLS one
 (``weir.security.client.inter_broker_security``). With an authorizer, that principal needs
 ClusterAction on the cluster (followers' Fetch, AlterPartition) or a place in super.users.
 
-Shutdown (SIGTERM): stop accepting, close logs (flush, producer snapshots, checkpoints),
-resign the controller lease and deregister.
+Shutdown (SIGTERM): stop accepting; stop every part that can open logs (the metadata cache
+and its listener too) and the background loops (``weir.loop_task``: ended for sure, not
+merely cancelled); then close the logs (flush, producer snapshots, checkpoints), resign the
+controller lease and deregister.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -63,6 +66,7 @@ from weir.group_admin import register_group_commands
 from weir.group_coordinator import GroupCoordinator
 from weir.handlers import registry
 from weir.housekeeping import Housekeeping
+from weir.loop_task import stop_tasks
 from weir.metadata.cache import MetadataCache
 from weir.metadata.image import ClusterImage, ListenerEndpoint
 from weir.metadata.registration import BrokerRegistration, live_brokers
@@ -273,6 +277,7 @@ class Broker:
             for spec in settings.extra_listeners
         }
         self._tasks: list[asyncio.Task[None]] = []
+        self.commands: CommandServer | None = None
 
     def _listener_server(self, spec: ListenerSpec) -> KafkaServer:
         """The server of one listener: its security protocol, TLS context (SSL, SASL_SSL)
@@ -334,7 +339,7 @@ class Broker:
         self._spawn(self.publisher.run(), "publish")
         # The command channel from the control plane: forced group rebalances, retention
         # and compaction (Celery).
-        commands = CommandServer(
+        self.commands = commands = CommandServer(
             self.redis,
             cluster_id=settings.cluster_id,
             broker_id=self.broker_id,
@@ -372,17 +377,26 @@ class Broker:
         await _bounded(self.server.stop(), "closing the listener")
         for extra, _ in self.extra_servers.values():
             await _bounded(extra.stop(), f"closing the {extra.name} listener")
+        # Everything that can open logs stops before the logs close: from here on a
+        # metadata update (e.g. __consumer_offsets just created) no longer reaches the
+        # replicas or the fetchers, and the cache itself stops before the logs close.
+        with contextlib.suppress(ValueError):  # a start that failed before adding it
+            self.metadata.remove_listener(self._on_metadata)
         await _bounded(self.controller.stop(), "stopping the controller")
         await _bounded(self.groups.stop(), "stopping the group coordinator")
         await _bounded(self.fetchers.stop(), "stopping the replica fetchers")
         await _bounded(self.acls.stop(), "stopping the ACL cache")
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=SHUTDOWN_STEP_S)
+        if self.commands is not None:
+            await _bounded(self.commands.stop(), "stopping the command server")
+        await _bounded(self.metadata.stop(), "stopping the metadata cache")
+        # The part loops, ended for sure (a cancel alone can be swallowed: weir.loop_task).
+        left = await stop_tasks(self._tasks, SHUTDOWN_STEP_S)
+        if left:
+            names = ", ".join(sorted(task.get_name() for task in left))
+            log.warning("shutdown: %s did not stop in %.0f s; going on", names, SHUTDOWN_STEP_S)
+        await _bounded(self.isr.stop(), "ending ISR proposals")
         self.replicas.close()
         await _bounded(self.channel.close(), "closing controller connections")
-        await _bounded(self.metadata.stop(), "stopping the metadata cache")
         await _bounded(self.lease.resign(), "resigning the controller lease")
         if self.registration is not None:
             await _bounded(self.registration.deregister(), "deregistering")

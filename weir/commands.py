@@ -42,6 +42,7 @@ import redis as syncredis
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from weir.loop_task import StopFlag, stop_tasks
 from weir.metadata.keys import KeyLayout
 
 __all__ = [
@@ -93,6 +94,8 @@ class CommandServer:
         self.stream = self.keys.broker_commands(broker_id)
         self._handlers: dict[str, Handler] = {}
         self._running: set[asyncio.Task[None]] = set()
+        self._flag = StopFlag()
+        self._serving: asyncio.Task[Any] | None = None
 
     def register(self, name: str, handler: Handler) -> None:
         """Serve ``name`` with ``handler`` (one handler a name)."""
@@ -101,10 +104,11 @@ class CommandServer:
         self._handlers[name] = handler
 
     async def serve(self) -> None:
-        """Read commands until cancelled; each runs in a task of its own."""
+        """Read commands until stopped or cancelled; each runs in a task of its own."""
+        self._serving = asyncio.current_task()
         last_id = await self._start_id()
         try:
-            while True:
+            while self._flag.running:
                 try:
                     reply: Any = await self.redis.xread(
                         {self.stream: last_id}, count=100, block=BLOCK_MS
@@ -125,6 +129,14 @@ class CommandServer:
                 task.cancel()
             if running:
                 await asyncio.wait(running, timeout=STOP_WAIT_S)
+
+    async def stop(self) -> None:
+        """End ``serve`` for sure (see weir.loop_task), then the commands still running."""
+        if self._serving is not None:
+            await stop_tasks([self._serving], STOP_WAIT_S, flag=self._flag)
+        else:
+            self._flag.stop()
+        await stop_tasks(list(self._running), STOP_WAIT_S)
 
     async def execute(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run one command; raises CommandError for anything refused."""

@@ -59,6 +59,7 @@ from weir.coordinator import (
 )
 from weir.coordinator.group import append_error_to_response_error
 from weir.log.errors import LogError
+from weir.loop_task import stop_tasks
 from weir.protocol.batch_builder import build_batch
 from weir.protocol.inflate import iter_records
 from weir.protocol.records import iter_batches, validate_batches
@@ -75,6 +76,8 @@ log = logging.getLogger("weir.coordinator")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 LOAD_CHUNK_BYTES = 4 * 1024 * 1024
+# How long stop() waits for the shards' tasks to end.
+STOP_TIMEOUT_S = 5.0
 
 
 class CoordinatorError(Exception):
@@ -253,15 +256,19 @@ class GroupCoordinator:
         log.info("unloaded %s-%d", OFFSETS_TOPIC, shard.index)
 
     async def stop(self) -> None:
+        """Unload every shard and end its tasks for sure (weir.loop_task); bounded."""
         shards = list(self.shards.values())
         tasks = [t for s in shards for t in s.tasks] + list(self._background)
+        if self._creating is not None:
+            tasks.append(self._creating)
         for shard in shards:
             self._unload(shard)
+        left = await stop_tasks(tasks, STOP_TIMEOUT_S)
+        if left:
+            log.warning("group coordinator: %d tasks did not stop", len(left))
         for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: a failure here was logged where it happened
 
     # lookups the handlers use --------------------------------------------------------------
     def shard_for(self, group_id: str) -> Shard:

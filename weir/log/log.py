@@ -155,6 +155,10 @@ class Log:
         self._retired: list[tuple[int, BinaryIO]] = []
         self._dir_dirty = False
         self._closed = False
+        # ``_sync_state()`` when every file of the active segment was last known fsynced
+        # (a clean open, a brand-new log, a flush); None: unknown. Lets close skip fsyncs
+        # of files that did not change since.
+        self._synced: tuple[int, ...] | None = None
 
     @classmethod
     def open(
@@ -167,6 +171,8 @@ class Log:
         log_start_offset: int = 0,
     ) -> Log:
         """Open (creating if missing) and recover the partition directory."""
+        # Both mean the files are on disk as they are (the loader removes the marker).
+        synced = not directory.exists() or (directory / CLEAN_SHUTDOWN_FILE).exists()
         directory.mkdir(parents=True, exist_ok=True)
         loaded = LogLoader(
             directory,
@@ -176,7 +182,7 @@ class Log:
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
         ).load()
-        return cls(
+        opened = cls(
             directory,
             config=config,
             time_ms=time_ms,
@@ -187,6 +193,9 @@ class Log:
             leader_epoch_cache=loaded.leader_epoch_cache,
             producer_state=loaded.producer_state,
         )
+        if synced:
+            opened._synced = opened._sync_state()
+        return opened
 
     def __repr__(self) -> str:
         return (
@@ -677,6 +686,7 @@ class Log:
             fsync_directory(self.directory)
             self._dir_dirty = False
         self.recovery_point = self.log_end_offset
+        self._synced = self._sync_state()
         # Keep the newest snapshot a crash would load, and every later one.
         snapshots = self.producer_state.snapshot_offsets()
         loadable = [s for s in snapshots if s <= self.recovery_point]
@@ -685,15 +695,23 @@ class Log:
 
     def close(self) -> None:
         """Flush, record the max timestamp and trim the indexes, snapshot the producer
-        state and mark the directory cleanly closed (the next open skips the CRC scan)."""
+        state and mark the directory cleanly closed (the next open skips the CRC scan).
+
+        Only what changed is fsynced (a stop closes every partition, most of them idle):
+        data above the recovery point, an active segment changed since it was last synced
+        (truncated, indexed), a producer state newer than its latest snapshot. The length
+        the index trim sets is not synced on its own, as in Kafka: an untrimmed index fails
+        the loader's sanity check and is rebuilt. The marker and the directory always are.
+        """
         if self._closed:
             return
         active = self.active_segment
         active.on_become_inactive()
-        active.flush()
-        self.flush()
-        self.producer_state.map_end_offset = self.log_end_offset
-        self.producer_state.take_snapshot()
+        if self.recovery_point < self.log_end_offset or self._dir_dirty:
+            self.flush()  # every segment from the recovery point: the active one too
+        elif self._synced != self._sync_state():
+            active.flush()
+        self._snapshot_producer_state()
         for segment in self._segments:
             segment.close()
         self._close_retired(everything=True)
@@ -701,6 +719,31 @@ class Log:
         marker.touch()
         fsync_directory(self.directory)
         self._closed = True
+
+    def _sync_state(self) -> tuple[int, ...]:
+        """What differs once the active segment's files change: its size and index
+        entries, the log end, which segment is active."""
+        active = self.active_segment
+        return (
+            self.log_end_offset,
+            active.base_offset,
+            active.size,
+            active.offset_index.entries,
+            active.time_index.entries,
+        )
+
+    def _snapshot_producer_state(self) -> None:
+        """Snapshot the producer state at the log end unless the disk already has it
+        (Kafka's rule: only a map offset past the last snapshot is worth one): a snapshot
+        at the log end, or an empty state over an empty log with none to load."""
+        state = self.producer_state
+        state.map_end_offset = self.log_end_offset
+        offsets = state.snapshot_offsets()
+        if offsets and offsets[-1] == self.log_end_offset:
+            return
+        if not offsets and not state.producers and self.size_bytes == 0:
+            return
+        state.take_snapshot()
 
     def close_handlers(self) -> None:
         """Close every file without flushing, trimming or snapshotting (Kafka's

@@ -24,7 +24,6 @@ the tail task. An exception in a listener is logged and does not stop the cache.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -33,6 +32,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from weir.loop_task import StopFlag, stop_tasks
 from weir.metadata.errors import MetadataUnavailableError
 from weir.metadata.image import ClusterImage, ControllerLease
 from weir.metadata.keys import KeyLayout
@@ -44,6 +44,9 @@ __all__ = ["Listener", "MetadataCache"]
 log = logging.getLogger("weir.metadata.cache")
 
 Listener = Callable[[ClusterImage], Awaitable[None] | None]
+
+# How long stop() waits for the loops to end.
+STOP_TIMEOUT_S = 5.0
 
 _REDIS_DOWN = (RedisError, OSError, MetadataUnavailableError)
 
@@ -85,7 +88,7 @@ class MetadataCache:
         self._resync = asyncio.Event()
         self._changed = asyncio.Event()
         self._lock = asyncio.Lock()
-        self._running = False
+        self._flag = StopFlag()
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -106,23 +109,18 @@ class MetadataCache:
         """
         self._install(await self.store.snapshot())
         self.connected = True
-        self._running = True
+        self._flag = StopFlag()
         self._tasks = [
             asyncio.create_task(self._tail_loop(), name="metadata-tail"),
             asyncio.create_task(self._liveness_loop(), name="metadata-liveness"),
         ]
 
     async def stop(self) -> None:
-        # The loops also check ``_running``: redis-py can swallow a cancellation that lands
-        # while a blocking read times out (Python 3.11 asyncio.timeout), so cancelling alone
-        # may leave a loop running.
-        self._running = False
+        """End both loops for sure: they check ``_flag`` and are cancelled until they end
+        (redis-py can swallow a cancellation, see weir.loop_task). A cancel interrupts the
+        blocking XREAD at once, so a stop does not wait for its ``block_ms``."""
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop_tasks(tasks, STOP_TIMEOUT_S, flag=self._flag)
 
     async def wait_for(
         self, predicate: Callable[[ClusterImage], bool], timeout: float
@@ -186,7 +184,7 @@ class MetadataCache:
 
     async def _tail_loop(self) -> None:
         backoff = 0.05
-        while self._running:
+        while self._flag.running:
             try:
                 if self._resync.is_set():
                     await self._resync_now()
@@ -245,7 +243,7 @@ class MetadataCache:
             await self._update(lambda image: image.apply(completed, stream_id=end_id))
 
     async def _liveness_loop(self) -> None:
-        while self._running:
+        while self._flag.running:
             await asyncio.sleep(self.poll_interval_s)
             try:
                 await self._poll_liveness()

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from weir.controller import IsrChangeRequest
+from weir.loop_task import stop_tasks
 
 if TYPE_CHECKING:
     from weir.config import BrokerConfig
@@ -44,6 +45,8 @@ log = logging.getLogger("weir.broker")
 # How long a proposal stays pending after the controller answered (see the docstring).
 REJECTED_RETRY_S = 0.5
 ACCEPTED_TIMEOUT_S = 5.0
+# How long stop() waits for the proposals in flight to end.
+STOP_TIMEOUT_S = 5.0
 
 
 class IsrManager:
@@ -67,6 +70,8 @@ class IsrManager:
         self._lease = lease
         self._controller = controller
         self._channel = channel
+        # AlterPartition proposals in flight (each waits for its answer, then a while).
+        self._sends: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         """Propose ISR shrinks for laggards, like Kafka's isr-expiration task."""
@@ -100,7 +105,13 @@ class IsrManager:
     def _propose(self, partition: Partition, new_isr: frozenset[int]) -> None:
         partition.isr_change_pending = True
         ordered = tuple(r for r in partition.replicas if r in new_isr)
-        asyncio.get_running_loop().create_task(self._send(partition, ordered))
+        task = asyncio.get_running_loop().create_task(self._send(partition, ordered))
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
+
+    async def stop(self) -> None:
+        """End the proposals in flight (shutdown); ``run`` is its owner's task to stop."""
+        await stop_tasks(list(self._sends), STOP_TIMEOUT_S)
 
     async def _send(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
         """AlterPartition to the controller (or straight to it when we are the controller)."""

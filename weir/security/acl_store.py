@@ -28,6 +28,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from weir.config import BrokerConfig, InvalidConfigError
+from weir.loop_task import StopFlag, stop_tasks
 from weir.metadata.keys import KeyLayout
 from weir.security.acl import (
     AclBinding,
@@ -38,6 +39,9 @@ from weir.security.acl import (
 )
 
 __all__ = ["AUTHORIZER_CLASSES", "AclCache", "AclStore", "build_authorizer"]
+
+# How long stop() waits for the poll loop to end.
+STOP_TIMEOUT_S = 5.0
 
 # ``authorizer.class.name`` values that turn on Weir's ACL authorizer (Kafka's two).
 AUTHORIZER_CLASSES = frozenset(
@@ -135,6 +139,7 @@ class AclCache:
         self.version: int | None = None
         self._store: AclStore | None = None
         self._task: asyncio.Task[None] | None = None
+        self._flag = StopFlag()
 
     @property
     def store(self) -> AclStore:
@@ -146,13 +151,14 @@ class AclCache:
         self._store = AclStore(redis, cluster_id=self.cluster_id)
         with contextlib.suppress(RedisError, OSError):
             await self.reload()
+        self._flag = StopFlag()
         self._task = asyncio.create_task(self._poll(), name="acl-cache")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """End the poll loop for sure (a cancel alone may be swallowed: weir.loop_task)."""
+        task, self._task = self._task, None
+        if task is not None:
+            await stop_tasks([task], STOP_TIMEOUT_S, flag=self._flag)
 
     async def reload(self) -> None:
         version, bindings = await self.store.load()
@@ -160,7 +166,7 @@ class AclCache:
         self.version = version
 
     async def _poll(self) -> None:
-        while True:
+        while self._flag.running:
             await asyncio.sleep(self.poll_interval_s)
             try:
                 if await self.store.version() != self.version:
