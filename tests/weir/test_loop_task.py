@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
-
-import pytest
 
 from weir.loop_task import StopFlag, stop_tasks
 
@@ -25,13 +22,10 @@ async def _reply_racing_a_cancel(task_of: list[asyncio.Task[None]]) -> int:
     return await asyncio.wait_for(reply, timeout=5)
 
 
-# Python 3.12's wait_for (asyncio.timeout) no longer loses the race.
-swallowing_wait_for = pytest.mark.skipif(
-    sys.version_info >= (3, 12), reason="wait_for no longer swallows"
-)
+# Weir runs on Python 3.11 (the Makefile's PYTHON), whose wait_for loses this race; 3.12's
+# (asyncio.timeout) no longer does, and these tests would then need rewriting, not skipping.
 
 
-@swallowing_wait_for
 async def test_wait_for_swallows_a_cancellation_on_3_11() -> None:
     """The reason for the module: one cancel does not end such a loop."""
     rounds = 0
@@ -48,7 +42,6 @@ async def test_wait_for_swallows_a_cancellation_on_3_11() -> None:
     assert rounds == 3  # cancelled three times, never ended by it
 
 
-@swallowing_wait_for
 async def test_a_loop_whose_call_swallowed_the_cancel_still_ends() -> None:
     """Cancelled while its call swallows the cancel, it goes on to its sleep: the next
     cancel ends it there."""
