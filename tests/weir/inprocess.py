@@ -42,13 +42,12 @@ tasks, logs and Redis client; :meth:`BrokerThread.close` shuts the thread's defa
 outlives the fixture. The in-process broker installs no signal handlers and does not
 configure logging (``runbroker.run`` does both for a process).
 
-Two things a process leaves to its exit are cleaned up here, both reported on issue 15:
-``Broker.stop`` closes the logs before it stops the metadata cache (a late metadata update
-opens logs nobody closes: closed again after the stop), and on Python 3.11 a cancelled task
-can go on running when ``asyncio.wait_for`` (inside every redis-py command) swallows its
-cancellation (``Broker.stop`` then waits 5 s and goes on; the task reconnects to Redis). To
-find such tasks the loop gets a task factory that records which broker's context created
-each task; after a stop they are cancelled until gone and the Redis client is closed again.
+As a safety net for what a process would leave to its exit, the harness closes the logs
+again after a stop, and the loop gets a task factory that records which broker's context
+created each task: after a stop any such task left is cancelled until gone and the Redis
+client is closed again. Since ``Broker.stop`` detaches its metadata listener before closing
+the logs and ends its loops with ``weir.loop_task`` (issue 15), nothing should be left;
+``tests/weir/test_broker_stop.py`` proves that for the broker itself.
 
 Its log, the file a process would write, is kept anyway (``log_path``, ``log_text()``): the
 broker starts inside a context that carries a marker of its own (a ``ContextVar``), every
