@@ -46,10 +46,18 @@ class Access:
         """May the connection's principal do ``op`` on the cluster resource?"""
         return self.authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
 
+    def on_topic(self, ctx: ConnectionContext, op: AclOperation, name: str) -> bool:
+        """May the connection's principal do ``op`` on the topic ``name``?"""
+        return self.authorize(ctx, op, ResourceType.TOPIC, name)
+
+    def on_group(self, ctx: ConnectionContext, op: AclOperation, group_id: str) -> bool:
+        """May the connection's principal do ``op`` on the consumer group ``group_id``?"""
+        return self.authorize(ctx, op, ResourceType.GROUP, group_id)
+
     def may_create_topic(self, ctx: ConnectionContext, name: str) -> bool:
         """Creating a topic needs Create on the cluster or on the topic (Kafka's rule)."""
-        return self.on_cluster(ctx, AclOperation.CREATE) or self.authorize(
-            ctx, AclOperation.CREATE, ResourceType.TOPIC, name
+        return self.on_cluster(ctx, AclOperation.CREATE) or self.on_topic(
+            ctx, AclOperation.CREATE, name
         )
 
     def operations_field(

@@ -3,8 +3,9 @@
 kio generates one dataclass per message version, and fields come and go between versions.
 Handlers pass every field any version may want; ``make`` keeps the ones this version's class
 has. Nested classes are found by name in the response class's module. ``respond`` builds the
-response to a request (its API key and version pick the class) and says "no throttle": Weir
-never throttles clients, and that is said here once. ``per_partition`` is
+response to a request (its API key and version pick the class) and says "no throttle" (Weir
+never throttles clients) and "no request-level error" unless the handler gives one, so each is
+said here once. ``per_partition`` is
 the shape every topic/partition request answers in: one result per requested partition,
 grouped by topic as asked, and a topic the principal may not touch denied as a whole.
 ``by_topic`` groups partition results that come as a flat list.
@@ -20,6 +21,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
 
 if TYPE_CHECKING:
     from weir.protocol.codec import Request
@@ -83,9 +85,14 @@ def types_of(request: Request) -> _Types:
 
 
 def respond(request: Request, /, **fields: Any) -> Any:
-    """The response to ``request`` with ``fields`` (those its version has), never throttled."""
+    """The response to ``request`` with ``fields`` (those its version has), never throttled.
+
+    A response with a request-level ``error_code`` and ``error_message`` answers NONE and no
+    message unless ``fields`` say otherwise (per-partition errors are the handler's to give).
+    """
+    values = {"error_code": ErrorCode.none, "error_message": None, **fields}
     return make(
-        response_class(request.api_key, request.api_version), throttle_time=NO_THROTTLE, **fields
+        response_class(request.api_key, request.api_version), throttle_time=NO_THROTTLE, **values
     )
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from weir.group_coordinator import CoordinatorError
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 
 if TYPE_CHECKING:
     from weir.coordinator import Group
@@ -29,7 +29,7 @@ def group_shard(
 ) -> Shard | ErrorCode:
     """The shard that holds ``group_id``, if the principal may ``op`` on the group and this
     broker coordinates it; else the error the group answers."""
-    if not access.authorize(ctx, op, ResourceType.GROUP, group_id):
+    if not access.on_group(ctx, op, group_id):
         return ErrorCode.group_authorization_failed
     try:
         return groups.shard_for(group_id)

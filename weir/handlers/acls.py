@@ -152,8 +152,6 @@ async def handle_describe(
         )
     return respond(
         request,
-        error_code=ErrorCode.none,
-        error_message=None,
         resources=tuple(resources),
     )
 

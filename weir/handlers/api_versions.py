@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.server import ConnectionContext
@@ -25,7 +23,6 @@ async def handle(
     types = types_of(request)
     return respond(
         request,
-        error_code=ErrorCode.none,
         api_keys=tuple(
             make(types.ApiVersion, api_key=key, min_version=low, max_version=high)
             for key, (low, high) in sorted(supported_versions.items())

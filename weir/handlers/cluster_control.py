@@ -83,7 +83,6 @@ async def handle_alter_partition(
         topics.append(make(types.TopicData, topic_id=topic.topic_id, partitions=tuple(results)))
     return respond(
         request,
-        error_code=ErrorCode.none,
         topics=tuple(topics),
     )
 
@@ -116,7 +115,6 @@ async def handle_elect_leaders(
         results = {k: v for k, v in results.items() if v is ErrorCode.none}
     return respond(
         request,
-        error_code=ErrorCode.none,
         replica_election_results=by_topic(
             (
                 (

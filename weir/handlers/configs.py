@@ -18,7 +18,7 @@ from weir.handlers._build import (
     types_of,
 )
 from weir.protocol.codec import Request
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ _DENIED = "not authorized"
 def _may(access: Access, ctx: ConnectionContext, op: AclOperation, resource: Any) -> bool:
     """Kafka: ``op`` on the topic for topic configs, on the cluster for broker configs."""
     if resource.resource_type == _TOPIC_CONFIG:
-        return access.authorize(ctx, op, ResourceType.TOPIC, resource.resource_name)
+        return access.on_topic(ctx, op, resource.resource_name)
     return access.on_cluster(ctx, op)
 
 

@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import per_partition, respond, types_of
 from weir.protocol.codec import Request
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ async def handle(
         request.body.topics,
         topic_cls=types.DeleteRecordsTopicResult,
         partition_cls=types.DeleteRecordsPartitionResult,
-        allowed=lambda name: access.authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name),
+        allowed=lambda name: access.on_topic(ctx, AclOperation.DELETE, name),
         answer=lambda name, p: _delete(leaders, name, p.partition_index, p.offset),
         denied=_DENIED,
     )

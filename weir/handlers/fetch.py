@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 from weir.handlers._build import by_topic, make, respond, types_of
 from weir.log.errors import OffsetOutOfRangeError
 from weir.protocol.codec import RecordsRegion, Request
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -114,10 +114,7 @@ def _authorized(
         ok = access.on_cluster(ctx, AclOperation.CLUSTER_ACTION)
         allowed = {topic: ok for topic, _ in wanted}
     else:
-        allowed = {
-            topic: access.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic)
-            for topic, _ in wanted
-        }
+        allowed = {topic: access.on_topic(ctx, AclOperation.READ, topic) for topic, _ in wanted}
     denied = [
         _PartitionRead(topic, p.partition, ErrorCode.topic_authorization_failed, -1, -1, _EMPTY, 0)
         for topic, p in wanted
@@ -270,7 +267,6 @@ def _response(request: Request, reads: list[_PartitionRead]) -> Any:
     types = types_of(request)
     return respond(
         request,
-        error_code=ErrorCode.none,
         session_id=0,
         responses=by_topic(
             (

@@ -52,11 +52,6 @@ def _ms(value: timedelta | int | None) -> int:
     return int(value)
 
 
-def _may(access: Access, ctx: ConnectionContext, op: AclOperation, group_id: str) -> bool:
-    """``op`` on the group (Kafka: Read for membership and offsets, Describe to look it up)."""
-    return access.authorize(ctx, op, ResourceType.GROUP, group_id)
-
-
 def _client_host(ctx: ConnectionContext) -> str:
     return f"/{ctx.peer_host}"  # Kafka shows the client address with a leading slash
 
@@ -111,7 +106,7 @@ async def _find(
     key_type: int,
     key: str,
 ) -> tuple[ErrorCode, str | None, int, str, int]:
-    if key_type == _GROUP_KEY_TYPE and not _may(access, ctx, AclOperation.DESCRIBE, key):
+    if key_type == _GROUP_KEY_TYPE and not access.on_group(ctx, AclOperation.DESCRIBE, key):
         return ErrorCode.group_authorization_failed, None, -1, "", -1
     if key_type != _GROUP_KEY_TYPE:
         return (
@@ -413,7 +408,7 @@ async def handle_list_groups(
         state = group.state.value
         if state == "Dead" or (wanted and state.lower() not in wanted):
             continue
-        if not everything and not _may(access, ctx, AclOperation.DESCRIBE, group.group_id):
+        if not everything and not access.on_group(ctx, AclOperation.DESCRIBE, group.group_id):
             continue
         listed.append(
             make(

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import respond
 from weir.protocol.codec import Request
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -33,10 +33,7 @@ def _may_write_idempotently(metadata: MetadataView, access: Access, ctx: Connect
     topics that exist, where Kafka asks whether any Write ACL could match)."""
     if access.on_cluster(ctx, AclOperation.IDEMPOTENT_WRITE):
         return True
-    return any(
-        access.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, name)
-        for name in metadata.topic_views()
-    )
+    return any(access.on_topic(ctx, AclOperation.WRITE, name) for name in metadata.topic_views())
 
 
 async def handle(

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import per_partition, respond, types_of
 from weir.protocol.codec import Request
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ async def handle(
         request.body.topics,
         topic_cls=types.ListOffsetsTopicResponse,
         partition_cls=types.ListOffsetsPartitionResponse,
-        allowed=lambda name: access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name),
+        allowed=lambda name: access.on_topic(ctx, AclOperation.DESCRIBE, name),
         answer=lambda name, p: _result(*_lookup(leaders, name, p)),
         denied=_result(ErrorCode.topic_authorization_failed),
     )

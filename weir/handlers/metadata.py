@@ -60,7 +60,7 @@ async def handle_metadata(
 
     if requested is None:
         for view in sorted(metadata.topic_views().values(), key=lambda v: v.name):
-            if access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name):
+            if access.on_topic(ctx, AclOperation.DESCRIBE, view.name):
                 topics.append(topic_entry(view))
     else:
         allow_auto = getattr(body, "allow_auto_topic_creation", True)
@@ -76,15 +76,13 @@ async def handle_metadata(
                     continue
             else:
                 view = metadata.topic_views().get(name)
-            if view is not None and not access.authorize(
-                ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, view.name
-            ):
+            if view is not None and not access.on_topic(ctx, AclOperation.DESCRIBE, view.name):
                 denied = ErrorCode.topic_authorization_failed
                 topics.append(_missing(types, name, _NULL_UUID, denied))
                 continue
             if view is None and name is not None:
                 error = ErrorCode.unknown_topic_or_partition
-                if not access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                if not access.on_topic(ctx, AclOperation.DESCRIBE, name):
                     error = ErrorCode.topic_authorization_failed
                 elif allow_auto and metadata.auto_create_topics:
                     if not access.may_create_topic(ctx, name):
@@ -178,8 +176,6 @@ async def handle_describe_cluster(
     types = types_of(request)
     return respond(
         request,
-        error_code=ErrorCode.none,
-        error_message=None,
         endpoint_type=1,  # brokers
         **_cluster(
             metadata,

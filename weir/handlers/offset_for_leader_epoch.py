@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import per_partition, respond, types_of
 from weir.protocol.codec import Request
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -35,11 +35,7 @@ async def handle(
         topic_cls=types.OffsetForLeaderTopicResult,
         partition_cls=types.EpochEndOffset,
         allowed=lambda name: (
-            cluster_ok
-            or (
-                not replica
-                and access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
-            )
+            cluster_ok or (not replica and access.on_topic(ctx, AclOperation.DESCRIBE, name))
         ),
         answer=lambda name, p: _lookup(
             leaders, name, p.partition, p.current_leader_epoch, p.leader_epoch

@@ -16,7 +16,7 @@ from weir.coordinator import PartitionCommit
 from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import by_topic, make, respond, types_of
 from weir.handlers._group import group_shard
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 
 if TYPE_CHECKING:
     from weir.group_coordinator import GroupCoordinator
@@ -46,13 +46,13 @@ async def handle_offset_commit(
     errors: dict[tuple[str, int], ErrorCode] = {}
     commits: list[PartitionCommit] = []
     views = metadata.topic_views()
-    group_ok = access.authorize(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id)
+    group_ok = access.on_group(ctx, AclOperation.READ, body.group_id)
     for topic, p in requested:
         view = views.get(topic)
         if not group_ok:
             errors[(topic, p.partition_index)] = ErrorCode.group_authorization_failed
             continue
-        if not access.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic):
+        if not access.on_topic(ctx, AclOperation.READ, topic):
             errors[(topic, p.partition_index)] = ErrorCode.topic_authorization_failed
             continue
         if view is None or p.partition_index >= len(view.partitions):
@@ -212,7 +212,7 @@ def _describable(
     and answer TOPIC_AUTHORIZATION_FAILED when named."""
     kept = []
     for row in rows:
-        if access.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, row[0]):
+        if access.on_topic(ctx, AclOperation.DESCRIBE, row[0]):
             kept.append(row)
         elif not listing_all:
             kept.append((row[0], row[1], -1, -1, "", ErrorCode.topic_authorization_failed))

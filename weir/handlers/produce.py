@@ -24,7 +24,7 @@ from weir.log.errors import LogError
 from weir.protocol.codec import Request
 from weir.protocol.records import CorruptBatchError, validate_batches
 from weir.purgatory import await_commit
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 from weir.topic_names import INTERNAL_TOPICS
 
@@ -56,7 +56,7 @@ async def handle(
     waits: list[tuple[list[Any], Partition, int, int]] = []
     for topic_data in body.topic_data:
         rows = []
-        allowed = access.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic_data.name)
+        allowed = access.on_topic(ctx, AclOperation.WRITE, topic_data.name)
         for partition_data in topic_data.partition_data:
             if not allowed:
                 denied = ErrorCode.topic_authorization_failed

@@ -50,8 +50,6 @@ async def handle_alter(
     results = await controller.alter_reassignments(epoch, requests)
     return respond(
         request,
-        error_code=ErrorCode.none,
-        error_message=None,
         responses=tuple(
             make(
                 types.ReassignableTopicResponse,
@@ -80,7 +78,6 @@ async def handle_list(
         return respond(
             request,
             error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
             topics=(),
         )
     image = metadata.image
@@ -112,8 +109,6 @@ async def handle_list(
             )
     return respond(
         request,
-        error_code=ErrorCode.none,
-        error_message=None,
         topics=tuple(topics),
     )
 

@@ -96,8 +96,6 @@ async def handle_describe(
         )
     return respond(
         request,
-        error_code=ErrorCode.none,
-        error_message=None,
         results=tuple(results),
     )
 

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from weir import topic_admin
 from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
-from weir.security.acl import AclOperation, ResourceType
+from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def _may(
         name = view.name if view is not None else None
     if name is None:
         return access.on_cluster(ctx, op)
-    return access.authorize(ctx, op, ResourceType.TOPIC, name)
+    return access.on_topic(ctx, op, name)
 
 
 async def _forward(
@@ -204,8 +204,7 @@ async def handle_create_partitions(
     admin: TopicAdmin,
 ) -> Any:
     allowed = {
-        t.name: access.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name)
-        for t in request.body.topics
+        t.name: access.on_topic(ctx, AclOperation.ALTER, t.name) for t in request.body.topics
     }
     forwarded = await _forward(admin, channel, request, all(allowed.values()))
     if forwarded is not None:
