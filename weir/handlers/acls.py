@@ -16,9 +16,10 @@ needs Describe and CreateAcls/DeleteAcls need Alter on the Cluster resource
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from itertools import groupby
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
@@ -38,6 +39,7 @@ from weir.security.acl import (
     validate_binding,
     validate_filter,
 )
+from weir.security.acl_store import AclStore
 from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
@@ -57,52 +59,59 @@ _DENIED = "Cluster authorization failed: the principal may not {what} ACLs"
 _REDIS_DOWN = "ACL storage is unavailable: {exc}"
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+
+# The request fields a binding is read from: CreateAcls names them plainly, DescribeAcls and
+# DeleteAcls filters add "_filter" (and name the pattern type differently).
+_BINDING_FIELDS = ("resource_type", "resource_name", "resource_pattern_type", "principal", "host")
+_FILTER_FIELDS = (
+    "resource_type_filter",
+    "resource_name_filter",
+    "pattern_type_filter",
+    "principal_filter",
+    "host_filter",
+)
+
+
+def _parse(cls: type[T], raw: Any, names: tuple[str, ...]) -> T:
+    """An ``AclBinding`` or ``AclBindingFilter`` from a request entry whose resource,
+    pattern, principal and host fields are ``names``."""
+    rtype, name, ptype, principal, host = (getattr(raw, n) for n in names)
+    return cls(
+        resource_type=resource_type(rtype),
+        resource_name=name,
+        pattern_type=pattern_type(ptype),
+        principal=principal,
+        host=host,
+        operation=operation(raw.operation),
+        permission=permission(raw.permission_type),
+    )
 
 
 def _filter(raw: Any) -> AclBindingFilter:
-    return AclBindingFilter(
-        resource_type=resource_type(raw.resource_type_filter),
-        resource_name=raw.resource_name_filter,
-        pattern_type=pattern_type(raw.pattern_type_filter),
-        principal=raw.principal_filter,
-        host=raw.host_filter,
-        operation=operation(raw.operation),
-        permission=permission(raw.permission_type),
-    )
+    return _parse(AclBindingFilter, raw, _FILTER_FIELDS)
 
 
 def _binding(raw: Any) -> AclBinding:
-    return AclBinding(
-        resource_type=resource_type(raw.resource_type),
-        resource_name=raw.resource_name,
-        pattern_type=pattern_type(raw.resource_pattern_type),
-        principal=raw.principal,
-        host=raw.host,
-        operation=operation(raw.operation),
-        permission=permission(raw.permission_type),
-    )
+    return _parse(AclBinding, raw, _BINDING_FIELDS)
+
+
+def _described(binding: AclBinding) -> dict[str, Any]:
+    """A binding as DescribeAcls and DeleteAcls answer it; ``make`` keeps the fields an entity
+    has (a described resource its resource fields, an ACL description the rest)."""
+    return {
+        "resource_type": i8(binding.resource_type),
+        "resource_name": binding.resource_name,
+        "pattern_type": i8(binding.pattern_type),
+        "principal": binding.principal,
+        "host": binding.host,
+        "operation": i8(binding.operation),
+        "permission_type": i8(binding.permission),
+    }
 
 
 _Outcome = tuple[ErrorCode, str | None]
-
-
-def _vetted(
-    items: list[T], validate: Callable[[T], None], *, allowed: bool, what: str
-) -> list[_Outcome]:
-    """Per item of a CreateAcls or DeleteAcls request: denied as a whole without Alter on the
-    cluster, else INVALID_REQUEST where ``validate`` rejects it, else no error (yet)."""
-    outcomes: list[_Outcome] = []
-    for item in items:
-        if not allowed:
-            outcomes.append((ErrorCode.cluster_authorization_failed, _DENIED.format(what=what)))
-            continue
-        try:
-            validate(item)
-        except InvalidAclError as exc:
-            outcomes.append((ErrorCode.invalid_request, str(exc)))
-            continue
-        outcomes.append((ErrorCode.none, None))
-    return outcomes
 
 
 def _storage_failed(outcomes: list[_Outcome], exc: Exception, *, api: str) -> list[_Outcome]:
@@ -129,47 +138,73 @@ async def handle_describe(
         return fail(ErrorCode.invalid_request, str(exc))
     matched = acls.index.select(flt)
     resources = []
-    for (rtype, name, ptype), group in groupby(
+    for _, group in groupby(
         matched, key=lambda b: (b.resource_type, b.resource_name, b.pattern_type)
     ):
+        bindings = list(group)
         resources.append(
             make(
                 types.DescribeAclsResource,
-                resource_type=i8(rtype),
-                resource_name=name,
-                pattern_type=i8(ptype),
-                acls=tuple(
-                    make(
-                        types.AclDescription,
-                        principal=b.principal,
-                        host=b.host,
-                        operation=i8(b.operation),
-                        permission_type=i8(b.permission),
-                    )
-                    for b in group
-                ),
+                **_described(bindings[0]),
+                acls=tuple(make(types.AclDescription, **_described(b)) for b in bindings),
             )
         )
-    return respond(
-        request,
-        resources=tuple(resources),
-    )
+    return respond(request, resources=tuple(resources))
+
+
+@dataclass(frozen=True, slots=True)
+class _Change(Generic[T, R]):
+    """What CreateAcls and DeleteAcls differ in: each request item is parsed, validated, and
+    the valid ones applied to the store together."""
+
+    api: str
+    what: str  # for the denial message
+    parse: Callable[[Any], T]
+    validate: Callable[[T], None]
+    apply: Callable[[AclStore, list[T]], Awaitable[R]]
+
+
+_CREATE = _Change("CreateAcls", "create", _binding, validate_binding, AclStore.add)
+_DELETE = _Change("DeleteAcls", "delete", _filter, validate_filter, AclStore.delete_matching)
+
+
+async def _changed(
+    change: _Change[T, R], ctx: ConnectionContext, access: Access, acls: AclCache, raw: Any
+) -> tuple[list[_Outcome], R | None]:
+    """Per item: denied as a whole without Alter on the cluster, else INVALID_REQUEST where
+    validation rejects it; the valid items are applied and this broker's cache reloaded,
+    and a storage failure fails them. (Per item outcome, and what applying returned, or None
+    when it did not run.)"""
+    items = [change.parse(entry) for entry in raw]
+    if not access.on_cluster(ctx, AclOperation.ALTER):
+        denied = (ErrorCode.cluster_authorization_failed, _DENIED.format(what=change.what))
+        return [denied for _ in items], None
+    outcomes: list[_Outcome] = []
+    for item in items:
+        try:
+            change.validate(item)
+        except InvalidAclError as exc:
+            outcomes.append((ErrorCode.invalid_request, str(exc)))
+        else:
+            outcomes.append((ErrorCode.none, None))
+    valid = [
+        item for item, (code, _) in zip(items, outcomes, strict=True) if code == ErrorCode.none
+    ]
+    if not valid:
+        return outcomes, None
+    try:
+        applied = await change.apply(acls.store, valid)
+        await acls.reload()
+    except (RedisError, OSError) as exc:
+        return _storage_failed(outcomes, exc, api=change.api), None
+    return outcomes, applied
 
 
 async def handle_create(
     ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
     types = types_of(request)
-    bindings = [_binding(raw) for raw in request.body.creations]
-    allowed = access.on_cluster(ctx, AclOperation.ALTER)
-    outcomes = _vetted(bindings, validate_binding, allowed=allowed, what="create")
-    valid = [b for b, (code, _) in zip(bindings, outcomes, strict=True) if code == ErrorCode.none]
-    if valid:
-        try:
-            await acls.store.add(valid)
-            await acls.reload()
-        except (RedisError, OSError) as exc:
-            outcomes = _storage_failed(outcomes, exc, api="CreateAcls")
+    outcomes, _ = await _changed(_CREATE, ctx, access, acls, request.body.creations)
     return respond(
         request,
         results=tuple(
@@ -183,22 +218,13 @@ async def handle_delete(
     ctx: ConnectionContext, request: Request, *, access: Access, acls: AclCache
 ) -> Any:
     types = types_of(request)
-    filters = [_filter(raw) for raw in request.body.filters]
-    allowed = access.on_cluster(ctx, AclOperation.ALTER)
-    errors = _vetted(filters, validate_filter, allowed=allowed, what="delete")
-    runnable = [i for i, (code, _) in enumerate(errors) if code == ErrorCode.none]
-    matches: dict[int, list[AclBinding]] = {}
-    if runnable:
-        try:
-            found = await acls.store.delete_matching([filters[i] for i in runnable])
-            matches = dict(zip(runnable, found, strict=True))
-            await acls.reload()
-        except (RedisError, OSError) as exc:
-            errors = _storage_failed(errors, exc, api="DeleteAcls")
-            matches = {}
-    results = []
-    for i, (code, message) in enumerate(errors):
-        results.append(
+    outcomes, deleted = await _changed(_DELETE, ctx, access, acls, request.body.filters)
+    # The bindings each filter deleted, in the order of the filters that ran (those with
+    # no error): one list per such filter.
+    per_filter = iter(deleted or ())
+    return respond(
+        request,
+        filter_results=tuple(
             make(
                 types.DeleteAclsFilterResult,
                 error_code=code,
@@ -208,19 +234,14 @@ async def handle_delete(
                         types.DeleteAclsMatchingAcl,
                         error_code=ErrorCode.none,
                         error_message=None,
-                        resource_type=i8(b.resource_type),
-                        resource_name=b.resource_name,
-                        pattern_type=i8(b.pattern_type),
-                        principal=b.principal,
-                        host=b.host,
-                        operation=i8(b.operation),
-                        permission_type=i8(b.permission),
+                        **_described(b),
                     )
-                    for b in matches.get(i, ())
+                    for b in (next(per_filter) if code == ErrorCode.none else ())
                 ),
             )
-        )
-    return respond(request, filter_results=tuple(results))
+            for code, message in outcomes
+        ),
+    )
 
 
 # API key -> (supported versions, handler), for weir.handlers.registry.

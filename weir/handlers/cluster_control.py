@@ -44,11 +44,7 @@ async def handle_alter_partition(
     types = types_of(request)
     error, epoch = controller_epoch(ctx, access, controller, AclOperation.CLUSTER_ACTION)
     if epoch is None:
-        return respond(
-            request,
-            error_code=error,
-            topics=(),
-        )
+        return respond(request, error_code=error, topics=())
     topics = []
     for topic in body.topics:
         view = metadata.topic_view_by_id(topic.topic_id)
@@ -81,10 +77,7 @@ async def handle_alter_partition(
                 )
             )
         topics.append(make(types.TopicData, topic_id=topic.topic_id, partitions=tuple(results)))
-    return respond(
-        request,
-        topics=tuple(topics),
-    )
+    return respond(request, topics=tuple(topics))
 
 
 async def handle_elect_leaders(

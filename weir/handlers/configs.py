@@ -7,16 +7,13 @@ work is in ``weir.topic_admin``; this module only maps requests and responses.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from weir import topic_admin
-from weir.handlers._build import (
-    make,
-    respond,
-    types_of,
-)
+from weir.handlers._build import make, respond, types_of
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -50,59 +47,95 @@ def _denied(resource: Any) -> ErrorCode:
     return ErrorCode.cluster_authorization_failed
 
 
-async def handle_describe(
-    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
+def config_entries(
+    types: Any, entry_cls: type, entries: Iterable[Any], *, synonyms: bool, docs: bool
+) -> tuple[Any, ...]:
+    """Config entries (``topic_admin``'s) as DescribeConfigs and CreateTopics answer them, as
+    ``entry_cls`` entries; ``make`` keeps the fields the entry has (CreateTopics has neither
+    synonyms nor documentation)."""
+    return tuple(
+        make(
+            entry_cls,
+            name=entry.name,
+            value=entry.value,
+            read_only=entry.read_only,
+            config_source=entry.source,
+            is_sensitive=entry.sensitive,
+            synonyms=tuple(
+                make(types.DescribeConfigsSynonym, name=s.name, value=s.value, source=s.source)
+                for s in entry.synonyms
+            )
+            if synonyms
+            else (),
+            config_type=entry.config_type,
+            documentation=entry.documentation if docs else None,
+        )
+        for entry in entries
+    )
+
+
+async def _answer(
+    ctx: ConnectionContext,
+    request: Request,
+    access: Access,
+    op: AclOperation,
+    act: Callable[[Any], Awaitable[topic_admin.ConfigsOutcome]],
+    *,
+    field: str,
+    result: str,
+    synonyms: bool = False,
+    docs: bool = False,
 ) -> Any:
-    body = request.body
+    """Per requested resource, a ``result`` entry of the response's ``field``: denied without
+    ``op`` on it, else the outcome of ``act`` (the configs when it describes them)."""
     types = types_of(request)
-    include_synonyms = getattr(body, "include_synonyms", False)
-    include_docs = getattr(body, "include_documentation", False)
     results = []
-    for resource in body.resources:
-        if not _may(access, ctx, AclOperation.DESCRIBE_CONFIGS, resource):
+    for resource in request.body.resources:
+        if not _may(access, ctx, op, resource):
             outcome = topic_admin.ConfigsOutcome(_denied(resource), _DENIED)
         else:
-            outcome = admin.describe_configs(
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-                keys=list(resource.configuration_keys)
-                if resource.configuration_keys is not None
-                else None,
-            )
+            outcome = await act(resource)
         results.append(
             make(
-                types.DescribeConfigsResult,
+                getattr(types, result),
                 error_code=outcome.error,
                 error_message=outcome.message,
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
-                configs=tuple(
-                    make(
-                        types.DescribeConfigsResourceResult,
-                        name=entry.name,
-                        value=entry.value,
-                        read_only=entry.read_only,
-                        config_source=entry.source,
-                        is_sensitive=entry.sensitive,
-                        synonyms=tuple(
-                            make(
-                                types.DescribeConfigsSynonym,
-                                name=s.name,
-                                value=s.value,
-                                source=s.source,
-                            )
-                            for s in entry.synonyms
-                        )
-                        if include_synonyms
-                        else (),
-                        config_type=entry.config_type,
-                        documentation=entry.documentation if include_docs else None,
-                    )
-                    for entry in outcome.entries
+                configs=config_entries(
+                    types,
+                    types.DescribeConfigsResourceResult,
+                    outcome.entries,
+                    synonyms=synonyms,
+                    docs=docs,
                 ),
             )
         )
-    return respond(request, results=tuple(results))
+    return respond(request, **{field: tuple(results)})
+
+
+async def handle_describe(
+    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
+) -> Any:
+    async def describe(resource: Any) -> topic_admin.ConfigsOutcome:
+        keys = resource.configuration_keys
+        return admin.describe_configs(
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+            keys=None if keys is None else list(keys),
+        )
+
+    return await _answer(
+        ctx,
+        request,
+        access,
+        AclOperation.DESCRIBE_CONFIGS,
+        describe,
+        field="results",
+        result="DescribeConfigsResult",
+        synonyms=getattr(request.body, "include_synonyms", False),
+        docs=getattr(request.body, "include_documentation", False),
+    )
 
 
 async def handle_alter(
@@ -113,33 +146,28 @@ async def handle_alter(
     each given config and the set replaces every dynamic config of the resource; the
     incremental form does SET, DELETE, APPEND or SUBTRACT per config (KIP-339)."""
     incremental = request.api_key == INCREMENTAL_KEY
-    body = request.body
-    types = types_of(request)
-    responses = []
-    for resource in body.resources:
-        if not _may(access, ctx, AclOperation.ALTER_CONFIGS, resource):
-            outcome = topic_admin.ConfigsOutcome(_denied(resource), _DENIED)
-        else:
-            outcome = await admin.alter_configs(
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-                operations=[
-                    (c.name, c.config_operation if incremental else topic_admin.OP_SET, c.value)
-                    for c in resource.configs
-                ],
-                replace=not incremental,
-                validate_only=body.validate_only,
-            )
-        responses.append(
-            make(
-                types.AlterConfigsResourceResponse,
-                error_code=outcome.error,
-                error_message=outcome.message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
+
+    def alter(resource: Any) -> Awaitable[topic_admin.ConfigsOutcome]:
+        return admin.alter_configs(
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+            operations=[
+                (c.name, c.config_operation if incremental else topic_admin.OP_SET, c.value)
+                for c in resource.configs
+            ],
+            replace=not incremental,
+            validate_only=request.body.validate_only,
         )
-    return respond(request, responses=tuple(responses))
+
+    return await _answer(
+        ctx,
+        request,
+        access,
+        AclOperation.ALTER_CONFIGS,
+        alter,
+        field="responses",
+        result="AlterConfigsResourceResponse",
+    )
 
 
 # API key -> (supported versions, handler), for weir.handlers.registry.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.coordinator import MemberIdentity, Pending
+from weir.coordinator import GroupDescription, MemberIdentity, Pending
 from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import make, respond, types_of
 from weir.handlers._group import group_shard, member_group
@@ -66,36 +66,30 @@ async def handle_find_coordinator(
     groups: GroupCoordinator,
 ) -> Any:
     body = request.body
-    version = request.api_version
+    batched = request.api_version >= 4  # KIP-699: many keys in one request
     key_type = getattr(body, "key_type", _GROUP_KEY_TYPE)
-    keys = list(body.coordinator_keys) if version >= 4 else [body.key]
+    keys = list(body.coordinator_keys) if batched else [body.key]
     answers = [await _find(access, groups, metadata, ctx, key_type, key) for key in keys]
-    if version >= 4:
+    if batched:
         types = types_of(request)
-        return respond(
-            request,
-            coordinators=tuple(
-                make(
-                    types.Coordinator,
-                    key=key,
-                    node_id=node,
-                    host=host,
-                    port=port,
-                    error_code=error,
-                    error_message=message,
-                )
-                for key, (error, message, node, host, port) in zip(keys, answers, strict=True)
-            ),
+        coordinators = (
+            make(types.Coordinator, key=k, **a) for k, a in zip(keys, answers, strict=True)
         )
-    error, message, node, host, port = answers[0]
-    return respond(
-        request,
-        error_code=error,
-        error_message=message,
-        node_id=node,
-        host=host,
-        port=port,
-    )
+        return respond(request, coordinators=tuple(coordinators))
+    return respond(request, **answers[0])
+
+
+def _coordinator(
+    error: ErrorCode, message: str | None = None, node: int = -1, host: str = "", port: int = -1
+) -> dict[str, Any]:
+    """A FindCoordinator answer for one key (no coordinator unless one is given)."""
+    return {
+        "error_code": error,
+        "error_message": message,
+        "node_id": node,
+        "host": host,
+        "port": port,
+    }
 
 
 async def _find(
@@ -105,27 +99,24 @@ async def _find(
     ctx: ConnectionContext,
     key_type: int,
     key: str,
-) -> tuple[ErrorCode, str | None, int, str, int]:
+) -> dict[str, Any]:
     if key_type == _GROUP_KEY_TYPE and not access.on_group(ctx, AclOperation.DESCRIBE, key):
-        return ErrorCode.group_authorization_failed, None, -1, "", -1
+        return _coordinator(ErrorCode.group_authorization_failed)
     if key_type != _GROUP_KEY_TYPE:
-        return (
+        return _coordinator(
             ErrorCode.coordinator_not_available,
             "transactions are not supported by this Weir version",
-            -1,
-            "",
-            -1,
         )
     if not key:
-        return ErrorCode.invalid_request, "the group id must not be empty", -1, "", -1
+        return _coordinator(ErrorCode.invalid_request, "the group id must not be empty")
     error = await groups.ensure_offsets_topic()
     if error is not ErrorCode.none:
-        return ErrorCode.coordinator_not_available, None, -1, "", -1
+        return _coordinator(ErrorCode.coordinator_not_available)
     _, leader = groups.coordinator_of(key)
     endpoint = next((b for b in metadata.live_brokers() if b.broker_id == leader), None)
     if endpoint is None:
-        return ErrorCode.coordinator_not_available, None, -1, "", -1
-    return ErrorCode.none, None, endpoint.broker_id, endpoint.host, endpoint.port
+        return _coordinator(ErrorCode.coordinator_not_available)
+    return _coordinator(ErrorCode.none, None, endpoint.broker_id, endpoint.host, endpoint.port)
 
 
 # JoinGroup ------------------------------------------------------------------------------------
@@ -137,17 +128,21 @@ async def handle_join_group(
     types = types_of(request)
 
     def reply(error: ErrorCode, **fields: Any) -> Any:
-        return respond(
-            request,
-            error_code=error,
-            generation_id=fields.get("generation_id", -1),
-            protocol_type=fields.get("protocol_type"),
-            protocol_name=fields.get("protocol_name", "" if version < 7 else None),
-            leader=fields.get("leader", ""),
-            skip_assignment=fields.get("skip_assignment", False),
-            member_id=fields.get("member_id", body.member_id),
-            members=fields.get("members", ()),
-        )
+        """``fields`` of the answer; a failed join has no generation, protocol, leader or
+        members, and keeps the member id it was sent."""
+        values = {
+            "generation_id": -1,
+            "protocol_type": None,
+            "protocol_name": None,
+            "leader": "",
+            "skip_assignment": False,
+            "member_id": body.member_id,
+            "members": (),
+            **fields,
+        }
+        if version < 7 and values["protocol_name"] is None:
+            values["protocol_name"] = ""  # nullable from v7 only
+        return respond(request, error_code=error, **values)
 
     shard = group_shard(access, ctx, groups, AclOperation.READ, body.group_id)
     if isinstance(shard, ErrorCode):
@@ -175,26 +170,16 @@ async def handle_join_group(
     if isinstance(response, ErrorCode):
         return reply(response)
     _forget_if_unused(shard, group)
-    if version < 7 and response.protocol_name is None:
-        protocol_name: str | None = ""
-    else:
-        protocol_name = response.protocol_name
     return reply(
         response.error,
         generation_id=response.generation_id,
         protocol_type=response.protocol_type,
-        protocol_name=protocol_name,
+        protocol_name=response.protocol_name,
         leader=response.leader,
         skip_assignment=response.skip_assignment,
         member_id=response.member_id,
         members=tuple(
-            make(
-                types.JoinGroupResponseMember,
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                metadata=m.metadata,
-            )
-            for m in response.members
+            _member(types.JoinGroupResponseMember, m, metadata=m.metadata) for m in response.members
         ),
     )
 
@@ -287,9 +272,9 @@ async def handle_leave_group(
     ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
 ) -> Any:
     body = request.body
-    version = request.api_version
+    batched = request.api_version >= 3  # KIP-345: many members leave at once
     types = types_of(request)
-    if version >= 3:
+    if batched:
         members = [
             MemberIdentity(member_id=m.member_id, group_instance_id=m.group_instance_id)
             for m in body.members
@@ -301,15 +286,7 @@ async def handle_leave_group(
         return respond(
             request,
             error_code=error,
-            members=tuple(
-                make(
-                    types.MemberResponse,
-                    member_id=r.member_id,
-                    group_instance_id=r.group_instance_id,
-                    error_code=r.error,
-                )
-                for r in results
-            ),
+            members=tuple(_member(types.MemberResponse, r, error_code=r.error) for r in results),
         )
 
     found = member_group(access, ctx, groups, body.group_id)
@@ -319,7 +296,7 @@ async def handle_leave_group(
     outcome = group.leave(members, now_ms=groups.now_ms())
     groups.process(shard, group, outcome.completions)
     response = outcome.reply
-    if version < 3 and response.members:
+    if not batched and response.members:
         # One member: its error is the response's error, as Kafka answers v0-v2.
         return reply(
             response.members[0].error if response.error is ErrorCode.none else response.error
@@ -338,60 +315,49 @@ async def handle_describe_groups(
     for group_id in body.groups:
         shard = group_shard(access, ctx, groups, AclOperation.DESCRIBE, group_id)
         if isinstance(shard, ErrorCode):
-            described.append(_described(types, group_id, shard, "", "", "", ()))
+            nothing = GroupDescription(group_id, "", "", "", ())  # an error describes nothing
+            described.append(_described(types, shard, nothing, AUTHORIZED_OPERATIONS_OMITTED))
             continue
         group = shard.groups.get(group_id)
-        if group is None:
-            ops = access.operations_field(ctx, want_ops, ResourceType.GROUP, group_id)
-            described.append(_described(types, group_id, ErrorCode.none, "Dead", "", "", (), ops))
-            continue
-        info = group.describe()
-        members = tuple(
-            make(
+        # A group this coordinator does not know is Dead, as Kafka answers.
+        info = (
+            group.describe()
+            if group is not None
+            else GroupDescription(group_id, "Dead", "", "", ())
+        )
+        ops = access.operations_field(ctx, want_ops, ResourceType.GROUP, group_id)
+        described.append(_described(types, ErrorCode.none, info, ops))
+    return respond(request, groups=tuple(described))
+
+
+def _described(types: Any, error: ErrorCode, info: GroupDescription, ops: int) -> Any:
+    return make(
+        types.DescribedGroup,
+        error_code=error,
+        group_id=info.group_id,
+        group_state=info.state,
+        protocol_type=info.protocol_type,
+        protocol_data=info.protocol_name,
+        members=tuple(
+            _member(
                 types.DescribedGroupMember,
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
+                m,
                 client_id=m.client_id,
                 client_host=m.client_host,
                 member_metadata=m.metadata,
                 member_assignment=m.assignment,
             )
             for m in info.members
-        )
-        described.append(
-            _described(
-                types,
-                group_id,
-                ErrorCode.none,
-                info.state,
-                info.protocol_type,
-                info.protocol_name,
-                members,
-                access.operations_field(ctx, want_ops, ResourceType.GROUP, group_id),
-            )
-        )
-    return respond(request, groups=tuple(described))
-
-
-def _described(
-    types: Any,
-    group_id: str,
-    error: ErrorCode,
-    state: str,
-    protocol_type: str,
-    protocol: str,
-    members: tuple[Any, ...],
-    ops: int = AUTHORIZED_OPERATIONS_OMITTED,
-) -> Any:
-    return make(
-        types.DescribedGroup,
-        error_code=error,
-        group_id=group_id,
-        group_state=state,
-        protocol_type=protocol_type,
-        protocol_data=protocol,
-        members=members,
+        ),
         authorized_operations=ops,
+    )
+
+
+def _member(cls: type, member: Any, **fields: Any) -> Any:
+    """A member entry of a group response: the member's id and static instance id
+    (KIP-345), and ``fields``."""
+    return make(
+        cls, member_id=member.member_id, group_instance_id=member.group_instance_id, **fields
     )
 
 

@@ -107,10 +107,7 @@ async def handle_list(
             topics.append(
                 make(types.OngoingTopicReassignment, name=topic.name, partitions=tuple(ongoing))
             )
-    return respond(
-        request,
-        topics=tuple(topics),
-    )
+    return respond(request, topics=tuple(topics))
 
 
 # API key -> (supported versions, handler), for weir.handlers.registry.

@@ -37,6 +37,16 @@ DESCRIBE_VERSIONS = (0, 0)
 ALTER_KEY = 51
 ALTER_VERSIONS = (0, 0)
 
+# Kafka's errors for a whole alteration of one user.
+_TWICE = (
+    ErrorCode.duplicate_resource,
+    "A user credential cannot be altered twice in the same request",
+)
+_NO_SUCH_CREDENTIAL = (
+    ErrorCode.resource_not_found,
+    "Attempt to delete a user credential that does not exist",
+)
+
 
 def _unnamed_or_unknown(change: Any) -> tuple[ErrorCode, str] | None:
     """Kafka's first checks on a deletion or an upsertion: it names a user and a known
@@ -45,6 +55,22 @@ def _unnamed_or_unknown(change: Any) -> tuple[ErrorCode, str] | None:
         return ErrorCode.unacceptable_credential, "Username must not be empty"
     if int(change.mechanism) not in MECHANISM_BY_ID:
         return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+    return None
+
+
+def _upsertion_problem(upsert: Any) -> tuple[ErrorCode, str] | None:
+    """Kafka's checks on an upsertion: a named user, a known mechanism, iterations in range,
+    a salt and a salted password."""
+    problem = _unnamed_or_unknown(upsert)
+    if problem is not None:
+        return problem
+    if not MIN_ITERATIONS <= upsert.iterations <= MAX_ITERATIONS:
+        return (
+            ErrorCode.unacceptable_credential,
+            f"Iterations must be in {MIN_ITERATIONS}..{MAX_ITERATIONS}",
+        )
+    if not upsert.salt or not upsert.salted_password:
+        return ErrorCode.unacceptable_credential, "Salt and password are required"
     return None
 
 
@@ -94,10 +120,7 @@ async def handle_describe(
                 else (),
             )
         )
-    return respond(
-        request,
-        results=tuple(results),
-    )
+    return respond(request, results=tuple(results))
 
 
 async def handle_alter(
@@ -116,11 +139,7 @@ async def handle_alter(
             fail(user, ErrorCode.cluster_authorization_failed, "not authorized")
     for user, count in counts.items():
         if count > 1:
-            fail(
-                user,
-                ErrorCode.duplicate_resource,
-                "A user credential cannot be altered twice in the same request",
-            )
+            fail(user, *_TWICE)
     for deletion in body.deletions:
         problem = _unnamed_or_unknown(deletion)
         if problem is not None:
@@ -128,23 +147,11 @@ async def handle_alter(
         elif deletion.name not in errors and not await credentials.exists(
             MECHANISM_BY_ID[int(deletion.mechanism)], deletion.name
         ):
-            fail(
-                deletion.name,
-                ErrorCode.resource_not_found,
-                "Attempt to delete a user credential that does not exist",
-            )
+            fail(deletion.name, *_NO_SUCH_CREDENTIAL)
     for upsert in body.upsertions:
-        problem = _unnamed_or_unknown(upsert)
+        problem = _upsertion_problem(upsert)
         if problem is not None:
             fail(upsert.name, *problem)
-        elif not MIN_ITERATIONS <= upsert.iterations <= MAX_ITERATIONS:
-            fail(
-                upsert.name,
-                ErrorCode.unacceptable_credential,
-                f"Iterations must be in {MIN_ITERATIONS}..{MAX_ITERATIONS}",
-            )
-        elif not upsert.salt or not upsert.salted_password:
-            fail(upsert.name, ErrorCode.unacceptable_credential, "Salt and password are required")
     for deletion in body.deletions:
         if deletion.name not in errors:
             mechanism = MECHANISM_BY_ID[int(deletion.mechanism)]

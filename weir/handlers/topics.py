@@ -6,16 +6,20 @@ resend to the controller named in Metadata, as with Kafka.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir import topic_admin
 from weir.handlers._build import make, respond, types_of
+from weir.handlers.configs import config_entries
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
+from weir.topic_admin import TopicOutcome
 
 if TYPE_CHECKING:
     from weir.controller_channel import ControllerChannel
@@ -73,18 +77,59 @@ async def _forward(
     return await channel.forward(request.body, timeout_s)
 
 
-async def _unless_refused(
-    allowed: bool,
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """One topic of a topic-admin request, as its handler reads it."""
+
+    name: str | None  # as the request names it (None: by id only)
+    allowed: bool  # may the principal act on it?
+    act: Callable[[int], Awaitable[TopicOutcome]]  # the admin call, given timeout_ms
+    invalid: str | None = None  # why the request is invalid for this topic, answered first
+
+
+async def _answer(
+    request: Request,
     admin: TopicAdmin,
-    act: Callable[[], Awaitable[topic_admin.TopicOutcome]],
-) -> topic_admin.TopicOutcome:
-    """One topic of a topic-admin request: denied, NOT_CONTROLLER (a request answered here
-    because it was not forwarded), or ``act``'s outcome."""
-    if not allowed:
-        return topic_admin.TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
-    if not admin.is_controller:
-        return topic_admin.TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
-    return await act()
+    channel: ControllerChannel,
+    targets: list[_Target],
+    *,
+    field: str,
+    result: str,
+) -> Any:
+    """Forward the request to the controller, or answer each target here as a ``result``
+    entry of the response's ``field``: invalid, denied, NOT_CONTROLLER (a request answered
+    here because it was not forwarded), or the admin call's outcome."""
+    forwarded = await _forward(admin, channel, request, all(t.allowed for t in targets))
+    if forwarded is not None:
+        return forwarded
+    types = types_of(request)
+    timeout_ms = int(request.body.timeout.total_seconds() * 1000)
+    results = []
+    for target in targets:
+        if target.invalid is not None:
+            outcome = TopicOutcome(ErrorCode.invalid_request, target.invalid)
+        elif not target.allowed:
+            outcome = TopicOutcome(ErrorCode.topic_authorization_failed, _DENIED)
+        elif not admin.is_controller:
+            outcome = TopicOutcome(ErrorCode.not_controller, _NOT_CONTROLLER)
+        else:
+            outcome = await target.act(timeout_ms)
+        # One entry serves the three APIs: ``make`` keeps the fields this result has.
+        results.append(
+            make(
+                getattr(types, result),
+                name=outcome.name or target.name,
+                topic_id=outcome.topic_id,
+                error_code=outcome.error,
+                error_message=outcome.message,
+                num_partitions=outcome.num_partitions,
+                replication_factor=outcome.replication_factor,
+                configs=config_entries(
+                    types, types.CreatableTopicConfigs, outcome.configs, synonyms=False, docs=False
+                ),
+            )
+        )
+    return respond(request, **{field: tuple(results)})
 
 
 async def handle_create_topics(
@@ -95,59 +140,34 @@ async def handle_create_topics(
     channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
-    allowed = {t.name: access.may_create_topic(ctx, t.name) for t in request.body.topics}
-    forwarded = await _forward(admin, channel, request, all(allowed.values()))
-    if forwarded is not None:
-        return forwarded
     body = request.body
-    types = types_of(request)
-    seen: dict[str, int] = {}
-    for topic in body.topics:
-        seen[topic.name] = seen.get(topic.name, 0) + 1
-    results = []
-    timeout_ms = int(body.timeout.total_seconds() * 1000)
-    for topic in body.topics:
-        if seen[topic.name] > 1:
-            outcome = topic_admin.TopicOutcome(
-                ErrorCode.invalid_request, f"topic {topic.name} appears more than once"
-            )
-        else:
-            outcome = await _unless_refused(
-                allowed[topic.name],
-                admin,
-                lambda topic=topic: admin.create_topic(
-                    name=topic.name,
-                    num_partitions=topic.num_partitions,
-                    replication_factor=topic.replication_factor,
-                    assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
-                    configs={c.name: c.value for c in topic.configs},
-                    validate_only=body.validate_only,
-                    timeout_ms=timeout_ms,
-                ),
-            )
-        results.append(
-            make(
-                types.CreatableTopicResult,
-                name=topic.name,
-                topic_id=outcome.topic_id,
-                error_code=outcome.error,
-                error_message=outcome.message,
-                num_partitions=outcome.num_partitions,
-                replication_factor=outcome.replication_factor,
-                configs=tuple(
-                    make(
-                        types.CreatableTopicConfigs,
-                        name=entry.name,
-                        value=entry.value,
-                        read_only=entry.read_only,
-                        config_source=entry.source,
-                        is_sensitive=entry.sensitive,
-                    )
-                    for entry in outcome.configs
-                ),
-            )
+    counts = Counter(t.name for t in body.topics)
+
+    def create(topic: Any, timeout_ms: int) -> Awaitable[TopicOutcome]:
+        return admin.create_topic(
+            name=topic.name,
+            num_partitions=topic.num_partitions,
+            replication_factor=topic.replication_factor,
+            assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
+            configs={c.name: c.value for c in topic.configs},
+            validate_only=body.validate_only,
+            timeout_ms=timeout_ms,
         )
-    return respond(request, topics=tuple(results))
+
+    targets = [
+        _Target(
+            topic.name,
+            access.may_create_topic(ctx, topic.name),
+            partial(create, topic),
+            invalid=f"topic {topic.name} appears more than once"
+            if counts[topic.name] > 1
+            else None,
+        )
+        for topic in body.topics
+    ]
+    return await _answer(
+        request, admin, channel, targets, field="topics", result="CreatableTopicResult"
+    )
 
 
 async def handle_delete_topics(
@@ -160,39 +180,25 @@ async def handle_delete_topics(
     admin: TopicAdmin,
 ) -> Any:
     body = request.body
-    version = request.api_version
-    if version >= 6:
-        targets = [(t.name, t.topic_id) for t in body.topics]
+    if request.api_version >= 6:
+        named = [(t.name, t.topic_id) for t in body.topics]
     else:
-        targets = [(name, None) for name in body.topic_names]
-    allowed = {
-        (name, topic_id): _may(metadata, access, ctx, AclOperation.DELETE, name, topic_id)
-        for name, topic_id in targets
-    }
-    forwarded = await _forward(admin, channel, request, all(allowed.values()))
-    if forwarded is not None:
-        return forwarded
-    types = types_of(request)
-    timeout_ms = int(body.timeout.total_seconds() * 1000)
-    results = []
-    for name, topic_id in targets:
-        outcome = await _unless_refused(
-            allowed[(name, topic_id)],
-            admin,
-            lambda name=name, topic_id=topic_id: admin.delete_topic(
-                name=name, topic_id=topic_id, timeout_ms=timeout_ms
-            ),
+        named = [(name, None) for name in body.topic_names]
+
+    def delete(name: str | None, topic_id: Any, timeout_ms: int) -> Awaitable[TopicOutcome]:
+        return admin.delete_topic(name=name, topic_id=topic_id, timeout_ms=timeout_ms)
+
+    targets = [
+        _Target(
+            name,
+            _may(metadata, access, ctx, AclOperation.DELETE, name, topic_id),
+            partial(delete, name, topic_id),
         )
-        results.append(
-            make(
-                types.DeletableTopicResult,
-                name=outcome.name or name,
-                topic_id=outcome.topic_id,
-                error_code=outcome.error,
-                error_message=outcome.message,
-            )
-        )
-    return respond(request, responses=tuple(results))
+        for name, topic_id in named
+    ]
+    return await _answer(
+        request, admin, channel, targets, field="responses", result="DeletableTopicResult"
+    )
 
 
 async def handle_create_partitions(
@@ -203,41 +209,30 @@ async def handle_create_partitions(
     channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
-    allowed = {
-        t.name: access.on_topic(ctx, AclOperation.ALTER, t.name) for t in request.body.topics
-    }
-    forwarded = await _forward(admin, channel, request, all(allowed.values()))
-    if forwarded is not None:
-        return forwarded
     body = request.body
-    types = types_of(request)
-    timeout_ms = int(body.timeout.total_seconds() * 1000)
-    results = []
-    for topic in body.topics:
-        outcome = await _unless_refused(
-            allowed[topic.name],
-            admin,
-            lambda topic=topic: admin.create_partitions(
-                name=topic.name,
-                count=topic.count,
-                assignments=(
-                    [list(a.broker_ids) for a in topic.assignments]
-                    if topic.assignments is not None
-                    else None
-                ),
-                validate_only=body.validate_only,
-                timeout_ms=timeout_ms,
+
+    def create(topic: Any, timeout_ms: int) -> Awaitable[TopicOutcome]:
+        return admin.create_partitions(
+            name=topic.name,
+            count=topic.count,
+            assignments=(
+                [list(a.broker_ids) for a in topic.assignments]
+                if topic.assignments is not None
+                else None
             ),
+            validate_only=body.validate_only,
+            timeout_ms=timeout_ms,
         )
-        results.append(
-            make(
-                types.CreatePartitionsTopicResult,
-                name=topic.name,
-                error_code=outcome.error,
-                error_message=outcome.message,
-            )
+
+    targets = [
+        _Target(
+            topic.name, access.on_topic(ctx, AclOperation.ALTER, topic.name), partial(create, topic)
         )
-    return respond(request, results=tuple(results))
+        for topic in body.topics
+    ]
+    return await _answer(
+        request, admin, channel, targets, field="results", result="CreatePartitionsTopicResult"
+    )
 
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
