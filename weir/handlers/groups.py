@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.coordinator import GroupDescription, MemberIdentity, Pending
+from weir.coordinator import (
+    GroupDescription,
+    JoinResponse,
+    MemberIdentity,
+    Pending,
+    SyncResponse,
+)
 from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import make, respond, types_of
 from weir.handlers._group import group_shard, member_group
@@ -127,30 +133,36 @@ async def handle_join_group(
     version = request.api_version
     types = types_of(request)
 
-    def reply(error: ErrorCode, **fields: Any) -> Any:
-        """``fields`` of the answer; a failed join has no generation, protocol, leader or
-        members, and keeps the member id it was sent."""
-        values = {
-            "generation_id": -1,
-            "protocol_type": None,
-            "protocol_name": None,
-            "leader": "",
-            "skip_assignment": False,
-            "member_id": body.member_id,
-            "members": (),
-            **fields,
-        }
-        if version < 7 and values["protocol_name"] is None:
-            values["protocol_name"] = ""  # nullable from v7 only
-        return respond(request, error_code=error, **values)
+    def reply(response: JoinResponse) -> Any:
+        protocol_name = response.protocol_name
+        if version < 7 and protocol_name is None:
+            protocol_name = ""  # nullable from v7 only
+        return respond(
+            request,
+            error_code=response.error,
+            generation_id=response.generation_id,
+            protocol_type=response.protocol_type,
+            protocol_name=protocol_name,
+            leader=response.leader,
+            skip_assignment=response.skip_assignment,
+            member_id=response.member_id,
+            members=tuple(
+                _member(types.JoinGroupResponseMember, m, metadata=m.metadata)
+                for m in response.members
+            ),
+        )
+
+    def failed(error: ErrorCode) -> Any:
+        """No generation, protocol, leader or members; the member id the request sent."""
+        return reply(JoinResponse(error, body.member_id))
 
     shard = group_shard(access, ctx, groups, AclOperation.READ, body.group_id)
     if isinstance(shard, ErrorCode):
-        return reply(shard)
+        return failed(shard)
     group = shard.groups.get(body.group_id)
     if group is None:
         if body.member_id:
-            return reply(ErrorCode.unknown_member_id)
+            return failed(ErrorCode.unknown_member_id)
         group = groups.new_group(shard, body.group_id)
     session_ms = _ms(body.session_timeout)
     rebalance = getattr(body, "rebalance_timeout", None)
@@ -168,20 +180,9 @@ async def handle_join_group(
     )
     response = await _settle(groups, shard, group, outcome)
     if isinstance(response, ErrorCode):
-        return reply(response)
+        return failed(response)
     _forget_if_unused(shard, group)
-    return reply(
-        response.error,
-        generation_id=response.generation_id,
-        protocol_type=response.protocol_type,
-        protocol_name=response.protocol_name,
-        leader=response.leader,
-        skip_assignment=response.skip_assignment,
-        member_id=response.member_id,
-        members=tuple(
-            _member(types.JoinGroupResponseMember, m, metadata=m.metadata) for m in response.members
-        ),
-    )
+    return reply(response)
 
 
 async def _settle(coordinator: GroupCoordinator, shard: Shard, group: Group, outcome: Any) -> Any:
@@ -215,18 +216,18 @@ async def handle_sync_group(
 ) -> Any:
     body = request.body
 
-    def reply(error: ErrorCode, assignment: bytes = b"", **fields: Any) -> Any:
+    def reply(response: SyncResponse) -> Any:
         return respond(
             request,
-            error_code=error,
-            protocol_type=fields.get("protocol_type"),
-            protocol_name=fields.get("protocol_name"),
-            assignment=assignment,
+            error_code=response.error,
+            protocol_type=response.protocol_type,
+            protocol_name=response.protocol_name,
+            assignment=response.assignment,
         )
 
     found = member_group(access, ctx, groups, body.group_id)
     if isinstance(found, ErrorCode):
-        return reply(found)
+        return reply(SyncResponse(found))
     shard, group = found
     outcome = group.sync(
         member_id=body.member_id,
@@ -238,14 +239,7 @@ async def handle_sync_group(
         now_ms=groups.now_ms(),
     )
     response = await _settle(groups, shard, group, outcome)
-    if isinstance(response, ErrorCode):
-        return reply(response)
-    return reply(
-        response.error,
-        response.assignment,
-        protocol_type=response.protocol_type,
-        protocol_name=response.protocol_name,
-    )
+    return reply(SyncResponse(response) if isinstance(response, ErrorCode) else response)
 
 
 # Heartbeat ------------------------------------------------------------------------------------
