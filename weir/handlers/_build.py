@@ -5,9 +5,9 @@ Handlers pass every field any version may want; ``make`` keeps the ones this ver
 has. Nested classes are found by name in the response class's module. ``respond`` builds the
 response to a request (its API key and version pick the class) and says "no throttle" (Weir
 never throttles clients) and "no request-level error" unless the handler gives one, so each is
-said here once. ``per_partition`` is
-the shape every topic/partition request answers in: one result per requested partition,
-grouped by topic as asked, and a topic the principal may not touch denied as a whole.
+said here once. ``per_partition`` is the shape every topic/partition request answers in: one
+result per requested partition, grouped by topic as asked, and a topic the principal may not
+touch denied as a whole.
 ``by_topic`` groups partition results that come as a flat list.
 """
 
