@@ -248,9 +248,13 @@ class ConfigDef:
     validator: Validator | None
     doc: str
     read_only: bool = True
-    sensitive: bool = False
     synonyms: tuple[Synonym, ...] = ()
     dynamic_only: bool = False
+
+    @property
+    def sensitive(self) -> bool:
+        """Kafka's ``Type.isSensitive()``: passwords are never shown."""
+        return self.type is ConfigType.PASSWORD
 
     def parse(self, raw: str | None) -> Any:
         """Parse a string value into the typed value, or raise InvalidConfigError."""
@@ -354,14 +358,7 @@ def _broker(
     dynamic_only: bool = False,
 ) -> ConfigDef:
     return ConfigDef(
-        name=name,
-        type=type_,
-        default=default,
-        validator=validator,
-        doc=doc,
-        read_only=not dynamic,
-        sensitive=type_ is ConfigType.PASSWORD,
-        dynamic_only=dynamic_only,
+        name, type_, default, validator, doc, read_only=not dynamic, dynamic_only=dynamic_only
     )
 
 
@@ -373,16 +370,7 @@ def _topic(
     validator: Validator | None = None,
     synonyms: tuple[Synonym, ...] = (),
 ) -> ConfigDef:
-    return ConfigDef(
-        name=name,
-        type=type_,
-        default=default,
-        validator=validator,
-        doc=doc,
-        read_only=False,
-        sensitive=type_ is ConfigType.PASSWORD,
-        synonyms=synonyms,
-    )
+    return ConfigDef(name, type_, default, validator, doc, read_only=False, synonyms=synonyms)
 
 
 B, S, I, H, L, D, LST, P = (  # noqa: E741 - short aliases keep the tables readable
