@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from weir.metadata.partition_state import (
@@ -34,27 +35,23 @@ log = logging.getLogger("weir.broker")
 PUBLISH_INTERVAL_S = 1.0
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class StatePublisher:
     """Publishes this broker's replica and partition states and metrics."""
 
-    def __init__(
-        self,
-        *,
-        redis: aioredis.Redis,
-        cluster_id: str,
-        broker_id: int,
-        replicas: ReplicaManager,
-        metrics: BrokerMetrics,
-        config: Callable[[], BrokerConfig],
-        time_ms: Callable[[], int],
-    ) -> None:
-        self._redis = redis
-        self._broker_id = broker_id
-        self._replicas = replicas
-        self._metrics = metrics
-        self._config = config
-        self._time_ms = time_ms
-        self._publisher = PartitionStatePublisher(redis, cluster_id=cluster_id, broker_id=broker_id)
+    redis: aioredis.Redis
+    cluster_id: str
+    broker_id: int
+    replicas: ReplicaManager
+    metrics: BrokerMetrics
+    config: Callable[[], BrokerConfig]
+    time_ms: Callable[[], int]
+    _publisher: PartitionStatePublisher = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._publisher = PartitionStatePublisher(
+            self.redis, cluster_id=self.cluster_id, broker_id=self.broker_id
+        )
 
     async def run(self) -> None:
         while True:
@@ -65,13 +62,13 @@ class StatePublisher:
         """The partitions led here and every local replica, as of ``now``."""
         partitions: list[PartitionStatus] = []
         replicas: list[ReplicaStatus] = []
-        for p in list(self._replicas.partitions()):
+        for p in list(self.replicas.partitions()):
             log_obj = p.log
             replicas.append(
                 ReplicaStatus(
                     topic=p.topic,
                     partition=p.index,
-                    broker_id=self._broker_id,
+                    broker_id=self.broker_id,
                     log_end_offset=log_obj.log_end_offset,
                     log_start_offset=log_obj.log_start_offset,
                     size_bytes=log_obj.size_bytes,
@@ -86,7 +83,7 @@ class StatePublisher:
                 PartitionStatus(
                     topic=p.topic,
                     partition=p.index,
-                    leader=self._broker_id,
+                    leader=self.broker_id,
                     leader_epoch=p.leader_epoch,
                     isr=tuple(p.isr),
                     log_end_offset=log_obj.log_end_offset,
@@ -102,18 +99,18 @@ class StatePublisher:
         return partitions, replicas
 
     async def publish_once(self) -> None:
-        now = self._time_ms()
+        now = self.time_ms()
         partitions, replicas = self.states(now)
         try:
             await self._publisher.publish(partitions, replicas)
-            await self._metrics.publish(
-                self._redis,
+            await self.metrics.publish(
+                self.redis,
                 keys=self._publisher.keys,
-                broker_id=self._broker_id,
+                broker_id=self.broker_id,
                 now_ms=now,
                 # The control plane cannot see static configs; it needs this one to
                 # count under-min-ISR partitions.
-                extra={"min_insync_replicas": int(self._config().get("min.insync.replicas"))},
+                extra={"min_insync_replicas": int(self.config().get("min.insync.replicas"))},
             )
         except Exception as exc:  # Redis away: observability only, try again later
             log.debug("publishing partition state failed: %s", exc)
