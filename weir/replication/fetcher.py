@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -161,9 +161,6 @@ class LeaderFetcher:
 
     async def _truncate(self, client: BrokerClient, pending: list[_Followed]) -> None:
         """KIP-101: cut each log where the leader says our latest epoch ends."""
-        by_topic: dict[str, list[_Followed]] = {}
-        for followed in pending:
-            by_topic.setdefault(followed.partition.topic, []).append(followed)
         request = OffsetForLeaderEpochRequest(
             replica_id=self.broker_id,
             topics=tuple(
@@ -178,7 +175,7 @@ class LeaderFetcher:
                         for f in items
                     ),
                 )
-                for topic, items in by_topic.items()
+                for topic, items in _by_topic(pending).items()
             ),
         )
         response = await client.request(request, timeout=10)
@@ -198,9 +195,6 @@ class LeaderFetcher:
                 followed.truncated = complete
 
     async def _fetch(self, client: BrokerClient, ready: list[_Followed]) -> None:
-        by_topic: dict[str, list[_Followed]] = {}
-        for followed in ready:
-            by_topic.setdefault(followed.partition.topic, []).append(followed)
         request = FetchRequest(
             replica_id=self.broker_id,
             max_wait=FETCH_MAX_WAIT,
@@ -224,7 +218,7 @@ class LeaderFetcher:
                         for f in items
                     ),
                 )
-                for topic, items in by_topic.items()
+                for topic, items in _by_topic(ready).items()
             ),
             forgotten_topics_data=(),
             rack_id="",
@@ -334,6 +328,14 @@ def _truncation_point(partition: Partition, leader_epoch: int, end_offset: int) 
     if own_epoch != leader_epoch:
         return min(own_end, leo), False
     return min(own_end, end_offset, leo), True
+
+
+def _by_topic(followed: Iterable[_Followed]) -> dict[str, list[_Followed]]:
+    """Partitions grouped by topic, as Fetch and OffsetForLeaderEpoch requests list them."""
+    by_topic: dict[str, list[_Followed]] = {}
+    for f in followed:
+        by_topic.setdefault(f.partition.topic, []).append(f)
+    return by_topic
 
 
 def _latest_epoch(partition: Partition) -> int:
