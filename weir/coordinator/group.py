@@ -531,10 +531,24 @@ class Group(RebalanceCycle):
         protocol_name: str | None,
     ) -> ErrorCode | None:
         """Why a SyncGroup is refused, in Kafka's order of checks; None when it may proceed."""
+        error = self._member_error(member_id, group_instance_id, generation_id)
+        if error is not None:
+            return error
+        if _inconsistent(protocol_type, self._m.protocol_type) or _inconsistent(
+            protocol_name, self._m.protocol_name
+        ):
+            return _E.inconsistent_group_protocol
+        if self._state is _S.PREPARING_REBALANCE:
+            return _E.rebalance_in_progress
+        return None
+
+    def _member_error(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode | None:
+        """The checks a Heartbeat and a SyncGroup share: a live group, this member (its static
+        instance id included) and the current generation."""
         if not self.group_id:
             return _E.invalid_group_id
-        if self._state is _S.EMPTY:
-            return _E.unknown_member_id
         if self._state is _S.DEAD:
             return _E.coordinator_not_available
         error = self._m.validate(member_id, group_instance_id)
@@ -542,12 +556,8 @@ class Group(RebalanceCycle):
             return error
         if generation_id != self._generation_id:
             return _E.illegal_generation
-        if _inconsistent(protocol_type, self._m.protocol_type) or _inconsistent(
-            protocol_name, self._m.protocol_name
-        ):
-            return _E.inconsistent_group_protocol
-        if self._state is _S.PREPARING_REBALANCE:
-            return _E.rebalance_in_progress
+        if self._state is _S.EMPTY:
+            return _E.unknown_member_id
         return None
 
     def _sync_member(
@@ -579,17 +589,9 @@ class Group(RebalanceCycle):
     ) -> ErrorCode:
         """Handle a Heartbeat: refresh the session, or tell the member to rejoin."""
         self._begin(now_ms)
-        if not self.group_id:
-            return _E.invalid_group_id
-        if self._state is _S.DEAD:
-            return _E.coordinator_not_available
-        error = self._m.validate(member_id, group_instance_id)
+        error = self._member_error(member_id, group_instance_id, generation_id)
         if error is not None:
             return error
-        if generation_id != self._generation_id:
-            return _E.illegal_generation
-        if self._state is _S.EMPTY:
-            return _E.unknown_member_id
         self._reschedule_heartbeat(self._m.members[member_id])
         if self._state is _S.PREPARING_REBALANCE:
             return _E.rebalance_in_progress
