@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from weir.metadata.partition_state import (
     PartitionStatePublisher,
@@ -64,36 +64,29 @@ class StatePublisher:
         replicas: list[ReplicaStatus] = []
         for p in list(self.replicas.partitions()):
             log_obj = p.log
-            replicas.append(
-                ReplicaStatus(
-                    topic=p.topic,
-                    partition=p.index,
-                    broker_id=self.broker_id,
-                    log_end_offset=log_obj.log_end_offset,
-                    log_start_offset=log_obj.log_start_offset,
-                    size_bytes=log_obj.size_bytes,
-                    is_leader=p.is_leader,
-                    updated_ms=now,
-                )
-            )
+            # What a replica's and a partition's status both say about the local log.
+            local: dict[str, Any] = {
+                "topic": p.topic,
+                "partition": p.index,
+                "log_end_offset": log_obj.log_end_offset,
+                "log_start_offset": log_obj.log_start_offset,
+                "size_bytes": log_obj.size_bytes,
+                "updated_ms": now,
+            }
+            replicas.append(ReplicaStatus(**local, broker_id=self.broker_id, is_leader=p.is_leader))
             state = p.leader_state
             if state is None:
                 continue
             partitions.append(
                 PartitionStatus(
-                    topic=p.topic,
-                    partition=p.index,
+                    **local,
                     leader=self.broker_id,
                     leader_epoch=p.leader_epoch,
                     isr=tuple(p.isr),
-                    log_end_offset=log_obj.log_end_offset,
                     high_watermark=p.high_watermark,
-                    log_start_offset=log_obj.log_start_offset,
-                    size_bytes=log_obj.size_bytes,
                     follower_log_end_offsets={
                         str(f.broker_id): f.log_end_offset for f in state.followers.values()
                     },
-                    updated_ms=now,
                 )
             )
         return partitions, replicas
