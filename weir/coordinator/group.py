@@ -515,25 +515,18 @@ class Group(RebalanceCycle):
         own SyncGroup is therefore always ``Pending`` and comes with a ``PersistGroup``.
         """
         self._begin(now_ms)
-        error = self._sync_error(
-            member_id, group_instance_id, generation_id, protocol_type, protocol_name
-        )
+        error = self._member_error(member_id, group_instance_id, generation_id)
+        if error is None:
+            error = self._sync_phase_error(protocol_type, protocol_name)
         if error is not None:
             return self._settle(SyncResponse(error))
         return self._settle(self._sync_member(self._m.members[member_id], assignments))
 
-    def _sync_error(
-        self,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        protocol_type: str | None,
-        protocol_name: str | None,
+    def _sync_phase_error(
+        self, protocol_type: str | None, protocol_name: str | None
     ) -> ErrorCode | None:
-        """Why a SyncGroup is refused, in Kafka's order of checks; None when it may proceed."""
-        error = self._member_error(member_id, group_instance_id, generation_id)
-        if error is not None:
-            return error
+        """A known member's SyncGroup is refused when it names another protocol than the
+        group's, or while the group is still preparing the rebalance."""
         if _inconsistent(protocol_type, self._m.protocol_type) or _inconsistent(
             protocol_name, self._m.protocol_name
         ):
