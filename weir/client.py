@@ -49,7 +49,7 @@ from kio.serial import entity_reader, entity_writer
 from weir.security.client import ClientSecurity, ScramClient, plain_token
 from weir.security.scram import ScramError
 
-__all__ = ["BrokerClient", "BrokerClientError"]
+__all__ = ["BrokerClient", "BrokerClientError", "encode_request"]
 
 log = logging.getLogger("weir.client")
 
@@ -185,8 +185,9 @@ def _expects_response(body: Any) -> bool:
     return not (body.__api_key__ == _PRODUCE_KEY and body.acks == 0)
 
 
-def _encode(body: Any, correlation_id: int, client_id: str) -> bytes:
-    """A size-prefixed request frame."""
+def encode_request(body: Any, correlation_id: int, client_id: str) -> bytes:
+    """A size-prefixed request frame: header (by the body's API version) and body; public for
+    clients that drive a raw socket themselves (tests, tools)."""
     header_type = body.__header_schema__
     buffer = io.BytesIO()
     buffer.write(b"\x00\x00\x00\x00")
@@ -238,7 +239,7 @@ class _Connection:
         transport = self.protocol.transport
         assert transport is not None
         self._correlation = correlation = (self._correlation + 1) & 0x7FFFFFFF
-        frame = _encode(body, correlation, self._client_id)
+        frame = encode_request(body, correlation, self._client_id)
         if not _expects_response(body):
             transport.write(frame)
             return None

@@ -134,37 +134,34 @@ Validator = Callable[[str, Any], "Problem | None"]
 
 
 @dataclass(frozen=True, slots=True)
-class AtLeast:
-    """``ConfigDef.Range.atLeast``."""
+class Range:
+    """``ConfigDef.Range``: a number at least ``minimum`` and, when given, at most ``maximum``."""
 
     minimum: int | float
-
-    def __call__(self, name: str, value: Any) -> Problem | None:
-        if value is not None and value < self.minimum:
-            return Problem(f"Value must be at least {self.minimum}")
-        return None
-
-    def __str__(self) -> str:
-        return f"[{self.minimum},...]"
-
-
-@dataclass(frozen=True, slots=True)
-class Between:
-    """``ConfigDef.Range.between``."""
-
-    minimum: int | float
-    maximum: int | float
+    maximum: int | float | None = None
 
     def __call__(self, name: str, value: Any) -> Problem | None:
         if value is None:
             return None
         if value < self.minimum:
             return Problem(f"Value must be at least {self.minimum}")
-        if value > self.maximum:
+        if self.maximum is not None and value > self.maximum:
             return Problem(f"Value must be no more than {self.maximum}")
         return None
 
+    @classmethod
+    def at_least(cls, minimum: int | float) -> Range:
+        """``ConfigDef.Range.atLeast``."""
+        return cls(minimum)
+
+    @classmethod
+    def between(cls, minimum: int | float, maximum: int | float) -> Range:
+        """``ConfigDef.Range.between``."""
+        return cls(minimum, maximum)
+
     def __str__(self) -> str:
+        if self.maximum is None:
+            return f"[{self.minimum},...]"
         return f"[{self.minimum},...,{self.maximum}]"
 
 
@@ -251,9 +248,13 @@ class ConfigDef:
     validator: Validator | None
     doc: str
     read_only: bool = True
-    sensitive: bool = False
     synonyms: tuple[Synonym, ...] = ()
     dynamic_only: bool = False
+
+    @property
+    def sensitive(self) -> bool:
+        """Kafka's ``Type.isSensitive()``: passwords are never shown."""
+        return self.type is ConfigType.PASSWORD
 
     def parse(self, raw: str | None) -> Any:
         """Parse a string value into the typed value, or raise InvalidConfigError."""
@@ -357,14 +358,7 @@ def _broker(
     dynamic_only: bool = False,
 ) -> ConfigDef:
     return ConfigDef(
-        name=name,
-        type=type_,
-        default=default,
-        validator=validator,
-        doc=doc,
-        read_only=not dynamic,
-        sensitive=type_ is ConfigType.PASSWORD,
-        dynamic_only=dynamic_only,
+        name, type_, default, validator, doc, read_only=not dynamic, dynamic_only=dynamic_only
     )
 
 
@@ -376,16 +370,7 @@ def _topic(
     validator: Validator | None = None,
     synonyms: tuple[Synonym, ...] = (),
 ) -> ConfigDef:
-    return ConfigDef(
-        name=name,
-        type=type_,
-        default=default,
-        validator=validator,
-        doc=doc,
-        read_only=False,
-        sensitive=type_ is ConfigType.PASSWORD,
-        synonyms=synonyms,
-    )
+    return ConfigDef(name, type_, default, validator, doc, read_only=False, synonyms=synonyms)
 
 
 B, S, I, H, L, D, LST, P = (  # noqa: E741 - short aliases keep the tables readable
@@ -550,7 +535,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         1048588,
         _MAX_MESSAGE_BYTES_DOC + "This can be set per topic with the topic level "
         "<code>max.message.bytes</code> config.",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -559,7 +544,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         8,
         "The number of threads that the server uses for processing requests, which may "
         "include disk I/O",
-        AtLeast(1),
+        Range.at_least(1),
         dynamic=True,
     ),
     _broker(
@@ -568,7 +553,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         3,
         "The number of threads that the server uses for receiving requests from the "
         "network and sending responses to the network.",
-        AtLeast(1),
+        Range.at_least(1),
         dynamic=True,
     ),
     _broker(
@@ -576,7 +561,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         10,
         "The number of threads to use for various background processing tasks",
-        AtLeast(1),
+        Range.at_least(1),
         dynamic=True,
     ),
     _broker(
@@ -584,7 +569,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         500,
         "The number of queued requests allowed for data-plane, before blocking the network threads",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "delete.topic.enable",
@@ -603,14 +588,14 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         55 * 1024 * 1024,
         "The maximum number of bytes we will return for a fetch request. Must be at least 1024.",
-        AtLeast(1024),
+        Range.at_least(1024),
     ),
     _broker(
         "max.incremental.fetch.session.cache.slots",
         I,
         1000,
         "The maximum number of total incremental fetch sessions that we will maintain.",
-        AtLeast(0),
+        Range.at_least(0),
     ),
     _broker(
         "broker.heartbeat.interval.ms",
@@ -653,7 +638,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         100 * 1024 * 1024,
         "The maximum number of bytes in a socket request",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "connections.max.idle.ms",
@@ -668,7 +653,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         INT_MAX,
         "The maximum number of connections we allow from each ip address. New connections "
         "from the ip address are dropped if the limit is reached.",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -678,17 +663,19 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "The maximum number of connections we allow in the broker at any time. This limit "
         "is applied in addition to any per-ip limits configured using "
         "max.connections.per.ip.",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     # -- log ------------------------------------------------------------------------------
-    _broker("num.partitions", I, 1, "The default number of log partitions per topic", AtLeast(1)),
+    _broker(
+        "num.partitions", I, 1, "The default number of log partitions per topic", Range.at_least(1)
+    ),
     _broker(
         "log.segment.bytes",
         I,
         1024 * 1024 * 1024,
         "The maximum size of a single log file",
-        AtLeast(14),
+        Range.at_least(14),
         dynamic=True,
     ),
     _broker(
@@ -705,7 +692,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         168,
         "The maximum time before a new log segment is rolled out (in hours), secondary to "
         "log.roll.ms property",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "log.roll.jitter.ms",
@@ -721,7 +708,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         0,
         "The maximum jitter to subtract from logRollTimeMillis (in hours), secondary to "
         "log.roll.jitter.ms property",
-        AtLeast(0),
+        Range.at_least(0),
     ),
     _broker(
         "log.retention.ms",
@@ -756,7 +743,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         5 * 60 * 1000,
         "The frequency in milliseconds that the log cleaner checks whether any log is "
         "eligible for deletion",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "log.cleanup.policy",
@@ -773,7 +760,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         10 * 1024 * 1024,
         "The maximum size in bytes of the offset index",
         # Kafka allows 4, but an index must hold at least two 12-byte time index entries.
-        AtLeast(24),
+        Range.at_least(24),
         dynamic=True,
     ),
     _broker(
@@ -781,7 +768,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         4096,
         "The interval with which we add an entry to the offset index.",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -790,7 +777,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         LONG_MAX,
         "The number of messages accumulated on a log partition before messages are "
         "flushed to disk.",
-        AtLeast(1),
+        Range.at_least(1),
         dynamic=True,
     ),
     _broker(
@@ -800,7 +787,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "The amount of time to wait before deleting a file from the filesystem. If the "
         "value is 0 and there is no file to delete, the system will wait 1 millisecond. "
         "Low value will cause busy waiting",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -824,14 +811,14 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         60000,
         "The frequency with which we update the persistent record of the last flush which "
         "acts as the log recovery point.",
-        AtLeast(0),
+        Range.at_least(0),
     ),
     _broker(
         "log.flush.start.offset.checkpoint.interval.ms",
         I,
         60000,
         "The frequency with which we update the persistent record of log start offset",
-        AtLeast(0),
+        Range.at_least(0),
     ),
     _broker(
         "log.preallocate",
@@ -847,10 +834,10 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         1,
         "The number of threads per data directory to be used for log recovery at startup "
         "and flushing at shutdown",
-        AtLeast(1),
+        Range.at_least(1),
         dynamic=True,
     ),
-    _broker("min.insync.replicas", I, 1, _MIN_ISR_DOC, AtLeast(1), dynamic=True),
+    _broker("min.insync.replicas", I, 1, _MIN_ISR_DOC, Range.at_least(1), dynamic=True),
     _broker(
         "log.message.format.version",
         S,
@@ -870,7 +857,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         dynamic=True,
     ),
     *(
-        _broker(f"log.{name}", L, LONG_MAX, doc.format(p="log."), AtLeast(0), dynamic=True)
+        _broker(f"log.{name}", L, LONG_MAX, doc.format(p="log."), Range.at_least(0), dynamic=True)
         for name, doc in _TS_LIMITS
     ),
     _broker(
@@ -895,7 +882,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         1,
         "The number of background threads to use for log cleaning",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -918,7 +905,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         512 * 1024,
         "The total memory used for log cleaner I/O buffers across all cleaner threads",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -935,7 +922,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         L,
         15000,
         "The amount of time to sleep when there are no logs to clean",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -949,7 +936,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "met and the log has had dirty (uncompacted) records for at least the "
         "log.cleaner.min.compaction.lag.ms duration, or (ii) if the log has had dirty "
         "(uncompacted) records for at most the log.cleaner.max.compaction.lag.ms period.",
-        Between(0, 1),
+        Range.between(0, 1),
         dynamic=True,
     ),
     _broker(
@@ -961,7 +948,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "read if they begin from offset 0 to ensure that they get a valid snapshot of the "
         "final stage (otherwise  tombstones messages may be collected before a consumer "
         "completes their scan).",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -970,7 +957,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         0,
         "The minimum time a message will remain uncompacted in the log. Only applicable for "
         "logs that are being compacted.",
-        AtLeast(0),
+        Range.at_least(0),
         dynamic=True,
     ),
     _broker(
@@ -979,7 +966,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         LONG_MAX,
         "The maximum time a message will remain ineligible for compaction in the log. Only "
         "applicable for logs that are being compacted.",
-        AtLeast(1),
+        Range.at_least(1),
         dynamic=True,
     ),
     # -- replication ----------------------------------------------------------------------
@@ -1015,7 +1002,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "returned to ensure that progress can be made. The maximum record batch size "
         "accepted by the broker is defined via <code>message.max.bytes</code> (broker "
         "config) or <code>max.message.bytes</code> (topic config).",
-        AtLeast(0),
+        Range.at_least(0),
     ),
     _broker(
         "replica.fetch.wait.max.ms",
@@ -1037,7 +1024,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         1000,
         "The amount of time to sleep when fetch partition error occurs.",
-        AtLeast(0),
+        Range.at_least(0),
     ),
     _broker(
         "replica.fetch.response.max.bytes",
@@ -1047,7 +1034,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "batches, and if the first record batch in the first non-empty partition of the "
         "fetch is larger than this value, the record batch will still be returned to ensure "
         "that progress can be made. As such, this is not an absolute maximum.",
-        AtLeast(0),
+        Range.at_least(0),
     ),
     _broker(
         "num.replica.fetchers",
@@ -1085,7 +1072,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         L,
         300,
         "The frequency with which the partition rebalance check is triggered by the controller",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker("unclean.leader.election.enable", B, False, _UNCLEAN_DOC, dynamic=True),
     *(
@@ -1094,7 +1081,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
             L,
             LONG_MAX,
             _THROTTLED_RATE_DOC.format(side=side),
-            AtLeast(0),
+            Range.at_least(0),
             dynamic=True,
             dynamic_only=True,
         )
@@ -1130,7 +1117,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         INT_MAX,
         "The maximum number of consumers that a single consumer group can accommodate.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "metadata.max.retention.ms",
@@ -1139,7 +1126,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "The maximum time before the metadata log's history is deleted. Weir's materialized "
         "metadata in Redis always holds the current state, so history older than this is "
         "trimmed from the metadata log by the controller.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "offset.metadata.max.bytes",
@@ -1153,7 +1140,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         50,
         "The number of partitions for the offset commit topic (should not change after "
         "deployment).",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "offsets.topic.replication.factor",
@@ -1162,7 +1149,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "The replication factor for the offsets topic (set higher to ensure availability). "
         "Internal topic creation will fail until the cluster size meets this replication "
         "factor requirement.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "offsets.topic.segment.bytes",
@@ -1170,7 +1157,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         100 * 1024 * 1024,
         "The offsets topic segment bytes should be kept relatively small in order to "
         "facilitate faster log compaction and cache loads.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "offsets.retention.minutes",
@@ -1183,14 +1170,14 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "group is no longer subscribed to the corresponding topic. For standalone consumers "
         "(using manual assignment), offsets will be expired after this retention period "
         "has elapsed since the time of last commit.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "offsets.retention.check.interval.ms",
         L,
         600000,
         "Frequency at which to check for stale offsets",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "offsets.commit.timeout.ms",
@@ -1199,7 +1186,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "Offset commit will be delayed until all replicas for the offsets topic receive the "
         "commit or this timeout is reached. This is similar to the producer request "
         "timeout.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     # -- transactions and producer state --------------------------------------------------
     _broker(
@@ -1210,7 +1197,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "transaction status updates for the current transaction before expiring its "
         "transactional id. Transactional IDs will not expire while a the transaction is "
         "still ongoing.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "transaction.max.timeout.ms",
@@ -1220,14 +1207,14 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "time exceed this, then the broker will return an error in InitProducerIdRequest. "
         "This prevents a client from too large of a timeout, which can stall consumers "
         "reading from topics included in the transaction.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "transaction.state.log.num.partitions",
         I,
         50,
         "The number of partitions for the transaction topic (should not change after deployment).",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "transaction.state.log.replication.factor",
@@ -1236,7 +1223,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "The replication factor for the transaction topic (set higher to ensure "
         "availability). Internal topic creation will fail until the cluster size meets "
         "this replication factor requirement.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "transaction.state.log.min.isr",
@@ -1244,7 +1231,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         2,
         "The minimum number of replicas that must acknowledge a write to transaction topic "
         "in order to be considered successful.",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "transaction.state.log.segment.bytes",
@@ -1252,14 +1239,14 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         100 * 1024 * 1024,
         "The transaction topic segment bytes should be kept relatively small in order to "
         "facilitate faster log compaction and cache loads",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         I,
         10000,
         "The interval at which to rollback transactions that have timed out",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "transaction.remove.expired.transaction.cleanup.interval.ms",
@@ -1267,7 +1254,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         3600000,
         "The interval at which to remove transactions that have expired due to "
         "<code>transactional.id.expiration.ms</code> passing",
-        AtLeast(1),
+        Range.at_least(1),
     ),
     _broker(
         "transaction.partition.verification.enable",
@@ -1284,7 +1271,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "The time in ms that a topic partition leader will wait before expiring producer "
         "IDs. Producer IDs will not expire while a transaction associated to them is still "
         "ongoing.",
-        AtLeast(1),
+        Range.at_least(1),
         dynamic=True,
     ),
     # -- authorizer (weir.security.acl) ----------------------------------------------------
@@ -1398,7 +1385,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "This configuration controls the segment file size for the log. Retention and "
         "cleaning is always done a file at a time so a larger segment size means fewer files "
         "but less granular control over retention.",
-        AtLeast(14),
+        Range.at_least(14),
         _log("log.segment.bytes"),
     ),
     _topic(
@@ -1408,7 +1395,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "This configuration controls the period of time after which Kafka will force the log "
         "to roll even if the segment file isn't full to ensure that retention can delete or "
         "compact old data.",
-        AtLeast(1),
+        Range.at_least(1),
         (Synonym("log.roll.ms"), Synonym("log.roll.hours", MS_PER_HOUR)),
     ),
     _topic(
@@ -1417,7 +1404,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         0,
         "The maximum random jitter subtracted from the scheduled segment roll time to avoid "
         "thundering herds of segment rolling",
-        AtLeast(0),
+        Range.at_least(0),
         (Synonym("log.roll.jitter.ms"), Synonym("log.roll.jitter.hours", MS_PER_HOUR)),
     ),
     _topic(
@@ -1428,7 +1415,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "positions. We preallocate this index file and shrink it only after log rolls. You "
         "generally should not need to change this setting.",
         # Kafka allows 4, but an index must hold at least two 12-byte time index entries.
-        AtLeast(24),
+        Range.at_least(24),
         _log("log.index.size.max.bytes"),
     ),
     _topic(
@@ -1440,7 +1427,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "message; if it were 5 we would fsync after every five messages. In general we "
         "recommend you not set this and use replication for durability and allow the "
         "operating system's background flush capabilities as it is more efficient.",
-        AtLeast(1),
+        Range.at_least(1),
         _log("log.flush.interval.messages"),
     ),
     _topic(
@@ -1452,7 +1439,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "1000 ms had passed. In general we recommend you not set this and use replication "
         "for durability and allow the operating system's background flush capabilities as "
         "it is more efficient.",
-        AtLeast(0),
+        Range.at_least(0),
         _log("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
     ),
     _topic(
@@ -1475,7 +1462,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         'discard old log segments to free up space if we are using the "delete" retention '
         "policy. This represents an SLA on how soon consumers must read their data. If set "
         "to -1, no time limit is applied.",
-        AtLeast(-1),
+        Range.at_least(-1),
         (
             Synonym("log.retention.ms"),
             Synonym("log.retention.minutes", MS_PER_MINUTE),
@@ -1487,7 +1474,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         I,
         1048588,
         _MAX_MESSAGE_BYTES_DOC,
-        AtLeast(0),
+        Range.at_least(0),
         _log("message.max.bytes"),
     ),
     _topic(
@@ -1498,7 +1485,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "The default setting ensures that we index a message roughly every 4096 bytes. More "
         "indexing allows reads to jump closer to the exact position in the log but makes "
         "the index larger. You probably don't need to change this.",
-        AtLeast(0),
+        Range.at_least(0),
         _log("log.index.interval.bytes"),
     ),
     _topic(
@@ -1510,7 +1497,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "consumer must complete a read if they begin from offset 0 to ensure that they get a "
         "valid snapshot of the final stage (otherwise delete tombstones may be collected "
         "before they complete their scan).",
-        AtLeast(0),
+        Range.at_least(0),
         _log("log.cleaner.delete.retention.ms"),
     ),
     _topic(
@@ -1519,7 +1506,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         0,
         "The minimum time a message will remain uncompacted in the log. Only applicable for "
         "logs that are being compacted.",
-        AtLeast(0),
+        Range.at_least(0),
         _log("log.cleaner.min.compaction.lag.ms"),
     ),
     _topic(
@@ -1528,7 +1515,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         LONG_MAX,
         "The maximum time a message will remain ineligible for compaction in the log. Only "
         "applicable for logs that are being compacted.",
-        AtLeast(1),
+        Range.at_least(1),
         _log("log.cleaner.max.compaction.lag.ms"),
     ),
     _topic(
@@ -1536,7 +1523,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         L,
         60000,
         "The time to wait before deleting a file from the filesystem",
-        AtLeast(0),
+        Range.at_least(0),
         _log("log.segment.delete.delay.ms"),
     ),
     _topic(
@@ -1555,7 +1542,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         "dirty (uncompacted) records for at least the min.compaction.lag.ms duration, or "
         "(ii) if the log has had dirty (uncompacted) records for at most the "
         "max.compaction.lag.ms period.",
-        Between(0, 1),
+        Range.between(0, 1),
         _log("log.cleaner.min.cleanable.ratio"),
     ),
     _topic(
@@ -1580,7 +1567,9 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         None,
         _log("unclean.leader.election.enable"),
     ),
-    _topic("min.insync.replicas", I, 1, _MIN_ISR_DOC, AtLeast(1), _log("min.insync.replicas")),
+    _topic(
+        "min.insync.replicas", I, 1, _MIN_ISR_DOC, Range.at_least(1), _log("min.insync.replicas")
+    ),
     _topic(
         "compression.type",
         S,
@@ -1618,7 +1607,7 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
         _log("log.message.timestamp.type"),
     ),
     *(
-        _topic(name, L, LONG_MAX, doc.format(p=""), AtLeast(0), _log(f"log.{name}"))
+        _topic(name, L, LONG_MAX, doc.format(p=""), Range.at_least(0), _log(f"log.{name}"))
         for name, doc in _TS_LIMITS
     ),
     *(

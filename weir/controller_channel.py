@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -42,37 +43,30 @@ __all__ = ["ControllerChannel"]
 log = logging.getLogger("weir.broker")
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ControllerChannel:
     """Requests from this broker to the controller, over a cached connection."""
 
-    def __init__(
-        self,
-        *,
-        broker_id: int,
-        view: MetadataView,
-        security: ClientSecurity | None,
-        broker_epoch: Callable[[], int],
-    ) -> None:
-        self._broker_id = broker_id
-        self._view = view
-        self._security = security
-        self._broker_epoch = broker_epoch
-        self._clients: dict[int, BrokerClient] = {}
+    broker_id: int
+    view: MetadataView
+    security: ClientSecurity | None
+    broker_epoch: Callable[[], int]
+    _clients: dict[int, BrokerClient] = field(init=False, default_factory=dict)
 
     def _client(self) -> BrokerClient | None:
         """A connection to the controller on the inter-broker listener."""
-        controller = self._view.controller_id()
-        if controller not in self._view.image.brokers:
+        controller = self.view.controller_id()
+        if controller not in self.view.image.brokers:
             return None
-        endpoint = self._view.endpoint_of(controller)
+        endpoint = self.view.endpoint_of(controller)
         if endpoint is None:
             return None
         client = self._clients.get(controller)
         if client is None or (client.host, client.port) != endpoint:
             client = BrokerClient(
                 *endpoint,
-                client_id=f"weir-broker-{self._broker_id}",
-                security=self._security,
+                client_id=f"weir-broker-{self.broker_id}",
+                security=self.security,
             )
             self._clients[controller] = client
         return client
@@ -83,7 +77,7 @@ class ControllerChannel:
 
     async def forward(self, body: Any, timeout_s: float) -> Any | None:
         """Send an admin request on to the controller; its response, or None if unreachable."""
-        if self._view.controller_id() == self._broker_id:
+        if self.view.controller_id() == self.broker_id:
             return None
         client = self._client()
         if client is None:
@@ -159,8 +153,8 @@ class ControllerChannel:
         if client is None:
             return ErrorCode.not_controller
         body = alter_partition.AlterPartitionRequest(
-            broker_id=self._broker_id,
-            broker_epoch=self._broker_epoch(),
+            broker_id=self.broker_id,
+            broker_epoch=self.broker_epoch(),
             topics=(
                 alter_partition.TopicData(
                     topic_id=uuid.UUID(partition.topic_id),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from weir.config import BrokerConfig
 from weir.metadata.errors import MetadataUnavailableError
@@ -28,43 +29,35 @@ log = logging.getLogger("weir.broker")
 METADATA_TRIM_INTERVAL_S = 60.0
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ControllerLease:
     """Takes, renews and resigns the controller lease; ``epoch`` is None when not held."""
 
-    def __init__(
-        self,
-        *,
-        store: MetadataStore,
-        broker_id: int,
-        config: Callable[[], BrokerConfig],
-        monotonic: Callable[[], float],
-        wall_ms: Callable[[], int],
-    ) -> None:
-        self._store = store
-        self._broker_id = broker_id
-        self._config = config
-        self._monotonic = monotonic
-        self._wall_ms = wall_ms
-        self.epoch: int | None = None
+    store: MetadataStore
+    broker_id: int
+    config: Callable[[], BrokerConfig]
+    monotonic: Callable[[], float]
+    wall_ms: Callable[[], int]
+    epoch: int | None = field(init=False, default=None)
 
     @property
     def is_controller(self) -> bool:
         return self.epoch is not None
 
     def _lease_ms(self) -> int:
-        return int(self._config().get("broker.session.timeout.ms"))
+        return int(self.config().get("broker.session.timeout.ms"))
 
     async def try_acquire(self) -> None:
         """Take the lease if it is free, or renew the one held."""
         try:
             if self.epoch is None:
-                self.epoch = await self._store.acquire_controller(self._broker_id, self._lease_ms())
+                self.epoch = await self.store.acquire_controller(self.broker_id, self._lease_ms())
                 if self.epoch is not None:
-                    log.info("broker %d is the controller (epoch %d)", self._broker_id, self.epoch)
-            elif not await self._store.renew_controller(
-                self._broker_id, self.epoch, self._lease_ms()
+                    log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch)
+            elif not await self.store.renew_controller(
+                self.broker_id, self.epoch, self._lease_ms()
             ):
-                log.warning("broker %d lost the controller lease", self._broker_id)
+                log.warning("broker %d lost the controller lease", self.broker_id)
                 self.epoch = None
         except Exception as exc:  # Redis away: keep serving, try again
             log.warning("controller lease check failed: %s", exc)
@@ -74,22 +67,22 @@ class ControllerLease:
         """Renew (or compete for) the lease every heartbeat; trim while controller."""
         next_trim = 0.0
         while True:
-            await asyncio.sleep(int(self._config().get("broker.heartbeat.interval.ms")) / 1000)
+            await asyncio.sleep(int(self.config().get("broker.heartbeat.interval.ms")) / 1000)
             await self.try_acquire()
-            if self.epoch is not None and self._monotonic() >= next_trim:
-                next_trim = self._monotonic() + METADATA_TRIM_INTERVAL_S
+            if self.epoch is not None and self.monotonic() >= next_trim:
+                next_trim = self.monotonic() + METADATA_TRIM_INTERVAL_S
                 await self._trim_metadata_log()
 
     async def resign(self) -> None:
         """Give the lease up (shutdown), so another broker takes over without waiting."""
         if self.epoch is not None:
-            await self._store.resign_controller(self._broker_id, self.epoch)
+            await self.store.resign_controller(self.broker_id, self.epoch)
 
     async def _trim_metadata_log(self) -> None:
         """Drop metadata history older than ``metadata.max.retention.ms``."""
-        retention = int(self._config().get("metadata.max.retention.ms"))
+        retention = int(self.config().get("metadata.max.retention.ms"))
         try:
-            removed = await self._store.trim_log(older_than_ms=self._wall_ms() - retention)
+            removed = await self.store.trim_log(older_than_ms=self.wall_ms() - retention)
         except MetadataUnavailableError as exc:
             log.warning("metadata log trim failed: %s", exc)
             return

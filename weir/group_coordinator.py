@@ -117,70 +117,63 @@ class CreateTopic(Protocol):
     ) -> Awaitable[tuple[ErrorCode, TopicView | None]]: ...
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class GroupCoordinator:
     """Every shard this broker hosts, and the operations the handlers call."""
 
-    def __init__(
-        self,
-        *,
-        view: MetadataView,
-        replicas: ReplicaManager,
-        create_topic: CreateTopic,
-        time_ms: Callable[[], int],
-    ) -> None:
-        self._view = view
-        self._replicas = replicas
-        # Topic auto-creation (``TopicAdmin.auto_create_topic``), for __consumer_offsets.
-        self._create_topic = create_topic
-        self._time_ms = time_ms
-        self.shards: dict[int, Shard] = {}
-        self._background: set[asyncio.Task[Any]] = set()
-        self._creating: asyncio.Task[ErrorCode] | None = None
+    view: MetadataView
+    replicas: ReplicaManager
+    # Topic auto-creation (``TopicAdmin.auto_create_topic``), for __consumer_offsets.
+    create_topic: CreateTopic
+    time_ms: Callable[[], int]
+    shards: dict[int, Shard] = field(init=False, default_factory=dict)
+    _background: set[asyncio.Task[Any]] = field(init=False, default_factory=set)
+    _creating: asyncio.Task[ErrorCode] | None = field(init=False, default=None)
 
     def now_ms(self) -> int:
         """The coordinator's clock: the ``now_ms`` requests hand the group state machines."""
-        return self._time_ms()
+        return self.time_ms()
 
     # configuration ---------------------------------------------------------------------
     @property
     def num_partitions(self) -> int:
-        return int(self._view.config.get("offsets.topic.num.partitions"))
+        return int(self.view.config.get("offsets.topic.num.partitions"))
 
     def group_config(self) -> GroupConfig:
-        return GroupConfig.from_broker_config(self._view.config)
+        return GroupConfig.from_broker_config(self.view.config)
 
     def offset_config(self) -> OffsetConfig:
-        return OffsetConfig.from_broker_config(self._view.config)
+        return OffsetConfig.from_broker_config(self.view.config)
 
     def _commit_timeout_s(self) -> float:
-        return int(self._view.config.get("offsets.commit.timeout.ms")) / 1000
+        return int(self.view.config.get("offsets.commit.timeout.ms")) / 1000
 
     def offsets_topic_configs(self) -> dict[str, str]:
         """The configs Kafka gives ``__consumer_offsets`` when it creates it."""
         return {
             "cleanup.policy": "compact",
             "compression.type": "producer",
-            "segment.bytes": str(self._view.config.get("offsets.topic.segment.bytes")),
+            "segment.bytes": str(self.view.config.get("offsets.topic.segment.bytes")),
         }
 
     def partition_of(self, group_id: str) -> int:
-        view = self._view.topic_views().get(OFFSETS_TOPIC)
+        view = self.view.topic_views().get(OFFSETS_TOPIC)
         count = len(view.partitions) if view is not None else self.num_partitions
         return partition_for(group_id, count)
 
     # the offsets topic -----------------------------------------------------------------
     async def ensure_offsets_topic(self) -> ErrorCode:
         """Create ``__consumer_offsets`` on first use, as Kafka's FindCoordinator does."""
-        if OFFSETS_TOPIC in self._view.topic_views():
+        if OFFSETS_TOPIC in self.view.topic_views():
             return ErrorCode.none
         if self._creating is None or self._creating.done():
             self._creating = asyncio.create_task(self._create_offsets_topic())
         return await asyncio.shield(self._creating)
 
     async def _create_offsets_topic(self) -> ErrorCode:
-        live = len(await self._view.fresh_live_brokers())
-        wanted = int(self._view.config.get("offsets.topic.replication.factor"))
-        error, view = await self._create_topic(
+        live = len(await self.view.fresh_live_brokers())
+        wanted = int(self.view.config.get("offsets.topic.replication.factor"))
+        error, view = await self.create_topic(
             OFFSETS_TOPIC,
             num_partitions=self.num_partitions,
             replication_factor=max(1, min(wanted, live)),
@@ -195,7 +188,7 @@ class GroupCoordinator:
     def on_metadata(self) -> None:
         """Load shards this broker now leads, unload the ones it stopped leading."""
         leading: dict[int, Partition] = {}
-        for partition in self._replicas.partitions():
+        for partition in self.replicas.partitions():
             if partition.topic == OFFSETS_TOPIC and partition.is_leader:
                 leading[partition.index] = partition
         for index, shard in list(self.shards.items()):
@@ -213,12 +206,12 @@ class GroupCoordinator:
         shard.tasks.append(task)
 
     async def _load(self, shard: Shard, partition: Partition) -> None:
-        started = self._time_ms()
+        started = self.time_ms()
         try:
             records = list(_read_records(partition))
             groups, offsets = replay(
                 records,
-                now_ms=self._time_ms(),
+                now_ms=self.time_ms(),
                 group_config=self.group_config(),
                 offset_config=self.offset_config(),
             )
@@ -236,7 +229,7 @@ class GroupCoordinator:
             shard.index,
             len(groups),
             len(records),
-            self._time_ms() - started,
+            self.time_ms() - started,
         )
         self._spawn(shard, self._timer_loop(shard), f"timers-{shard.index}")
         self._spawn(shard, self._expiry_loop(shard), f"expiry-{shard.index}")
@@ -244,7 +237,7 @@ class GroupCoordinator:
     def _unload(self, shard: Shard) -> None:
         shard.unloaded = True
         self.shards.pop(shard.index, None)
-        now = self._time_ms()
+        now = self.time_ms()
         for group in shard.groups.values():
             self._process(shard, group, group.unload(now))
         for future in shard.waiters.values():
@@ -290,7 +283,7 @@ class GroupCoordinator:
     def coordinator_of(self, group_id: str) -> tuple[int, int]:
         """(partition, leader broker id or -1) of the group's offsets partition."""
         index = self.partition_of(group_id)
-        view = self._view.topic_views().get(OFFSETS_TOPIC)
+        view = self.view.topic_views().get(OFFSETS_TOPIC)
         if view is None or index >= len(view.partitions):
             return index, -1
         return index, view.partitions[index].leader
@@ -303,7 +296,7 @@ class GroupCoordinator:
 
     # running group calls ---------------------------------------------------------------------
     def new_group(self, shard: Shard, group_id: str) -> Group:
-        group = Group(group_id, now_ms=self._time_ms(), config=self.group_config())
+        group = Group(group_id, now_ms=self.time_ms(), config=self.group_config())
         shard.groups[group_id] = group
         return group
 
@@ -333,21 +326,21 @@ class GroupCoordinator:
         if shard.unloaded:
             return
         self.process(
-            shard, group, group.persisted(persist.token, now_ms=self._time_ms(), error=error)
+            shard, group, group.persisted(persist.token, now_ms=self.time_ms(), error=error)
         )
 
     async def append(self, shard: Shard, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
         """Append records to the shard's partition and wait until they are committed."""
-        partition = self._replicas.get(OFFSETS_TOPIC, shard.index)
+        partition = self.replicas.get(OFFSETS_TOPIC, shard.index)
         if partition is None or not partition.is_leader or shard.unloaded:
             return ErrorCode.not_leader_or_follower
         # Like an acks=all produce (and Kafka's coordinator): below min.insync.replicas the
         # write is refused *before* it reaches the log, so a refused commit can never
         # reappear after a failover.
-        min_isr = self._view.topic_config(OFFSETS_TOPIC).min_insync_replicas
+        min_isr = self.view.topic_config(OFFSETS_TOPIC).min_insync_replicas
         if len(partition.isr) < min_isr:
             return ErrorCode.not_enough_replicas
-        payload = build_batch(records, timestamp_ms=self._time_ms())
+        payload = build_batch(records, timestamp_ms=self.time_ms())
         try:
             outcome = partition.append(payload, validate_batches(payload))
         except LogError as exc:
@@ -357,7 +350,7 @@ class GroupCoordinator:
             shard.leader_epoch,
             outcome.last_offset + 1,
             self._commit_timeout_s(),
-            topic_config=self._view.topic_config,
+            topic_config=self.view.topic_config,
         )
 
     async def commit_offsets(
@@ -393,7 +386,7 @@ class GroupCoordinator:
             shard.offsets.apply(record)
         group = shard.groups.pop(group_id, None)
         if group is not None:
-            group.delete(self._time_ms())
+            group.delete(self.time_ms())
         return ErrorCode.none
 
     def force_rebalance(self, group_id: str) -> ErrorCode:
@@ -406,13 +399,13 @@ class GroupCoordinator:
         if group is None or not group.members:
             # Nothing to rebalance: Kafka's error for a group without live members.
             return ErrorCode.group_id_not_found
-        self.process(shard, group, group.force_rebalance(self._time_ms()))
+        self.process(shard, group, group.force_rebalance(self.time_ms()))
         return ErrorCode.none
 
     # time -----------------------------------------------------------------------------------
     async def _timer_loop(self, shard: Shard) -> None:
         while not shard.unloaded:
-            now = self._time_ms()
+            now = self.time_ms()
             deadlines = [
                 (deadline, group)
                 for group in list(shard.groups.values())
@@ -432,10 +425,10 @@ class GroupCoordinator:
 
     async def _expiry_loop(self, shard: Shard) -> None:
         while not shard.unloaded:
-            interval = int(self._view.config.get("offsets.retention.check.interval.ms"))
+            interval = int(self.view.config.get("offsets.retention.check.interval.ms"))
             await asyncio.sleep(interval / 1000)
             shard.offsets.config = self.offset_config()
-            outcome = shard.offsets.expire(shard.groups, now_ms=self._time_ms())
+            outcome = shard.offsets.expire(shard.groups, now_ms=self.time_ms())
             records = [encode(r) for r in outcome.records]
             records += [encode_group_tombstone(g) for g in outcome.groups_to_delete]
             if not records:
@@ -451,7 +444,7 @@ class GroupCoordinator:
             for group_id in outcome.groups_to_delete:
                 group = shard.groups.pop(group_id, None)
                 if group is not None:
-                    group.delete(self._time_ms())
+                    group.delete(self.time_ms())
             log.info(
                 "expired %d offsets and %d empty groups in %s-%d",
                 len(outcome.records),

@@ -19,7 +19,7 @@ waiter re-checks its own condition, so a notification is only a hint.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from weir.log.log import AppendResult, FileSlice, Log, LogConfig
 from weir.protocol.records import BatchHeader
@@ -38,34 +38,26 @@ class AppendOutcome:
     duplicate: bool = False
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class Partition:
     """One local replica of ``topic``-``index``."""
 
-    def __init__(
-        self,
-        *,
-        broker_id: int,
-        topic: str,
-        index: int,
-        topic_id: str,
-        log: Log,
-    ) -> None:
-        self.broker_id = broker_id
-        self.topic = topic
-        self.index = index
-        self.topic_id = topic_id
-        self.log = log
-        self.leader_id = -1
-        self.leader_epoch = -1
-        self.partition_epoch = -1
-        self.replicas: tuple[int, ...] = ()
-        self.isr: tuple[int, ...] = ()
-        self.leader_state: LeaderState | None = None
-        # A follower learns the HW from its leader's fetch responses; until then 0 is the
-        # safe value (a replica that becomes leader re-derives the HW from the ISR's LEOs).
-        self._follower_hw = 0
-        self._waiters: set[Callable[[], None]] = set()
-        self.isr_change_pending = False
+    broker_id: int
+    topic: str
+    index: int
+    topic_id: str
+    log: Log
+    leader_id: int = field(init=False, default=-1)
+    leader_epoch: int = field(init=False, default=-1)
+    partition_epoch: int = field(init=False, default=-1)
+    replicas: tuple[int, ...] = field(init=False, default=())
+    isr: tuple[int, ...] = field(init=False, default=())
+    leader_state: LeaderState | None = field(init=False, default=None)
+    # A follower learns the HW from its leader's fetch responses; until then 0 is the
+    # safe value (a replica that becomes leader re-derives the HW from the ISR's LEOs).
+    _follower_hw: int = field(init=False, default=0)
+    _waiters: set[Callable[[], None]] = field(init=False, default_factory=set)
+    isr_change_pending: bool = field(init=False, default=False)
 
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"

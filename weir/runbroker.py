@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from weir.config import InvalidConfigError, parse_broker_overrides
-from weir.security.listeners import ListenerError, resolve_listeners
+from weir.security.listeners import ListenerError, parse_host_port, resolve_listeners
 from weir.security.tls import TlsConfigError
 
 __all__ = [
@@ -43,17 +43,13 @@ class UsageError(Exception):
 
 
 def parse_endpoint(flag: str, value: str) -> tuple[str, int]:
-    """``HOST:PORT`` → (host, port), or a UsageError naming ``flag``."""
-    host, sep, port_text = value.rpartition(":")
-    if not sep or not host:
+    """``HOST:PORT`` with a host → (host, port), or a UsageError naming ``flag``."""
+    if not value.rpartition(":")[0]:
         raise UsageError(f"{flag} expects HOST:PORT, got {value!r}")
     try:
-        port = int(port_text)
-    except ValueError:
-        raise UsageError(f"{flag} expects a numeric port, got {port_text!r}") from None
-    if not 0 <= port <= 65535:
-        raise UsageError(f"{flag} port {port} is outside 0..65535")
-    return host.strip("[]"), port
+        return parse_host_port(value, flag)
+    except ListenerError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

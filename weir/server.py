@@ -48,7 +48,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from weir.metrics import BrokerMetrics
@@ -410,38 +410,29 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return sent
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class KafkaServer:
     """Accepts connections on one listener and dispatches requests to handlers."""
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        handlers: dict[int, Handler],
-        supported_versions: dict[int, tuple[int, int]],
-        max_request_size: int,
-        metrics: BrokerMetrics | None = None,
-        security_protocol: str = "PLAINTEXT",
-        sasl_mechanisms: tuple[str, ...] = (),
-        rewrite: Callable[[int, Any], Any] | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        principal_mapping_rules: str = "DEFAULT",
-    ) -> None:
-        self.name = name
-        # SSL / SASL_SSL: the server side of the TLS handshake (weir.security.tls).
-        self.ssl_context = ssl_context
-        # ssl.principal.mapping.rules: the SSL principal from the client certificate's DN.
-        self.principal_mapping_rules = principal_mapping_rules
-        self.security_protocol = security_protocol
-        self.sasl = security_protocol.startswith("SASL_")
-        self.sasl_mechanisms = sasl_mechanisms
-        self.rewrite = rewrite
-        self.metrics = metrics
-        self.handlers = handlers
-        self.supported_versions = supported_versions
-        self.max_request_size = max_request_size
-        self.connections: set[KafkaConnection] = set()
-        self._server: asyncio.Server | None = None
+    name: str
+    handlers: dict[int, Handler]
+    supported_versions: dict[int, tuple[int, int]]
+    max_request_size: int
+    metrics: BrokerMetrics | None = None
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanisms: tuple[str, ...] = ()
+    rewrite: Callable[[int, Any], Any] | None = None
+    # SSL / SASL_SSL: the server side of the TLS handshake (weir.security.tls).
+    ssl_context: ssl.SSLContext | None = None
+    # ssl.principal.mapping.rules: the SSL principal from the client certificate's DN.
+    principal_mapping_rules: str = "DEFAULT"
+    connections: set[KafkaConnection] = field(init=False, default_factory=set)
+    _server: asyncio.Server | None = field(init=False, default=None)
+
+    @property
+    def sasl(self) -> bool:
+        """SASL_PLAINTEXT / SASL_SSL: connections must authenticate first."""
+        return self.security_protocol.startswith("SASL_")
 
     async def bind(self, host: str, port: int) -> tuple[str, int]:
         """Bind the listening socket without accepting yet; the bound (host, port)."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from weir.metadata.partition_state import (
     PartitionStatePublisher,
@@ -34,27 +35,23 @@ log = logging.getLogger("weir.broker")
 PUBLISH_INTERVAL_S = 1.0
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class StatePublisher:
     """Publishes this broker's replica and partition states and metrics."""
 
-    def __init__(
-        self,
-        *,
-        redis: aioredis.Redis,
-        cluster_id: str,
-        broker_id: int,
-        replicas: ReplicaManager,
-        metrics: BrokerMetrics,
-        config: Callable[[], BrokerConfig],
-        time_ms: Callable[[], int],
-    ) -> None:
-        self._redis = redis
-        self._broker_id = broker_id
-        self._replicas = replicas
-        self._metrics = metrics
-        self._config = config
-        self._time_ms = time_ms
-        self._publisher = PartitionStatePublisher(redis, cluster_id=cluster_id, broker_id=broker_id)
+    redis: aioredis.Redis
+    cluster_id: str
+    broker_id: int
+    replicas: ReplicaManager
+    metrics: BrokerMetrics
+    config: Callable[[], BrokerConfig]
+    time_ms: Callable[[], int]
+    _publisher: PartitionStatePublisher = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._publisher = PartitionStatePublisher(
+            self.redis, cluster_id=self.cluster_id, broker_id=self.broker_id
+        )
 
     async def run(self) -> None:
         while True:
@@ -65,55 +62,48 @@ class StatePublisher:
         """The partitions led here and every local replica, as of ``now``."""
         partitions: list[PartitionStatus] = []
         replicas: list[ReplicaStatus] = []
-        for p in list(self._replicas.partitions()):
+        for p in list(self.replicas.partitions()):
             log_obj = p.log
-            replicas.append(
-                ReplicaStatus(
-                    topic=p.topic,
-                    partition=p.index,
-                    broker_id=self._broker_id,
-                    log_end_offset=log_obj.log_end_offset,
-                    log_start_offset=log_obj.log_start_offset,
-                    size_bytes=log_obj.size_bytes,
-                    is_leader=p.is_leader,
-                    updated_ms=now,
-                )
-            )
+            # What a replica's and a partition's status both say about the local log.
+            local: dict[str, Any] = {
+                "topic": p.topic,
+                "partition": p.index,
+                "log_end_offset": log_obj.log_end_offset,
+                "log_start_offset": log_obj.log_start_offset,
+                "size_bytes": log_obj.size_bytes,
+                "updated_ms": now,
+            }
+            replicas.append(ReplicaStatus(**local, broker_id=self.broker_id, is_leader=p.is_leader))
             state = p.leader_state
             if state is None:
                 continue
             partitions.append(
                 PartitionStatus(
-                    topic=p.topic,
-                    partition=p.index,
-                    leader=self._broker_id,
+                    **local,
+                    leader=self.broker_id,
                     leader_epoch=p.leader_epoch,
                     isr=tuple(p.isr),
-                    log_end_offset=log_obj.log_end_offset,
                     high_watermark=p.high_watermark,
-                    log_start_offset=log_obj.log_start_offset,
-                    size_bytes=log_obj.size_bytes,
                     follower_log_end_offsets={
                         str(f.broker_id): f.log_end_offset for f in state.followers.values()
                     },
-                    updated_ms=now,
                 )
             )
         return partitions, replicas
 
     async def publish_once(self) -> None:
-        now = self._time_ms()
+        now = self.time_ms()
         partitions, replicas = self.states(now)
         try:
             await self._publisher.publish(partitions, replicas)
-            await self._metrics.publish(
-                self._redis,
+            await self.metrics.publish(
+                self.redis,
                 keys=self._publisher.keys,
-                broker_id=self._broker_id,
+                broker_id=self.broker_id,
                 now_ms=now,
                 # The control plane cannot see static configs; it needs this one to
                 # count under-min-ISR partitions.
-                extra={"min_insync_replicas": int(self._config().get("min.insync.replicas"))},
+                extra={"min_insync_replicas": int(self.config().get("min.insync.replicas"))},
             )
         except Exception as exc:  # Redis away: observability only, try again later
             log.debug("publishing partition state failed: %s", exc)

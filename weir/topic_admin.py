@@ -99,28 +99,21 @@ def _check_assignments(assignments: dict[int, list[int]], live: set[int]) -> str
     return None
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class TopicAdmin:
     """Topic and config changes, as the admin APIs, auto-creation and the group
     coordinator ask for them; metadata writes only while this broker holds the controller
     lease (config changes are forwarded to the controller otherwise)."""
 
-    def __init__(
-        self,
-        *,
-        view: MetadataView,
-        store: MetadataStore,
-        lease: ControllerLease,
-        channel: ControllerChannel,
-    ) -> None:
-        self._view = view
-        self._store = store
-        self._lease = lease
-        self._channel = channel
+    view: MetadataView
+    store: MetadataStore
+    lease: ControllerLease
+    channel: ControllerChannel
 
     @property
     def is_controller(self) -> bool:
         """Does this broker hold the controller lease (so topic changes are made here)?"""
-        return self._lease.is_controller
+        return self.lease.is_controller
 
     async def auto_create_topic(
         self,
@@ -148,13 +141,13 @@ class TopicAdmin:
             )
             error = outcome.error
         else:
-            error = await self._channel.create_topic(
+            error = await self.channel.create_topic(
                 name, num_partitions, replication_factor, configs or {}
             )
         if error not in (ErrorCode.none, ErrorCode.topic_already_exists):
             return error, None
-        await self._view.wait_for_metadata(lambda: name in self._view.topic_views(), 5.0)
-        view = self._view.topic_views().get(name)
+        await self.view.wait_for_metadata(lambda: name in self.view.topic_views(), 5.0)
+        view = self.view.topic_views().get(name)
         if view is None:
             return ErrorCode.leader_not_available, None
         return ErrorCode.none, view
@@ -175,7 +168,7 @@ class TopicAdmin:
             validate_topic_name(name)
         except InvalidTopicName as exc:
             return _fail(ErrorCode.invalid_topic_exception, str(exc))
-        existing = self._view.topic_views()
+        existing = self.view.topic_views()
         if name in existing:
             return _fail(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
         for other in existing:
@@ -184,7 +177,7 @@ class TopicAdmin:
                     ErrorCode.invalid_topic_exception,
                     f"Topic '{name}' collides with existing topic: {other}",
                 )
-        live = await self._view.fresh_live_brokers()
+        live = await self.view.fresh_live_brokers()
         if assignments:
             if num_partitions != -1 or replication_factor != -1:
                 return _fail(
@@ -198,9 +191,9 @@ class TopicAdmin:
             placement = [assignments[i] for i in range(len(assignments))]
         else:
             if num_partitions == -1:
-                num_partitions = int(self._view.config.get("num.partitions"))
+                num_partitions = int(self.view.config.get("num.partitions"))
             if replication_factor == -1:
-                replication_factor = int(self._view.config.get("default.replication.factor"))
+                replication_factor = int(self.view.config.get("default.replication.factor"))
             if num_partitions < 1:
                 return _fail(
                     ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
@@ -218,10 +211,10 @@ class TopicAdmin:
                 brokers=[(b.broker_id, b.rack) for b in live],
             )
         try:
-            clean_configs = validate_topic_configs(configs, broker=self._view.config)
+            clean_configs = validate_topic_configs(configs, broker=self.view.config)
         except InvalidConfigError as exc:
             return _fail(ErrorCode(exc.error_code), exc.message)
-        described = tuple(describe_topic_config(self._view.config, clean_configs, keys=None))
+        described = tuple(describe_topic_config(self.view.config, clean_configs, keys=None))
         if validate_only:
             return TopicOutcome(
                 error=ErrorCode.none,
@@ -230,10 +223,10 @@ class TopicAdmin:
                 replication_factor=len(placement[0]),
                 configs=described,
             )
-        assert self._store is not None and self._lease.epoch is not None
+        assert self.store is not None and self.lease.epoch is not None
         try:
-            topic_id = await self._store.create_topic(
-                controller_epoch=self._lease.epoch,
+            topic_id = await self.store.create_topic(
+                controller_epoch=self.lease.epoch,
                 name=name,
                 assignments=placement,
                 configs=clean_configs,
@@ -241,8 +234,8 @@ class TopicAdmin:
             )
         except MetadataError as exc:
             return _fail(ErrorCode(exc.error_code), str(exc))
-        await self._view.wait_for_metadata(
-            lambda: name in self._view.topic_views(), timeout_ms / 1000
+        await self.view.wait_for_metadata(
+            lambda: name in self.view.topic_views(), timeout_ms / 1000
         )
         log.info(
             "created topic %s with %d partitions x %d replicas",
@@ -262,10 +255,10 @@ class TopicAdmin:
     async def delete_topic(
         self, *, name: str | None, topic_id: uuid.UUID | None, timeout_ms: int
     ) -> TopicOutcome:
-        views = self._view.topic_views()
+        views = self.view.topic_views()
         view = views.get(name) if name else None
         if view is None and topic_id is not None and topic_id != _NULL_UUID:
-            view = self._view.topic_view_by_id(topic_id)
+            view = self.view.topic_view_by_id(topic_id)
             if view is None:
                 return TopicOutcome(ErrorCode.unknown_topic_id, "Topic id not found", name=name)
         if view is None:
@@ -274,19 +267,19 @@ class TopicAdmin:
                 "This server does not host this topic-partition.",
                 name=name,
             )
-        if not self._view.config.get("delete.topic.enable"):
+        if not self.view.config.get("delete.topic.enable"):
             return TopicOutcome(
                 ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.", name=view.name
             )
-        assert self._store is not None and self._lease.epoch is not None
+        assert self.store is not None and self.lease.epoch is not None
         try:
-            await self._store.delete_topic(
-                controller_epoch=self._lease.epoch, name=view.name, topic_id=view.topic_id
+            await self.store.delete_topic(
+                controller_epoch=self.lease.epoch, name=view.name, topic_id=view.topic_id
             )
         except MetadataError as exc:
             return TopicOutcome(ErrorCode(exc.error_code), str(exc), name=view.name)
-        await self._view.wait_for_metadata(
-            lambda: view.name not in self._view.topic_views(), timeout_ms / 1000
+        await self.view.wait_for_metadata(
+            lambda: view.name not in self.view.topic_views(), timeout_ms / 1000
         )
         log.info("deleted topic %s", view.name)
         return TopicOutcome(ErrorCode.none, None, name=view.name, topic_id=view.topic_id)
@@ -300,7 +293,7 @@ class TopicAdmin:
         validate_only: bool,
         timeout_ms: int,
     ) -> TopicOutcome:
-        view = self._view.topic_views().get(name)
+        view = self.view.topic_views().get(name)
         if view is None:
             return _fail(
                 ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
@@ -316,7 +309,7 @@ class TopicAdmin:
             )
         adding = count - current
         replication_factor = len(view.partitions[0].replicas)
-        live = await self._view.fresh_live_brokers()
+        live = await self.view.fresh_live_brokers()
         if assignments is not None:
             if len(assignments) != adding:
                 return _fail(
@@ -349,20 +342,20 @@ class TopicAdmin:
             )
         if validate_only:
             return TopicOutcome(ErrorCode.none, name=name)
-        assert self._store is not None and self._lease.epoch is not None
+        assert self.store is not None and self.lease.epoch is not None
         try:
-            await self._store.create_partitions(
-                controller_epoch=self._lease.epoch,
+            await self.store.create_partitions(
+                controller_epoch=self.lease.epoch,
                 name=name,
                 assignments=new_assignments,
                 live_brokers=[b.broker_id for b in live],
             )
         except MetadataError as exc:
             return _fail(ErrorCode(exc.error_code), str(exc))
-        await self._view.wait_for_metadata(
+        await self.view.wait_for_metadata(
             lambda: (
-                len(self._view.topic_views()[name].partitions) >= count
-                if name in self._view.topic_views()
+                len(self.view.topic_views()[name].partitions) >= count
+                if name in self.view.topic_views()
                 else True
             ),
             timeout_ms / 1000,
@@ -373,23 +366,23 @@ class TopicAdmin:
         self, *, resource_type: int, resource_name: str, keys: list[str] | None
     ) -> ConfigsOutcome:
         if resource_type == RESOURCE_TOPIC:
-            if resource_name not in self._view.topic_views():
+            if resource_name not in self.view.topic_views():
                 return ConfigsOutcome(
                     ErrorCode.unknown_topic_or_partition,
                     f"Topic {resource_name} does not exist",
                 )
             entries = describe_topic_config(
-                self._view.config, self._view.topic_overrides(resource_name), keys=keys
+                self.view.config, self.view.topic_overrides(resource_name), keys=keys
             )
             return ConfigsOutcome(ErrorCode.none, None, tuple(entries))
         if resource_type == RESOURCE_BROKER:
-            if resource_name not in ("", str(self._view.broker_id)):
+            if resource_name not in ("", str(self.view.broker_id)):
                 return ConfigsOutcome(
                     ErrorCode.invalid_request,
-                    f"Unexpected broker id, expected {self._view.broker_id} or empty string, "
+                    f"Unexpected broker id, expected {self.view.broker_id} or empty string, "
                     f"but received {resource_name}",
                 )
-            entries = describe_broker_config(self._view.config, keys=keys)
+            entries = describe_broker_config(self.view.config, keys=keys)
             return ConfigsOutcome(ErrorCode.none, None, tuple(entries))
         return ConfigsOutcome(
             ErrorCode.invalid_request, f"Unsupported resource type {resource_type}"
@@ -405,7 +398,7 @@ class TopicAdmin:
         validate_only: bool,
     ) -> ConfigsOutcome:
         """Apply SET/DELETE/APPEND/SUBTRACT (or, with ``replace``, the whole set) to a resource."""
-        assert self._store is not None
+        assert self.store is not None
         names = [name for name, _, _ in operations]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
@@ -414,22 +407,22 @@ class TopicAdmin:
                 f"Error due to duplicate config keys: {', '.join(sorted(duplicates))}",
             )
         if resource_type == RESOURCE_TOPIC:
-            if resource_name not in self._view.topic_views():
+            if resource_name not in self.view.topic_views():
                 return ConfigsOutcome(
                     ErrorCode.unknown_topic_or_partition, f"Topic {resource_name} does not exist"
                 )
-            current = {} if replace else self._view.topic_overrides(resource_name)
+            current = {} if replace else self.view.topic_overrides(resource_name)
 
             def validator(values: dict[str, str | None]) -> dict[str, str]:
-                return validate_topic_configs(values, broker=self._view.config)
+                return validate_topic_configs(values, broker=self.view.config)
 
             scope = ("topic", resource_name)
         elif resource_type == RESOURCE_BROKER:
-            if resource_name not in ("", str(self._view.broker_id)) and not resource_name.isdigit():
+            if resource_name not in ("", str(self.view.broker_id)) and not resource_name.isdigit():
                 return ConfigsOutcome(
                     ErrorCode.invalid_request, f"Invalid broker id {resource_name!r}"
                 )
-            current = {} if replace else self._view.broker_dynamic_overrides(resource_name)
+            current = {} if replace else self.view.broker_dynamic_overrides(resource_name)
 
             def validator(values: dict[str, str | None]) -> dict[str, str]:
                 return validate_broker_dynamic_configs(values, per_broker=resource_name != "")
@@ -440,17 +433,17 @@ class TopicAdmin:
                 ErrorCode.invalid_request, f"Unsupported resource type {resource_type}"
             )
         try:
-            updated = _apply_operations(current, operations, self._view, scope)
+            updated = _apply_operations(current, operations, self.view, scope)
             clean = validator(updated)
         except InvalidConfigError as exc:
             return ConfigsOutcome(ErrorCode(exc.error_code), exc.message)
         if validate_only:
             return ConfigsOutcome(ErrorCode.none)
-        if self._lease.is_controller:
-            assert self._lease.epoch is not None
+        if self.lease.is_controller:
+            assert self.lease.epoch is not None
             try:
-                await self._store.replace_configs(
-                    controller_epoch=self._lease.epoch,
+                await self.store.replace_configs(
+                    controller_epoch=self.lease.epoch,
                     resource_type=scope[0],
                     resource_name=scope[1],
                     configs=clean,
@@ -459,17 +452,13 @@ class TopicAdmin:
                 return ConfigsOutcome(ErrorCode(exc.error_code), str(exc))
         else:
             # Metadata writes are the controller's: forward the change (KIP-590's idea).
-            previous = self._view.current_overrides(scope)
+            previous = self.view.current_overrides(scope)
             changes = [(k, OP_SET, v) for k, v in clean.items() if previous.get(k) != v]
             changes += [(k, OP_DELETE, None) for k in previous if k not in clean]
-            error, message = await self._channel.alter_configs(
-                resource_type, resource_name, changes
-            )
+            error, message = await self.channel.alter_configs(resource_type, resource_name, changes)
             if error is not ErrorCode.none:
                 return ConfigsOutcome(error, message)
-        await self._view.wait_for_metadata(
-            lambda: self._view.current_overrides(scope) == clean, 5.0
-        )
+        await self.view.wait_for_metadata(lambda: self.view.current_overrides(scope) == clean, 5.0)
         return ConfigsOutcome(ErrorCode.none)
 
 

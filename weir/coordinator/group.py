@@ -515,44 +515,49 @@ class Group(RebalanceCycle):
         own SyncGroup is therefore always ``Pending`` and comes with a ``PersistGroup``.
         """
         self._begin(now_ms)
-        return self._settle(
-            self._sync(
-                member_id,
-                group_instance_id,
-                generation_id,
-                protocol_type,
-                protocol_name,
-                assignments,
-            )
-        )
-
-    def _sync(
-        self,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-    ) -> SyncResponse | Pending:
-        if not self.group_id:
-            return SyncResponse(_E.invalid_group_id)
-        if self._state is _S.EMPTY:
-            return SyncResponse(_E.unknown_member_id)
-        if self._state is _S.DEAD:
-            return SyncResponse(_E.coordinator_not_available)
-        error = self._m.validate(member_id, group_instance_id)
+        error = self._member_error(member_id, group_instance_id, generation_id)
+        if error is None:
+            error = self._sync_phase_error(protocol_type, protocol_name)
         if error is not None:
-            return SyncResponse(error)
-        if generation_id != self._generation_id:
-            return SyncResponse(_E.illegal_generation)
+            return self._settle(SyncResponse(error))
+        return self._settle(self._sync_member(self._m.members[member_id], assignments))
+
+    def _sync_phase_error(
+        self, protocol_type: str | None, protocol_name: str | None
+    ) -> ErrorCode | None:
+        """A known member's SyncGroup is refused when it names another protocol than the
+        group's, or while the group is still preparing the rebalance."""
         if _inconsistent(protocol_type, self._m.protocol_type) or _inconsistent(
             protocol_name, self._m.protocol_name
         ):
-            return SyncResponse(_E.inconsistent_group_protocol)
+            return _E.inconsistent_group_protocol
         if self._state is _S.PREPARING_REBALANCE:
-            return SyncResponse(_E.rebalance_in_progress)
-        member = self._m.members[member_id]
+            return _E.rebalance_in_progress
+        return None
+
+    def _member_error(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode | None:
+        """The checks a Heartbeat and a SyncGroup share: a live group, this member (its static
+        instance id included) and the current generation."""
+        if not self.group_id:
+            return _E.invalid_group_id
+        if self._state is _S.DEAD:
+            return _E.coordinator_not_available
+        error = self._m.validate(member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != self._generation_id:
+            return _E.illegal_generation
+        if self._state is _S.EMPTY:
+            return _E.unknown_member_id
+        return None
+
+    def _sync_member(
+        self, member: Member, assignments: Mapping[str, bytes]
+    ) -> SyncResponse | Pending:
+        """A valid SyncGroup: the assignment when Stable, else park (the leader persists)."""
+        member_id = member.member_id
         self._remove_pending_sync(member_id)
         if self._state is _S.STABLE:
             return SyncResponse(
@@ -577,17 +582,9 @@ class Group(RebalanceCycle):
     ) -> ErrorCode:
         """Handle a Heartbeat: refresh the session, or tell the member to rejoin."""
         self._begin(now_ms)
-        if not self.group_id:
-            return _E.invalid_group_id
-        if self._state is _S.DEAD:
-            return _E.coordinator_not_available
-        error = self._m.validate(member_id, group_instance_id)
+        error = self._member_error(member_id, group_instance_id, generation_id)
         if error is not None:
             return error
-        if generation_id != self._generation_id:
-            return _E.illegal_generation
-        if self._state is _S.EMPTY:
-            return _E.unknown_member_id
         self._reschedule_heartbeat(self._m.members[member_id])
         if self._state is _S.PREPARING_REBALANCE:
             return _E.rebalance_in_progress

@@ -28,13 +28,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from weir.log.errors import CorruptIndexError
+
 __all__ = ["IndexFile"]
 
 
 class IndexFile:
     """Fixed-width sorted entries in a lazily memory-mapped file."""
 
+    # The big-endian layout of one entry; ``entry_size`` is its size in bytes.
+    entry_format: ClassVar[struct.Struct]
     entry_size: ClassVar[int]
+    # What error messages call the file ("index file", "time index file").
+    file_kind: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.entry_size = cls.entry_format.size
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
         self.path = path
@@ -111,12 +121,24 @@ class IndexFile:
             self._mm.close()
             self._mm = None
 
-    def _entry(self, fmt: struct.Struct, slot: int) -> tuple[int, ...]:
-        return fmt.unpack_from(self._mapped(), slot * self.entry_size)
+    def _entry(self, slot: int) -> tuple[int, ...]:
+        return self.entry_format.unpack_from(self._mapped(), slot * self.entry_size)
 
-    def _put(self, fmt: struct.Struct, *values: int) -> None:
-        fmt.pack_into(self._mapped(), self._entries * self.entry_size, *values)
+    def _field_at(self, slot: int, field: int) -> int:
+        """One field of entry ``slot`` (a binary search's key)."""
+        return self._entry(slot)[field]
+
+    def _put(self, *values: int) -> None:
+        self.entry_format.pack_into(self._mapped(), self._entries * self.entry_size, *values)
         self._entries += 1
+
+    def _check_whole_entries(self) -> None:
+        """Raise CorruptIndexError if the file's length is not a whole number of entries."""
+        if self._file_length % self.entry_size:
+            raise CorruptIndexError(
+                f"{self.file_kind} {self.path} has length {self._file_length}, "
+                f"not a multiple of {self.entry_size}"
+            )
 
     def _largest_lower_bound_slot(self, target: int, key: Callable[[int], int]) -> int:
         """Slot of the largest entry whose key is <= ``target``; -1 if there is none."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from weir.log.checkpoint import fsync_directory
@@ -117,25 +117,17 @@ def _next_offset_of_file(path: Path, base_offset: int) -> int:
             position += header.size
 
 
+@dataclass(eq=False, repr=False)
 class LogLoader:
     """Recovers one partition directory; see the module docstring for the passes."""
 
-    def __init__(
-        self,
-        directory: Path,
-        *,
-        index_interval_bytes: int,
-        max_index_size: int,
-        time_ms: Callable[[], int],
-        recovery_point: int,
-        log_start_offset: int,
-    ) -> None:
-        self.directory = directory
-        self.index_interval_bytes = index_interval_bytes
-        self.max_index_size = max_index_size
-        self.time_ms = time_ms
-        self.recovery_point = recovery_point
-        self.log_start_offset = log_start_offset
+    directory: Path
+    _: KW_ONLY
+    index_interval_bytes: int
+    max_index_size: int
+    time_ms: Callable[[], int]
+    recovery_point: int
+    log_start_offset: int
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         return LogSegment(

@@ -27,24 +27,24 @@ from weir.log.index_file import IndexFile
 
 __all__ = ["OffsetIndex"]
 
-_ENTRY = struct.Struct(">ii")
 INT32_MAX = 2**31 - 1
 
 
 class OffsetIndex(IndexFile):
     """Offset -> file position, sparse, binary-searched."""
 
-    entry_size = 8
+    entry_format = struct.Struct(">ii")  # relativeOffset, position
+    file_kind = "index file"
 
     def _offset_at(self, slot: int) -> int:
-        return _ENTRY.unpack_from(self._mapped(), slot * 8)[0]
+        return self._field_at(slot, 0)
 
     def _position_at(self, slot: int) -> int:
-        return _ENTRY.unpack_from(self._mapped(), slot * 8)[1]
+        return self._field_at(slot, 1)
 
     def entry(self, slot: int) -> tuple[int, int]:
         """``(absolute offset, position)`` of entry ``slot``."""
-        relative, position = self._entry(_ENTRY, slot)
+        relative, position = self._entry(slot)
         return self.base_offset + relative, position
 
     @property
@@ -85,7 +85,7 @@ class OffsetIndex(IndexFile):
                 )
         if self.is_full:
             raise ValueError(f"{self.path} is full ({self._entries} entries)")
-        self._put(_ENTRY, relative, position)
+        self._put(relative, position)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""
@@ -101,15 +101,11 @@ class OffsetIndex(IndexFile):
 
     def sanity_check(self, log_size: int) -> None:
         """Raise CorruptIndexError unless the file looks like a trimmed, valid index."""
-        if self._file_length % self.entry_size:
-            raise CorruptIndexError(
-                f"index file {self.path} has length {self._file_length}, "
-                f"not a multiple of {self.entry_size}"
-            )
+        self._check_whole_entries()
         if self._entries == 0:
             return
         first_relative = self._offset_at(0)
-        last_relative, last_position = self._entry(_ENTRY, self._entries - 1)
+        last_relative, last_position = self._entry(self._entries - 1)
         if first_relative <= 0 or last_relative < first_relative:
             raise CorruptIndexError(
                 f"index file {self.path} is corrupt: first entry offset "

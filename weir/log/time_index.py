@@ -30,24 +30,24 @@ from weir.log.index_file import IndexFile
 
 __all__ = ["TimeIndex"]
 
-_ENTRY = struct.Struct(">qi")
 NO_TIMESTAMP = -1
 
 
 class TimeIndex(IndexFile):
     """Timestamp -> offset, sparse, binary-searched."""
 
-    entry_size = 12
+    entry_format = struct.Struct(">qi")  # timestamp, relativeOffset
+    file_kind = "time index file"
 
     def _timestamp_at(self, slot: int) -> int:
-        return _ENTRY.unpack_from(self._mapped(), slot * 12)[0]
+        return self._field_at(slot, 0)
 
     def _relative_offset_at(self, slot: int) -> int:
-        return _ENTRY.unpack_from(self._mapped(), slot * 12)[1]
+        return self._field_at(slot, 1)
 
     def entry(self, slot: int) -> tuple[int, int]:
         """``(timestamp, absolute offset)`` of entry ``slot``."""
-        timestamp, relative = self._entry(_ENTRY, slot)
+        timestamp, relative = self._entry(slot)
         return timestamp, self.base_offset + relative
 
     @property
@@ -84,7 +84,7 @@ class TimeIndex(IndexFile):
             return
         if self._entries >= self.max_entries or (self.is_full and not skip_full_check):
             return
-        self._put(_ENTRY, timestamp, offset - self.base_offset)
+        self._put(timestamp, offset - self.base_offset)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""
@@ -103,15 +103,11 @@ class TimeIndex(IndexFile):
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError unless the file looks like a trimmed, valid index."""
-        if self._file_length % self.entry_size:
-            raise CorruptIndexError(
-                f"time index file {self.path} has length {self._file_length}, "
-                f"not a multiple of {self.entry_size}"
-            )
+        self._check_whole_entries()
         if self._entries == 0:
             return
-        first_timestamp, first_relative = self._entry(_ENTRY, 0)
-        last_timestamp, last_relative = self._entry(_ENTRY, self._entries - 1)
+        first_timestamp, first_relative = self._entry(0)
+        last_timestamp, last_relative = self._entry(self._entries - 1)
         if last_timestamp < first_timestamp or last_relative < first_relative:
             raise CorruptIndexError(
                 f"time index file {self.path} is corrupt: last entry "

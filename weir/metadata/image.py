@@ -19,7 +19,7 @@ import json
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -166,15 +166,13 @@ class PartitionImage:
 
     @classmethod
     def from_record(cls, record: PartitionRecord) -> PartitionImage:
-        return cls(
-            partition=record.partition,
-            replicas=tuple(record.replicas),
-            isr=tuple(record.isr),
-            leader=record.leader,
-            leader_epoch=record.leader_epoch,
-            partition_epoch=record.partition_epoch,
-            adding_replicas=tuple(record.adding_replicas),
-            removing_replicas=tuple(record.removing_replicas),
+        """The partition a PartitionRecord creates: the record's fields but its topic id."""
+        return cls(**{f.name: getattr(record, f.name) for f in fields(cls)})
+
+    def to_record(self, topic_id: uuid.UUID) -> PartitionRecord:
+        """The PartitionRecord that creates this partition in topic ``topic_id``."""
+        return PartitionRecord(
+            topic_id=topic_id, **{f.name: getattr(self, f.name) for f in fields(self)}
         )
 
     def changed_by(self, change: PartitionChangeRecord) -> PartitionImage:

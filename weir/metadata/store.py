@@ -47,7 +47,6 @@ from weir.metadata.keys import KeyLayout
 from weir.metadata.records import (
     ConfigRecord,
     PartitionChangeRecord,
-    PartitionRecord,
     Record,
     ResourceType,
     TopicRecord,
@@ -436,7 +435,7 @@ class MetadataStore:
         topic = TopicImage(name, topic_id, partitions)
         configs = dict(configs or {})
         records: list[Record] = [TopicRecord(name=name, topic_id=topic_id)]
-        records += [_partition_record(topic_id, p) for p in partitions.values()]
+        records += [p.to_record(topic_id) for p in partitions.values()]
         records += [
             ConfigRecord(ResourceType.TOPIC, name, key, value) for key, value in configs.items()
         ]
@@ -530,7 +529,7 @@ class MetadataStore:
                 for i, replicas in enumerate(assignments)
             }
             new_topic = TopicImage(topic.name, topic.topic_id, {**topic.partitions, **added})
-            return new_topic, [_partition_record(topic.topic_id, p) for p in added.values()]
+            return new_topic, [p.to_record(topic.topic_id) for p in added.values()]
 
         topic = await self._update_topic_cas(
             controller_epoch=controller_epoch, name=name, change=change
@@ -739,17 +738,3 @@ def _new_partition(
             "are fenced or in controlled shutdown."
         )
     return PartitionImage(partition=index, replicas=replicas, isr=isr, leader=isr[0])
-
-
-def _partition_record(topic_id: uuid.UUID, partition: PartitionImage) -> PartitionRecord:
-    return PartitionRecord(
-        topic_id=topic_id,
-        partition=partition.partition,
-        replicas=partition.replicas,
-        isr=partition.isr,
-        leader=partition.leader,
-        leader_epoch=partition.leader_epoch,
-        partition_epoch=partition.partition_epoch,
-        adding_replicas=partition.adding_replicas,
-        removing_replicas=partition.removing_replicas,
-    )

@@ -34,8 +34,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -79,27 +79,19 @@ class _Followed:
     refusals: int = 0
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class LeaderFetcher:
     """Replicates every partition this broker follows from one leader."""
 
-    def __init__(
-        self,
-        *,
-        leader_id: int,
-        broker_id: int,
-        endpoint: Callable[[int], tuple[str, int] | None],
-        time_ms: Callable[[], int],
-        security: ClientSecurity | None = None,
-    ) -> None:
-        self.leader_id = leader_id
-        self.broker_id = broker_id
-        self._endpoint = endpoint
-        self._time_ms = time_ms
-        self._security = security
-        self._client: BrokerClient | None = None
-        self.partitions: dict[tuple[str, int], _Followed] = {}
-        self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+    leader_id: int
+    broker_id: int
+    endpoint: Callable[[int], tuple[str, int] | None]
+    time_ms: Callable[[], int]
+    security: ClientSecurity | None = None
+    _client: BrokerClient | None = field(init=False, default=None)
+    partitions: dict[tuple[str, int], _Followed] = field(init=False, default_factory=dict)
+    _changed: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = field(init=False, default=None)
 
     def add(self, partition: Partition) -> None:
         key = (partition.topic, partition.index)
@@ -122,7 +114,7 @@ class LeaderFetcher:
             await self._client.close()
 
     def _connect(self) -> BrokerClient | None:
-        endpoint = self._endpoint(self.leader_id)
+        endpoint = self.endpoint(self.leader_id)
         if endpoint is None:
             return None
         if self._client is None or (self._client.host, self._client.port) != endpoint:
@@ -130,13 +122,13 @@ class LeaderFetcher:
                 endpoint[0],
                 endpoint[1],
                 client_id=f"weir-replica-{self.broker_id}",
-                security=self._security,
+                security=self.security,
             )
         return self._client
 
     async def _run(self) -> None:
         while True:
-            now = self._time_ms()
+            now = self.time_ms()
             active = [f for f in self.partitions.values() if f.delayed_until_ms <= now]
             if not active:
                 self._changed.clear()
@@ -154,7 +146,7 @@ class LeaderFetcher:
                 pending = [f for f in active if not f.truncated]
                 if pending:
                     await self._truncate(client, pending)
-                now = self._time_ms()
+                now = self.time_ms()
                 ready = [f for f in active if f.truncated and f.delayed_until_ms <= now]
                 if ready:
                     await self._fetch(client, ready)
@@ -169,9 +161,6 @@ class LeaderFetcher:
 
     async def _truncate(self, client: BrokerClient, pending: list[_Followed]) -> None:
         """KIP-101: cut each log where the leader says our latest epoch ends."""
-        by_topic: dict[str, list[_Followed]] = {}
-        for followed in pending:
-            by_topic.setdefault(followed.partition.topic, []).append(followed)
         request = OffsetForLeaderEpochRequest(
             replica_id=self.broker_id,
             topics=tuple(
@@ -186,7 +175,7 @@ class LeaderFetcher:
                         for f in items
                     ),
                 )
-                for topic, items in by_topic.items()
+                for topic, items in _by_topic(pending).items()
             ),
         )
         response = await client.request(request, timeout=10)
@@ -206,9 +195,6 @@ class LeaderFetcher:
                 followed.truncated = complete
 
     async def _fetch(self, client: BrokerClient, ready: list[_Followed]) -> None:
-        by_topic: dict[str, list[_Followed]] = {}
-        for followed in ready:
-            by_topic.setdefault(followed.partition.topic, []).append(followed)
         request = FetchRequest(
             replica_id=self.broker_id,
             max_wait=FETCH_MAX_WAIT,
@@ -232,7 +218,7 @@ class LeaderFetcher:
                         for f in items
                     ),
                 )
-                for topic, items in by_topic.items()
+                for topic, items in _by_topic(ready).items()
             ),
             forgotten_topics_data=(),
             rack_id="",
@@ -293,7 +279,7 @@ class LeaderFetcher:
             error.name,
             PARTITION_BACKOFF_MS,
         )
-        followed.delayed_until_ms = self._time_ms() + PARTITION_BACKOFF_MS
+        followed.delayed_until_ms = self.time_ms() + PARTITION_BACKOFF_MS
         if error in (ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch):
             followed.truncated = False  # the epochs moved: ask where ours ends again
 
@@ -344,27 +330,28 @@ def _truncation_point(partition: Partition, leader_epoch: int, end_offset: int) 
     return min(own_end, end_offset, leo), True
 
 
+def _by_topic(followed: Iterable[_Followed]) -> dict[str, list[_Followed]]:
+    """Partitions grouped by topic, as Fetch and OffsetForLeaderEpoch requests list them."""
+    by_topic: dict[str, list[_Followed]] = {}
+    for f in followed:
+        by_topic.setdefault(f.partition.topic, []).append(f)
+    return by_topic
+
+
 def _latest_epoch(partition: Partition) -> int:
     epoch = partition.log.leader_epoch_cache.latest_epoch
     return -1 if epoch is None else epoch
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ReplicaFetcherManager:
     """The set of LeaderFetchers of this broker, following metadata's role changes."""
 
-    def __init__(
-        self,
-        *,
-        broker_id: int,
-        endpoint: Callable[[int], tuple[str, int] | None],
-        time_ms: Callable[[], int],
-        security: ClientSecurity | None = None,
-    ) -> None:
-        self.broker_id = broker_id
-        self._endpoint = endpoint
-        self._time_ms = time_ms
-        self._security = security
-        self._fetchers: dict[int, LeaderFetcher] = {}
+    broker_id: int
+    endpoint: Callable[[int], tuple[str, int] | None]
+    time_ms: Callable[[], int]
+    security: ClientSecurity | None = None
+    _fetchers: dict[int, LeaderFetcher] = field(init=False, default_factory=dict)
 
     def follow(self, partition: Partition) -> None:
         """(Re)start replicating ``partition`` from its current leader."""
@@ -374,9 +361,9 @@ class ReplicaFetcherManager:
             fetcher = LeaderFetcher(
                 leader_id=partition.leader_id,
                 broker_id=self.broker_id,
-                endpoint=self._endpoint,
-                time_ms=self._time_ms,
-                security=self._security,
+                endpoint=self.endpoint,
+                time_ms=self.time_ms,
+                security=self.security,
             )
             self._fetchers[partition.leader_id] = fetcher
         fetcher.add(partition)

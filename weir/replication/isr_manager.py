@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -49,46 +50,36 @@ ACCEPTED_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 5.0
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class IsrManager:
     """Proposes ISR changes for the partitions this broker leads."""
 
-    def __init__(
-        self,
-        *,
-        broker_id: int,
-        replicas: ReplicaManager,
-        config: Callable[[], BrokerConfig],
-        time_ms: Callable[[], int],
-        lease: ControllerLease,
-        controller: Controller,
-        channel: ControllerChannel,
-    ) -> None:
-        self._broker_id = broker_id
-        self._replicas = replicas
-        self._config = config
-        self._time_ms = time_ms
-        self._lease = lease
-        self._controller = controller
-        self._channel = channel
-        # AlterPartition proposals in flight (each waits for its answer, then a while).
-        self._sends: set[asyncio.Task[None]] = set()
+    broker_id: int
+    replicas: ReplicaManager
+    config: Callable[[], BrokerConfig]
+    time_ms: Callable[[], int]
+    lease: ControllerLease
+    controller: Controller
+    channel: ControllerChannel
+    # AlterPartition proposals in flight (each waits for its answer, then a while).
+    _sends: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
     async def run(self) -> None:
         """Propose ISR shrinks for laggards, like Kafka's isr-expiration task."""
         while True:
-            lag_max = int(self._config().get("replica.lag.time.max.ms"))
+            lag_max = int(self.config().get("replica.lag.time.max.ms"))
             await asyncio.sleep(min(max(lag_max / 2000, 0.05), 1.0))
             self.check_shrink(lag_max_ms=lag_max)
 
     def check_shrink(self, *, lag_max_ms: int) -> None:
         """One pass of the shrink check over every partition led here."""
-        now = self._time_ms()
-        for partition in list(self._replicas.partitions()):
+        now = self.time_ms()
+        for partition in list(self.replicas.partitions()):
             state = partition.leader_state
             if state is None or partition.isr_change_pending:
                 continue
             proposed = state.proposed_isr(now_ms=now, lag_max_ms=lag_max_ms)
-            if proposed != frozenset(partition.isr) | {self._broker_id}:
+            if proposed != frozenset(partition.isr) | {self.broker_id}:
                 self._propose(partition, proposed)
 
     def maybe_expand(self, partition: Partition) -> None:
@@ -97,7 +88,7 @@ class IsrManager:
         if state is None or partition.isr_change_pending:
             return
         joining = state.caught_up_outside_isr(
-            now_ms=self._time_ms(), lag_max_ms=int(self._config().get("replica.lag.time.max.ms"))
+            now_ms=self.time_ms(), lag_max_ms=int(self.config().get("replica.lag.time.max.ms"))
         )
         if joining:
             self._propose(partition, frozenset(partition.isr) | joining)
@@ -116,7 +107,7 @@ class IsrManager:
     async def _send(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
         """AlterPartition to the controller (or straight to it when we are the controller)."""
         request = IsrChangeRequest(
-            broker_id=self._broker_id,
+            broker_id=self.broker_id,
             leader_epoch=partition.leader_epoch,
             partition_epoch=partition.partition_epoch,
             new_isr=new_isr,
@@ -130,13 +121,13 @@ class IsrManager:
         )
         error = ErrorCode.unknown_server_error
         try:
-            epoch = self._lease.epoch
+            epoch = self.lease.epoch
             if epoch is not None:
-                error, _ = await self._controller.alter_isr(
+                error, _ = await self.controller.alter_isr(
                     epoch, partition.topic, partition.index, request
                 )
             else:
-                error = await self._channel.alter_partition(partition, request)
+                error = await self.channel.alter_partition(partition, request)
         except Exception as exc:
             log.warning("ISR change of %s-%d failed: %s", partition.topic, partition.index, exc)
         if error is not ErrorCode.none:

@@ -9,6 +9,7 @@ shares ``leader.replication.throttled.rate`` bytes per second (``ReplicationQuot
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from weir.replication.quota import ReplicationQuota, is_throttled
@@ -20,40 +21,32 @@ if TYPE_CHECKING:
 __all__ = ["ReplicationThrottle"]
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ReplicationThrottle:
     """Which follower fetches are throttled, and how many bytes they may take now."""
 
-    def __init__(
-        self,
-        *,
-        broker_id: int,
-        replicas: ReplicaManager,
-        topic_config: Callable[[str], TopicConfig],
-        config: Callable[[], BrokerConfig],
-        now_s: Callable[[], float],
-    ) -> None:
-        self._broker_id = broker_id
-        self._replicas = replicas
-        self._topic_config = topic_config
-        self._config = config
-        self._now_s = now_s
-        self._quota = ReplicationQuota()
+    broker_id: int
+    replicas: ReplicaManager
+    topic_config: Callable[[str], TopicConfig]
+    config: Callable[[], BrokerConfig]
+    now_s: Callable[[], float]
+    _quota: ReplicationQuota = field(init=False, default_factory=ReplicationQuota)
 
     def throttled(self, topic: str, index: int, replica_id: int) -> bool:
         """Kafka's leader throttle: listed leader replica, follower not (yet) in sync."""
-        local = self._replicas.get(topic, index)
+        local = self.replicas.get(topic, index)
         if local is None or replica_id in local.isr:
             return False
-        config = self._topic_config(topic)
-        return is_throttled(config.leader_replication_throttled_replicas, index, self._broker_id)
+        config = self.topic_config(topic)
+        return is_throttled(config.leader_replication_throttled_replicas, index, self.broker_id)
 
     def _rate(self) -> int:
-        return int(self._config().get("leader.replication.throttled.rate"))
+        return int(self.config().get("leader.replication.throttled.rate"))
 
     def remaining(self) -> int:
         """Throttled catch-up bytes this leader may send now (negative: none)."""
-        return self._quota.remaining(rate=self._rate(), now_s=self._now_s())
+        return self._quota.remaining(rate=self._rate(), now_s=self.now_s())
 
     def record(self, size: int) -> None:
         """Count ``size`` throttled bytes just sent."""
-        self._quota.record(size, rate=self._rate(), now_s=self._now_s())
+        self._quota.record(size, rate=self._rate(), now_s=self.now_s())

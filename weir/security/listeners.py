@@ -36,6 +36,7 @@ __all__ = [
     "ListenerSpec",
     "endpoint_rewriter",
     "inter_broker_listener",
+    "parse_host_port",
     "parse_listener",
     "resolve_listeners",
 ]
@@ -60,7 +61,9 @@ class ListenerSpec:
         return self.protocol.startswith("SASL_")
 
 
-def _endpoint(text: str, what: str) -> tuple[str, int]:
+def parse_host_port(text: str, what: str) -> tuple[str, int]:
+    """``HOST:PORT`` → (host, port), brackets of an IPv6 host removed; an empty host (all
+    interfaces, as in ``PLAINTEXT://:9092``) is allowed. ListenerError names ``what``."""
     host, sep, port_text = text.rpartition(":")
     if not sep:
         raise ListenerError(f"{what} expects HOST:PORT, got {text!r}")
@@ -81,7 +84,7 @@ def parse_listener(text: str, what: str = "--listen") -> tuple[str, str, int]:
     name = name.upper()
     if not name or not all(c.isalnum() or c in "_-" for c in name):
         raise ListenerError(f"{what}: invalid listener name in {text!r}")
-    host, port = _endpoint(rest, what)
+    host, port = parse_host_port(rest, what)
     return name, host, port
 
 

@@ -13,6 +13,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import cramjam
 import crc32c
@@ -20,7 +21,11 @@ import lz4.frame
 import pytest
 import zstandard
 
+from weir.log.index_file import IndexFile
 from weir.log.log import AppendResult, FileSlice, Log, LogConfig
+from weir.log.offset_index import OffsetIndex
+from weir.log.segment import INDEX_SUFFIX, TIME_INDEX_SUFFIX, segment_file_stem
+from weir.log.time_index import TimeIndex
 from weir.protocol.batch_builder import blob, zigzag
 from weir.protocol.records import BatchHeader, iter_batches, validate_batches
 
@@ -204,3 +209,26 @@ def open_log(log_dir: Path, clock: FakeClock) -> Iterator[LogFactory]:
     factory = LogFactory(log_dir, clock)
     yield factory
     factory.close_all()
+
+
+IndexT = TypeVar("IndexT", bound=IndexFile)
+_INDEX_SUFFIXES: dict[type[IndexFile], str] = {
+    OffsetIndex: INDEX_SUFFIX,
+    TimeIndex: TIME_INDEX_SUFFIX,
+}
+
+
+@pytest.fixture
+def new_index(tmp_path: Path) -> Iterator[Callable[[type[IndexT], int, int], IndexT]]:
+    """Creates index files named as Kafka names them (``<base>.index``); closes them after."""
+    opened: list[IndexFile] = []
+
+    def create(kind: type[IndexT], base_offset: int, max_index_size: int) -> IndexT:
+        path = tmp_path / (segment_file_stem(base_offset) + _INDEX_SUFFIXES[kind])
+        index = kind(path, base_offset, max_index_size)
+        opened.append(index)
+        return index
+
+    yield create
+    for index in opened:
+        index.close()

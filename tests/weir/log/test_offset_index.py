@@ -14,10 +14,8 @@ BASE = 100
 
 
 @pytest.fixture
-def index(tmp_path: Path):
-    idx = OffsetIndex(tmp_path / "00000000000000000100.index", BASE, 8 * 64)
-    yield idx
-    idx.close()
+def index(new_index) -> OffsetIndex:
+    return new_index(OffsetIndex, BASE, 8 * 64)
 
 
 def fill(index: OffsetIndex) -> None:

@@ -14,10 +14,8 @@ BASE = 50
 
 
 @pytest.fixture
-def index(tmp_path: Path):
-    idx = TimeIndex(tmp_path / "00000000000000000050.timeindex", BASE, 12 * 10)
-    yield idx
-    idx.close()
+def index(new_index) -> TimeIndex:
+    return new_index(TimeIndex, BASE, 12 * 10)
 
 
 def test_maybe_append_keeps_only_increasing_timestamps(index: TimeIndex) -> None:
