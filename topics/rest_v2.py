@@ -221,11 +221,7 @@ class PartitionView(KafkaV2View):
         tags=TAGS,
     )
     def get(self, request: Request, topic_name: str, partition: str) -> Response:
-        topic = selectors.topic_get(name=topic_name, v2=True)
-        index = _partition_index(topic_name, partition)
-        return Response(
-            partition_v2(selectors.partition_get(topic=topic, partition=index, v2=True))
-        )
+        return Response(partition_v2(_path_partition(topic_name, partition)))
 
     @extend_schema(
         operation_id="produceToPartitionV2",
@@ -249,13 +245,18 @@ class PartitionOffsetsView(KafkaV2View):
         tags=TAGS,
     )
     def get(self, request: Request, topic_name: str, partition: str) -> Response:
-        topic = selectors.topic_get(name=topic_name, v2=True)
-        index = _partition_index(topic_name, partition)
-        selectors.partition_get(topic=topic, partition=index, v2=True)
+        index = _path_partition(topic_name, partition).partition
         found = selectors.partition_offsets(topic=topic_name, partition=index)
         return Response(
             {"beginning_offset": found.beginning_offset, "end_offset": found.end_offset}
         )
+
+
+def _path_partition(topic_name: str, partition: str) -> PartitionImage:
+    """The partition a v2 path names; 404 with 40401 (topic) or 40402 (partition) if none."""
+    topic = selectors.topic_get(name=topic_name, v2=True)
+    index = _partition_index(topic_name, partition)
+    return selectors.partition_get(topic=topic, partition=index, v2=True)
 
 
 def _partition_index(topic_name: str, partition: str) -> int:
