@@ -91,14 +91,17 @@ def raise_for_kafka_error(code: int, message: str | None, *, what: str) -> None:
     raise cls(text)
 
 
-def parse_int(text: str, *, what: str) -> int:
-    """A path segment that must be a non-negative integer, else 404 naming it."""
+def parse_int(text: str, *, what: str, error_code: int | None = None) -> int:
+    """A path segment that must be a non-negative integer, else 404 naming it (with
+    ``error_code`` in the body when the API has its own, as v2's 40402)."""
     try:
         value = int(text)
     except ValueError:
-        raise NotFound(f"{what} {text!r} not found: it must be an integer") from None
+        raise NotFound(
+            f"{what} {text!r} not found: it must be an integer", error_code=error_code
+        ) from None
     if value < 0 or value > 2**31 - 1:
-        raise NotFound(f"{what} {text!r} not found")
+        raise NotFound(f"{what} {text!r} not found", error_code=error_code)
     return value
 
 

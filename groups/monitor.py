@@ -40,7 +40,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -130,30 +130,15 @@ class GroupLag:
         """The ``/ws/groups/<group>/`` message (and the lag API's body)."""
         return {
             "type": "lag",
-            "group": self.group,
-            "state": self.state,
-            "members": self.members,
-            "status": self.status,
+            **self.summary(),
             "complete": self.complete,
-            "total_lag": self.total_lag,
-            "max_lag_seconds": self.max_lag_seconds,
-            "partitions": [
-                {
-                    "topic": p.topic,
-                    "partition": p.partition,
-                    "committed": p.committed,
-                    "high_watermark": p.high_watermark,
-                    "lag": p.lag,
-                    "lag_seconds": p.lag_seconds,
-                    "status": p.status,
-                    "complete": p.complete,
-                }
-                for p in self.partitions
-            ],
+            # Every field of a partition's lag, under its own name.
+            "partitions": [asdict(p) for p in self.partitions],
             "at": self.at.isoformat().replace("+00:00", "Z"),
         }
 
     def summary(self) -> dict[str, Any]:
+        """The group's line in the cluster view and the group list."""
         return {
             "group": self.group,
             "state": self.state,

@@ -19,9 +19,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from controlplane.errors import BadRequest
-from controlplane.rest_v3 import parse_int
 from controlplane.validation import validated
-from topics import messages
+from topics import messages, selectors
 
 MAX_OFFSET = 2**63 - 1
 PARTITION = OpenApiParameter("partition", OpenApiTypes.INT, OpenApiParameter.PATH)
@@ -151,7 +150,7 @@ class MessageListView(APIView):
             raise BadRequest("give either offset or timestamp, not both")
         page = messages.message_list(
             topic=topic,
-            partition=parse_int(partition, what=f"partition of topic {topic!r}"),
+            partition=selectors.partition_number(topic_name=topic, text=partition),
             offset=query.get("offset"),
             timestamp_ms=(
                 messages.parse_timestamp(query["timestamp"]) if "timestamp" in query else None
@@ -176,7 +175,7 @@ class MessageSearchView(APIView):
         query = _query(MessageSearchQuerySerializer, request)
         found = messages.message_search(
             topic=topic,
-            partition=parse_int(partition, what=f"partition of topic {topic!r}"),
+            partition=selectors.partition_number(topic_name=topic, text=partition),
             query=query["q"],
             field=query["field"],
             start=query.get("start"),

@@ -29,7 +29,6 @@ from controlplane.content import (
 )
 from controlplane.errors import ApiError, KafkaUnavailable, NotFound
 from controlplane.proxy import KafkaV2View
-from controlplane.rest_v3 import parse_int
 from topics import produce, selectors
 from weir.metadata.image import PartitionImage
 
@@ -221,11 +220,8 @@ class PartitionView(KafkaV2View):
         tags=TAGS,
     )
     def get(self, request: Request, topic_name: str, partition: str) -> Response:
-        topic = selectors.topic_get(name=topic_name, v2=True)
-        index = _partition_index(topic_name, partition)
-        return Response(
-            partition_v2(selectors.partition_get(topic=topic, partition=index, v2=True))
-        )
+        found = selectors.partition_at(topic_name=topic_name, partition=partition, v2=True)
+        return Response(partition_v2(found))
 
     @extend_schema(
         operation_id="produceToPartitionV2",
@@ -236,7 +232,8 @@ class PartitionView(KafkaV2View):
     )
     def post(self, request: Request, topic_name: str, partition: str) -> Response:
         selectors.topic_get(name=topic_name, v2=True)
-        return _produce(request, topic_name, _partition_index(topic_name, partition))
+        index = selectors.partition_number(topic_name=topic_name, text=partition, v2=True)
+        return _produce(request, topic_name, index)
 
 
 class PartitionOffsetsView(KafkaV2View):
@@ -249,17 +246,8 @@ class PartitionOffsetsView(KafkaV2View):
         tags=TAGS,
     )
     def get(self, request: Request, topic_name: str, partition: str) -> Response:
-        topic = selectors.topic_get(name=topic_name, v2=True)
-        index = _partition_index(topic_name, partition)
-        selectors.partition_get(topic=topic, partition=index, v2=True)
-        found = selectors.partition_offsets(topic=topic_name, partition=index)
+        p = selectors.partition_at(topic_name=topic_name, partition=partition, v2=True)
+        found = selectors.partition_offsets(topic=topic_name, partition=p.partition)
         return Response(
             {"beginning_offset": found.beginning_offset, "end_offset": found.end_offset}
         )
-
-
-def _partition_index(topic_name: str, partition: str) -> int:
-    try:
-        return parse_int(partition, what=f"partition of topic {topic_name!r}")
-    except NotFound as exc:
-        raise NotFound(exc.message, error_code=40402) from None

@@ -205,6 +205,11 @@ def topic_config_resource(v3: V3, topic: str, entry: ConfigEntry) -> dict[str, A
     )
 
 
+def topic_config_resources(v3: V3, topic: str) -> list[dict[str, Any]]:
+    """Every config of one topic, as v3 resources (404 if the topic is gone)."""
+    return [topic_config_resource(v3, topic, e) for e in config_describe(kind="topic", name=topic)]
+
+
 def partition_resource(v3: V3, topic: str, p: PartitionImage) -> dict[str, Any]:
     i = p.partition
     leader = p.leader if p.leader >= 0 else None
@@ -249,12 +254,6 @@ def reassignment_resource(v3: V3, topic: str, p: PartitionImage) -> dict[str, An
         removing_replicas=list(p.removing_replicas),
         replicas=v3.related("topics", topic, "partitions", i, "replicas"),
     )
-
-
-def _partition(topic_name: str, partition_id: str) -> tuple[TopicImage, PartitionImage]:
-    topic = selectors.topic_get(name=topic_name)
-    index = parse_int(partition_id, what=f"partition of topic {topic_name!r}")
-    return topic, selectors.partition_get(topic=topic, partition=index)
 
 
 # -- topics ----------------------------------------------------------------------------------
@@ -364,10 +363,7 @@ class TopicConfigListView(V3ReadView):
 
     def read(self, v3: V3, topic_name: str) -> Any:
         selectors.topic_get(name=topic_name)
-        data = [
-            topic_config_resource(v3, topic_name, e)
-            for e in config_describe(kind="topic", name=topic_name)
-        ]
+        data = topic_config_resources(v3, topic_name)
         return v3.listing("KafkaTopicConfigList", ("topics", topic_name, "configs"), data)
 
 
@@ -380,10 +376,9 @@ class AllTopicsConfigListView(V3ReadView):
         data = []
         for topic in selectors.topic_list():
             try:
-                entries = config_describe(kind="topic", name=topic.name)
+                data += topic_config_resources(v3, topic.name)
             except NotFound:
                 continue  # deleted meanwhile
-            data += [topic_config_resource(v3, topic.name, e) for e in entries]
         return v3.listing("KafkaTopicConfigList", ("topics", "-", "configs"), data)
 
 
@@ -446,7 +441,7 @@ class PartitionDetailView(V3ReadView):
     read_schema = v3_get("getKafkaPartition", PartitionSerializer, TAG_PARTITIONS, PARTITION_ID)
 
     def read(self, v3: V3, topic_name: str, partition_id: str) -> dict[str, Any]:
-        _, p = _partition(topic_name, partition_id)
+        p = selectors.partition_at(topic_name=topic_name, partition=partition_id)
         return partition_resource(v3, topic_name, p)
 
 
@@ -456,7 +451,7 @@ class ReplicaListView(V3ReadView):
     read_schema = v3_get("listKafkaReplicas", ReplicaListSerializer, TAG_PARTITIONS, PARTITION_ID)
 
     def read(self, v3: V3, topic_name: str, partition_id: str) -> Any:
-        _, p = _partition(topic_name, partition_id)
+        p = selectors.partition_at(topic_name=topic_name, partition=partition_id)
         data = [replica_resource(v3, topic_name, p, b) for b in p.replicas]
         return v3.listing(
             "KafkaReplicaList",
@@ -473,7 +468,7 @@ class ReplicaDetailView(V3ReadView):
     )
 
     def read(self, v3: V3, topic_name: str, partition_id: str, broker_id: str) -> Any:
-        _, p = _partition(topic_name, partition_id)
+        p = selectors.partition_at(topic_name=topic_name, partition=partition_id)
         b = parse_int(broker_id, what="replica")
         if b not in p.replicas:
             raise NotFound(
@@ -539,7 +534,7 @@ class PartitionReassignmentView(V3ReadView):
     )
 
     def read(self, v3: V3, topic_name: str, partition_id: str) -> Any:
-        _, p = _partition(topic_name, partition_id)
+        p = selectors.partition_at(topic_name=topic_name, partition=partition_id)
         if not (p.adding_replicas or p.removing_replicas):
             raise NotFound(f"no reassignment is under way for {topic_name}-{p.partition}")
         return reassignment_resource(v3, topic_name, p)

@@ -12,13 +12,16 @@ from dataclasses import dataclass
 
 from controlplane.cluster import gateway
 from controlplane.errors import KafkaUnavailable, NotFound
+from controlplane.rest_v3 import parse_int
 from weir.metadata.image import ClusterImage, PartitionImage, TopicImage
 from weir.topic_names import INTERNAL_TOPICS
 
 __all__ = [
     "PartitionOffsets",
+    "partition_at",
     "partition_get",
     "partition_list",
+    "partition_number",
     "partition_offset_at",
     "partition_offsets",
     "reassignment_list",
@@ -65,6 +68,20 @@ def partition_get(*, topic: TopicImage, partition: int, v2: bool = False) -> Par
             error_code=40402 if v2 else None,
         )
     return found
+
+
+def partition_number(*, topic_name: str, text: str, v2: bool = False) -> int:
+    """The partition number a URL path segment gives, else 404 (40402 for v2) naming the topic."""
+    what = f"partition of topic {topic_name!r}"
+    return parse_int(text, what=what, error_code=40402 if v2 else None)
+
+
+def partition_at(*, topic_name: str, partition: str, v2: bool = False) -> PartitionImage:
+    """The partition a URL path names; 404 for the topic first (40401 for v2), then for the
+    partition (40402)."""
+    topic = topic_get(name=topic_name, v2=v2)
+    index = partition_number(topic_name=topic_name, text=partition, v2=v2)
+    return partition_get(topic=topic, partition=index, v2=v2)
 
 
 def replica_list_for_broker(

@@ -97,13 +97,19 @@ class RebalanceRequestSerializer(serializers.Serializer):
 # response shapes -----------------------------------------------------------------------------
 
 
+# Why a partition was refused: the Kafka error name and a sentence. (A comment, not a
+# docstring: drf-spectacular would copy a docstring into every subclass's schema.)
+class PartitionErrorSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    message = serializers.CharField()
+
+
 class ReassignedPartitionSerializer(TopicPartitionSerializer):
     replicas = serializers.ListField(child=serializers.IntegerField())
 
 
-class RejectedPartitionSerializer(ReassignedPartitionSerializer):
-    error = serializers.CharField()
-    message = serializers.CharField()
+class RejectedPartitionSerializer(ReassignedPartitionSerializer, PartitionErrorSerializer):
+    pass
 
 
 class ReassignmentAcceptedSerializer(serializers.Serializer):
@@ -142,9 +148,8 @@ class ReassignmentListSerializer(serializers.Serializer):
     reassignments = ReassignmentSerializer(many=True)
 
 
-class FailedPartitionSerializer(TopicPartitionSerializer):
-    error = serializers.CharField()
-    message = serializers.CharField()
+class FailedPartitionSerializer(TopicPartitionSerializer, PartitionErrorSerializer):
+    pass
 
 
 class ReassignmentCancelSerializer(serializers.Serializer):
@@ -161,11 +166,14 @@ class ElectionResultSerializer(TopicPartitionSerializer):
     message = serializers.CharField()
 
 
-class ElectionResponseSerializer(serializers.Serializer):
-    results = ElectionResultSerializer(many=True)
+class ElectionSummarySerializer(serializers.Serializer):
     elected = serializers.IntegerField()
     not_needed = serializers.IntegerField()
     failed = serializers.IntegerField()
+
+
+class ElectionResponseSerializer(ElectionSummarySerializer):
+    results = ElectionResultSerializer(many=True)
 
 
 class DistributionSerializer(serializers.Serializer):
@@ -194,12 +202,6 @@ class PlanPartitionSerializer(PlannedPartitionSerializer):
     finished_ms = serializers.IntegerField(allow_null=True)
 
 
-class ElectionSummarySerializer(serializers.Serializer):
-    elected = serializers.IntegerField()
-    not_needed = serializers.IntegerField()
-    failed = serializers.IntegerField()
-
-
 class RebalanceStatusSerializer(serializers.Serializer):
     id = serializers.CharField(allow_null=True)
     state = serializers.ChoiceField(choices=["none", "running", "completed", "cancelled"])
@@ -221,24 +223,23 @@ class RebalanceStatusSerializer(serializers.Serializer):
     partitions = PlanPartitionSerializer(many=True)
 
 
-class ReassignmentProposalSerializer(serializers.Serializer):
+# A proposal's moves and the distribution before and after: what ``_diffs_data`` answers.
+class ProposalDiffsSerializer(serializers.Serializer):
+    replica_moves = serializers.IntegerField()
+    leader_changes = serializers.IntegerField()
+    partitions = PlannedPartitionSerializer(many=True)
+    before = DistributionSerializer()
+    after = DistributionSerializer()
+
+
+class ReassignmentProposalSerializer(ProposalDiffsSerializer):
     topics = serializers.ListField(child=serializers.CharField())
     brokers = serializers.ListField(child=serializers.IntegerField())
     partitions_total = serializers.IntegerField()
-    replica_moves = serializers.IntegerField()
-    leader_changes = serializers.IntegerField()
-    partitions = PlannedPartitionSerializer(many=True)
-    before = DistributionSerializer()
-    after = DistributionSerializer()
 
 
-class RebalanceProposalSerializer(serializers.Serializer):
+class RebalanceProposalSerializer(ProposalDiffsSerializer):
     dryrun = serializers.BooleanField()
-    replica_moves = serializers.IntegerField()
-    leader_changes = serializers.IntegerField()
-    partitions = PlannedPartitionSerializer(many=True)
-    before = DistributionSerializer()
-    after = DistributionSerializer()
     plan = RebalanceStatusSerializer(allow_null=True)
 
 
@@ -312,11 +313,8 @@ class ReassignmentGenerateView(APIView):
 class ReassignmentCancelView(APIView):
     """Cancel reassignments (all, or the listed partitions): ``DELETE /api/reassignments/``."""
 
-    @extend_schema(request=PartitionListSerializer, responses=ReassignmentCancelSerializer)
-    def post(self, request: Request) -> Response:
-        data = validated(PartitionListSerializer, request.data)
-        keys = _partition_keys(data.get("partitions"))
-        return Response(services.reassignment_cancel(partitions=keys))
+    # A POST for clients that cannot send a body with DELETE; the same handler.
+    post = ReassignmentsView.delete
 
 
 class PreferredElectionView(APIView):

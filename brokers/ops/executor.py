@@ -27,7 +27,7 @@ import logging
 from typing import Any
 
 from brokers.ops import services, store
-from brokers.ops.throttle import Move
+from brokers.ops.planner import PartitionDiff
 from controlplane.cluster import ClusterGateway, gateway
 from controlplane.errors import ApiError
 from weir.metadata.image import original_replicas
@@ -110,7 +110,9 @@ def _submit(gw: ClusterGateway, plan: dict[str, Any], image: Any, batch: list, n
     rate = plan.get("throttle_bytes_per_sec")
     if rate:
         moves = [
-            Move(i["topic"], i["partition"], original_replicas(p), tuple(i["proposed_replicas"]))
+            PartitionDiff(
+                i["topic"], i["partition"], original_replicas(p), tuple(i["proposed_replicas"])
+            )
             for i, p in batch
         ]
         services.throttle_set(gw, image, moves, rate)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -187,11 +187,12 @@ class _Run:
     """Counters and messages of a run in progress."""
 
     progress: Progress | None
-    examined: int = 0
-    acted: int = 0
-    segments: int = 0
-    reclaimed: int = 0
-    records: int = 0
+    # HousekeepingResult's fields, counted as the run goes.
+    partitions_examined: int = 0
+    partitions_acted: int = 0
+    segments_deleted: int = 0
+    bytes_reclaimed: int = 0
+    records_removed: int = 0
     errors: list[str] = field(default_factory=list)
     detail: list[dict] = field(default_factory=list)
 
@@ -205,13 +206,7 @@ class _Run:
 
     def result(self) -> HousekeepingResult:
         return HousekeepingResult(
-            partitions_examined=self.examined,
-            partitions_acted=self.acted,
-            segments_deleted=self.segments,
-            bytes_reclaimed=self.reclaimed,
-            records_removed=self.records,
-            errors=self.errors,
-            detail=self.detail,
+            **{f.name: getattr(self, f.name) for f in fields(HousekeepingResult)}
         )
 
 
@@ -287,7 +282,7 @@ def _retention_plans(
         replicas = image.topics[key[0]].partitions[key[1]].replicas
         leader_start = int(entry["log_start_offset"])
         if "delete" in (p.lower() for p in entry["config"]["cleanup.policy"]):
-            run.examined += 1
+            run.partitions_examined += 1
             decision = retention_decision(entry, now_ms=now_ms)
             if decision.new_log_start is not None:
                 plans[key] = _RetentionPlan(
@@ -340,7 +335,7 @@ def run_retention(
         run.report(0.2, f"inventory of {len(found.leaders)} partitions read")
         plans = _retention_plans(image, found, now_ms=now, run=run)
         if not plans:
-            run.report(1.0, f"{run.examined} partitions examined, nothing to delete")
+            run.report(1.0, f"{run.partitions_examined} partitions examined, nothing to delete")
             return run.result()
         by_broker: dict[int, list[dict[str, Any]]] = {}
         for (name, index), plan in plans.items():
@@ -364,7 +359,8 @@ def run_retention(
         _apply_retention_replies(run, plans, replies)
         run.report(
             1.0,
-            f"{run.acted} of {run.examined} partitions trimmed, {run.segments} segments deleted",
+            f"{run.partitions_acted} of {run.partitions_examined} partitions trimmed, "
+            f"{run.segments_deleted} segments deleted",
         )
     except stoppers as exc:
         run.errors.append(f"retention stopped: {exc}")
@@ -394,8 +390,8 @@ def _apply_retention_replies(
                 continue
             if item.get("error"):
                 run.errors.append(f"{name}-{index} on broker {broker_id}: {item['error']}")
-            run.segments += int(item.get("segments_deleted", 0))
-            run.reclaimed += int(item.get("bytes_deleted", 0))
+            run.segments_deleted += int(item.get("segments_deleted", 0))
+            run.bytes_reclaimed += int(item.get("bytes_deleted", 0))
             moved = moved or bool(item.get("moved"))
             replicas[str(broker_id)] = {
                 k: item[k]
@@ -403,8 +399,8 @@ def _apply_retention_replies(
                 if k in item
             }
         if moved:
-            run.acted += 1
-            run.records += plan.target - plan.leader_start
+            run.partitions_acted += 1
+            run.records_removed += plan.target - plan.leader_start
         run.detail.append(
             {
                 "topic": name,
@@ -437,12 +433,12 @@ def run_compaction(
             for entry in found.leaders.values()
             if "compact" in (p.lower() for p in entry["config"]["cleanup.policy"])
         ]
-        run.examined = len(compacted)
+        run.partitions_examined = len(compacted)
         blind = sorted({str(e["topic"]) for e in compacted if e.get("dirty") is None})
         if blind:
             run.errors.append(f"no dirty ratio (is the log cleaner installed?) for {blind}")
         chosen = compaction_candidates(compacted, max_partitions=max_partitions)
-        run.report(0.05, f"{len(chosen)} of {run.examined} partitions to compact")
+        run.report(0.05, f"{len(chosen)} of {run.partitions_examined} partitions to compact")
         for number, candidate in enumerate(chosen):
             if channel.remaining() <= 0:
                 run.errors.append(
@@ -456,7 +452,7 @@ def run_compaction(
                 f"compacted {candidate.topic}-{candidate.partition}",
             )
         if not chosen:
-            run.report(1.0, f"{run.examined} partitions examined, none dirty enough")
+            run.report(1.0, f"{run.partitions_examined} partitions examined, none dirty enough")
     except stoppers as exc:
         run.errors.append(f"compaction stopped: {exc}")
     return run.result()
@@ -494,12 +490,12 @@ def _compact_partition(
         if not stats:
             continue
         cleaned = True
-        run.segments += int(result.get("segments_removed", 0))
-        run.reclaimed += int(stats["bytes_before"]) - int(stats["bytes_after"])
+        run.segments_deleted += int(result.get("segments_removed", 0))
+        run.bytes_reclaimed += int(stats["bytes_before"]) - int(stats["bytes_after"])
         if broker_id == partition.leader:
-            run.records += int(stats["records_read"]) - int(stats["records_kept"])
+            run.records_removed += int(stats["records_read"]) - int(stats["records_kept"])
     if cleaned:
-        run.acted += 1
+        run.partitions_acted += 1
     run.detail.append(
         {
             "topic": name,

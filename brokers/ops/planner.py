@@ -59,7 +59,8 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PartitionDiff:
-    """One partition the plan changes."""
+    """One partition moving from its ``current`` to its ``proposed`` replicas: a step of a
+    plan, or a reassignment being throttled."""
 
     topic: str
     partition: int

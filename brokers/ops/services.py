@@ -17,7 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from brokers.ops import store
-from brokers.ops.planner import Proposal
+from brokers.ops.planner import PartitionDiff, Proposal
 from brokers.ops.requests import (
     PartitionKey,
     alter_reassignments_request,
@@ -26,7 +26,6 @@ from brokers.ops.requests import (
     reassignment_outcomes,
 )
 from brokers.ops.throttle import (
-    Move,
     ThrottleError,
     alter_configs,
     clear_throttle_resources,
@@ -126,7 +125,7 @@ def reassignment_execute(
                 f"registered brokers are {sorted(known)}"
             )
     moves = [
-        Move(
+        PartitionDiff(
             topic,
             partition,
             original_replicas(image.topics[topic].partitions[partition]),
@@ -136,12 +135,12 @@ def reassignment_execute(
     ]
     if throttle_bytes_per_sec is not None:
         throttle_set(gw, image, moves, throttle_bytes_per_sec)
-    results = reassignments_alter(gw, [(m.topic, m.partition, m.target) for m in moves])
+    results = reassignments_alter(gw, [(m.topic, m.partition, m.proposed) for m in moves])
     accepted, rejected = [], []
     submitted = store.now_ms()
     for move in moves:
         error, message = results.get((move.topic, move.partition), ("UNKNOWN_SERVER_ERROR", None))
-        item = {"topic": move.topic, "partition": move.partition, "replicas": list(move.target)}
+        item = {"topic": move.topic, "partition": move.partition, "replicas": list(move.proposed)}
         if error == "NONE":
             accepted.append(item)
         else:
@@ -206,7 +205,9 @@ def reassignment_cancel(*, partitions: Sequence[PartitionKey] | None = None) -> 
 # throttles -------------------------------------------------------------------------------
 
 
-def throttle_set(gw: ClusterGateway, image: ClusterImage, moves: Sequence[Move], rate: int) -> None:
+def throttle_set(
+    gw: ClusterGateway, image: ClusterImage, moves: Sequence[PartitionDiff], rate: int
+) -> None:
     """Throttle ``moves`` (merged into the topics' current throttled-replica lists)."""
     resources = throttle_resources(
         moves,
@@ -218,7 +219,7 @@ def throttle_set(gw: ClusterGateway, image: ClusterImage, moves: Sequence[Move],
         alter_configs(gw.admin(), resources)
     except ThrottleError as exc:
         raise KafkaUnavailable(str(exc)) from None
-    brokers = {b for m in moves for b in (*m.current, *m.target) if b in image.brokers}
+    brokers = {b for m in moves for b in (*m.current, *m.proposed) if b in image.brokers}
     store.throttle_mark(gw, brokers=brokers, topics={m.topic for m in moves})
 
 

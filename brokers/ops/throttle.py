@@ -18,16 +18,16 @@ one topic started at different times do not overwrite each other's entries.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
+from brokers.ops.planner import PartitionDiff
+
 __all__ = [
     "THROTTLE_BROKER_CONFIGS",
     "THROTTLE_TOPIC_CONFIGS",
-    "Move",
     "ThrottleError",
     "alter_configs",
     "clear_throttle_resources",
@@ -48,16 +48,6 @@ class ThrottleError(Exception):
     """The brokers refused a throttle change."""
 
 
-@dataclass(frozen=True, slots=True)
-class Move:
-    """One partition moving from ``current`` to ``target`` replicas."""
-
-    topic: str
-    partition: int
-    current: tuple[int, ...]
-    target: tuple[int, ...]
-
-
 def _merged(existing: str | None, entries: Sequence[str]) -> str:
     old = [e.strip() for e in (existing or "").split(",") if e.strip()]
     if "*" in old:
@@ -66,7 +56,7 @@ def _merged(existing: str | None, entries: Sequence[str]) -> str:
 
 
 def throttle_resources(
-    moves: Iterable[Move],
+    moves: Iterable[PartitionDiff],
     rate: int,
     *,
     live_brokers: Iterable[int],
@@ -83,10 +73,10 @@ def throttle_resources(
     leaders: dict[str, list[str]] = {}
     followers: dict[str, list[str]] = {}
     for move in moves:
-        involved.update(move.current, move.target)
+        involved.update(move.current, move.proposed)
         leaders.setdefault(move.topic, []).extend(f"{move.partition}:{b}" for b in move.current)
         followers.setdefault(move.topic, []).extend(
-            f"{move.partition}:{b}" for b in move.target if b not in move.current
+            f"{move.partition}:{b}" for b in move.proposed if b not in move.current
         )
     resources = [
         ConfigResource(

@@ -239,6 +239,12 @@ def broker_config_resource(v3: V3, broker_id: int, entry: ConfigEntry) -> dict[s
     )
 
 
+def broker_config_resources(v3: V3, broker_id: int) -> list[dict[str, Any]]:
+    """Every config of one broker, as v3 resources."""
+    entries = config_describe(kind="broker", name=str(broker_id))
+    return [broker_config_resource(v3, broker_id, e) for e in entries]
+
+
 def cluster_config_resource(v3: V3, entry: ConfigEntry) -> dict[str, Any]:
     return v3.resource(
         "KafkaClusterConfig",
@@ -318,9 +324,7 @@ class BrokerConfigListView(V3ReadView):
 
     def read(self, v3: V3, broker_id: str) -> Any:
         b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
-        data = [
-            broker_config_resource(v3, b, e) for e in config_describe(kind="broker", name=str(b))
-        ]
+        data = broker_config_resources(v3, b)
         return v3.listing("KafkaBrokerConfigList", ("brokers", b, "configs"), data)
 
 
@@ -330,14 +334,12 @@ class AllBrokersConfigListView(V3ReadView):
     read_schema = v3_get("listKafkaAllBrokerConfigs", BrokerConfigListSerializer, TAG_CONFIGS)
 
     def read(self, v3: V3) -> Any:
-        data = []
-        for broker in selectors.broker_list():
-            b = broker.broker_id
-            data += [
-                broker_config_resource(v3, b, e)
-                for e in config_describe(kind="broker", name=str(b))
-                if e.source == "DYNAMIC_BROKER_CONFIG"
-            ]
+        data = [
+            config
+            for broker in selectors.broker_list()
+            for config in broker_config_resources(v3, broker.broker_id)
+            if config["source"] == "DYNAMIC_BROKER_CONFIG"
+        ]
         return v3.listing("KafkaBrokerConfigList", ("brokers", "-", "configs"), data)
 
 

@@ -13,10 +13,9 @@ from typing import Any
 
 from django.urls import URLPattern, path
 
-from controlplane.cluster import gateway
 from frontend.pages.base import Page
-from frontend.pages.topics import partition_rows
-from topics import messages, selectors
+from frontend.pages.topics import topic_view
+from topics import messages
 
 __all__ = ["urlpatterns"]
 
@@ -28,19 +27,17 @@ class TopicMessagesPage(Page):
 
     def page_context(self, **kwargs: Any) -> dict[str, Any]:
         name = kwargs["name"]
-        image = gateway().image()
-        topic = selectors.topic_get(name=name, image=image)
-        states, _ = gateway().partition_states()
-        # The topic page's partition rows: the picker shows each one's offsets.
-        partitions = partition_rows(topic=topic, image=image, states=states)
+        # The topic page's view: its header, and its partition rows for the picker, which
+        # shows each one's offsets.
+        topic = topic_view(name=name)
         chosen = self.request.GET.get("partition", "")
         return dict(
             title=name,
             tab="messages",
-            topic={"type": "topic", "name": name, "internal": selectors.topic_is_internal(name)},
+            topic=topic,
             page={
                 "topic": name,
-                "partitions": partitions,
+                "partitions": topic["partitions"],
                 "partition": int(chosen) if chosen.isdigit() else 0,
                 "default_limit": messages.DEFAULT_LIMIT,
                 "max_limit": messages.MAX_LIMIT,

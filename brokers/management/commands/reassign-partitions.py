@@ -32,9 +32,9 @@ from brokers.management.protocol_admin import (
     request_timeout,
     send_to_controller,
 )
+from brokers.ops.planner import PartitionDiff
 from brokers.ops.requests import alter_reassignments_request, reassignment_outcomes
 from brokers.ops.throttle import (
-    Move,
     ThrottleError,
     alter_configs,
     clear_throttle_resources,
@@ -211,7 +211,7 @@ class Command(BaseCommand):
         rate: int,
     ) -> None:
         moves = [
-            Move(topic, partition, tuple(info.topics[topic][partition]), tuple(target))
+            PartitionDiff(topic, partition, tuple(info.topics[topic][partition]), tuple(target))
             for topic, partition, target in plan
         ]
         resources = throttle_resources(moves, rate, live_brokers=info.brokers)
