@@ -13,7 +13,7 @@ import struct
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.weir.security.conftest import SaslBroker
+from tests.weir.security.conftest import SaslBroker, sasl_conf
 
 
 def _frame(api_key: int, version: int, body: bytes, correlation: int = 1) -> bytes:
@@ -80,15 +80,7 @@ def _connect_scram(broker: SaslBroker, mechanism: str) -> socket.socket:
 
 
 def _still_serves(broker: SaslBroker) -> None:
-    admin = AdminClient(
-        {
-            "bootstrap.servers": broker.sasl,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "alice",
-            "sasl.password": "alice-secret",
-        }
-    )
+    admin = AdminClient(sasl_conf(broker.sasl, "alice", "SCRAM-SHA-512"))
     assert admin.list_topics(timeout=10).brokers
 
 
@@ -181,16 +173,7 @@ def test_unauthenticated_frame_above_512_kb_closes_before_it_is_read(
 def test_authenticated_client_may_send_large_requests(sasl_broker: SaslBroker) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer(
-        {
-            "bootstrap.servers": sasl_broker.sasl,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-256",
-            "sasl.username": "alice",
-            "sasl.password": "alice-secret",
-            "compression.type": "none",
-        }
-    )
+    producer = Producer({**sasl_conf(sasl_broker.sasl, "alice"), "compression.type": "none"})
     delivered: list[object] = []
     producer.produce(
         "sasl-large", value=b"x" * 900_000, on_delivery=lambda e, m: delivered.append(e)

@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.weir.clients.conftest import ROOT
-from tests.weir.security.conftest import SaslBroker
+from tests.weir.security.conftest import SaslBroker, sasl_conf
 from weir.security.credentials import decode_credential, scram_key
 from weir.security.scram import (
     ScramError,
@@ -84,14 +84,7 @@ def _cli(broker: SaslBroker, *args: str) -> str:
 
 def _login_works(broker: SaslBroker, mechanism: str, user: str, password: str) -> bool:
     admin = AdminClient(
-        {
-            "bootstrap.servers": broker.sasl,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": mechanism,
-            "sasl.username": user,
-            "sasl.password": password,
-            "reconnect.backoff.ms": 2000,
-        }
+        {**sasl_conf(broker.sasl, user, mechanism, password), "reconnect.backoff.ms": 2000}
     )
     try:
         admin.list_topics(timeout=3)
