@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import time
 import warnings
@@ -44,6 +45,7 @@ __all__ = [
     "CODEC_IDS",
     "KCAT",
     "Rec",
+    "closed_by_peer",
     "consume_aiokafka",
     "consume_confluent",
     "consume_kafka_python",
@@ -55,6 +57,7 @@ __all__ = [
     "produce_confluent",
     "produce_kafka_python",
     "produce_kcat",
+    "recv_exact",
     "stored_batches",
 ]
 
@@ -335,6 +338,28 @@ def consume_aiokafka(
     return asyncio.run(
         consume_aiokafka_async(bootstrap, topic, count, partition=partition, start=start)
     )
+
+
+# --- raw sockets ---------------------------------------------------------------------------
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Exactly ``n`` bytes from ``sock``; ConnectionError if the peer closes first."""
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the broker closed the connection (nothing more to read, or a reset)."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
 
 
 # --- kcat (librdkafka 2.0.2) ---------------------------------------------------------------

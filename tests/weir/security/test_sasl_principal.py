@@ -9,7 +9,6 @@ import uuid
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
-    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -17,17 +16,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tests.weir.security.acl_fixtures import any_filter
 from tests.weir.security.conftest import SaslBroker, sasl_conf
 
-_ANY = AclBindingFilter(
-    ResourceType.ANY,
-    None,
-    ResourcePatternType.ANY,
-    None,
-    None,
-    AclOperation.ANY,
-    AclPermissionType.ANY,
-)
+_ANY = any_filter()
 
 
 def _admin(broker: SaslBroker, user: str | None) -> AdminClient:
