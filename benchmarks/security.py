@@ -40,7 +40,6 @@ from benchmarks.common import (
     delete_topic,
     format_table,
     machine_note,
-    ratio,
     settings_from,
     write_json,
 )
@@ -49,13 +48,13 @@ from benchmarks.throughput import (
     PeerSummary,
     ProduceSettings,
     RunResult,
-    consume_records,
     cpu_cells,
     median_cells,
-    produce_records,
+    produce_then_consume,
     rate_cells,
     run_json,
     run_line,
+    summary_rows,
 )
 from tests.weir.security.tls_certs import TlsCerts, make_tls_certs
 from weir.security.credentials import encode_credential, scram_key
@@ -128,23 +127,11 @@ def run_once(
     topic = f"bench-security-{listener.lower()}-{run}-{os.urandom(4).hex()}"
     create_topic(plaintext, topic, partitions=1)
     try:
-        b0 = handle.cpu_seconds()
-        produced = produce_records(bootstrap, topic, settings, client_config)
-        b1 = handle.cpu_seconds()
-        consumed = consume_records(
-            bootstrap, topic, produced.records, settings.timeout, client_config
+        return produce_then_consume(
+            listener, run, bootstrap, topic, settings, handle.cpu_seconds, client_config
         )
-        b2 = handle.cpu_seconds()
     finally:
         delete_topic(plaintext, topic)
-    produced.broker_cpu_seconds = b1 - b0
-    consumed.broker_cpu_seconds = b2 - b1
-    if consumed.records != produced.records:
-        print(
-            f"  ! {listener}: produced {produced.records} but consumed {consumed.records}",
-            file=sys.stderr,
-        )
-    return RunResult(listener, run, produced, consumed)
 
 
 def _medianpct(summary: PeerSummary, phase: str) -> str:
@@ -178,29 +165,20 @@ def report(
         "cons msg/s",
         "broker CPU p/c",
     ]
-    rows: list[list[str]] = []
-    for summary in summaries:
-        for r in summary.runs:
-            p, c = r.produce, r.consume
-            rows.append(
-                [
-                    summary.peer,
-                    str(r.run),
-                    *rate_cells(p),
-                    *rate_cells(c),
-                    cpu_cells(r, "broker_cpu_seconds"),
-                ]
-            )
-        if summary.runs:
-            rows.append(
-                [
-                    summary.peer,
-                    "median",
-                    *median_cells(summary, "produce"),
-                    *median_cells(summary, "consume"),
-                    f"{_medianpct(summary, 'produce')}/{_medianpct(summary, 'consume')}",
-                ]
-            )
+    rows = summary_rows(
+        summaries,
+        lambda r: [
+            *rate_cells(r.produce),
+            *rate_cells(r.consume),
+            cpu_cells(r, "broker_cpu_seconds"),
+        ],
+        lambda s: [
+            *median_cells(s, "produce"),
+            *median_cells(s, "consume"),
+            f"{_medianpct(s, 'produce')}/{_medianpct(s, 'consume')}",
+        ],
+        median_from=1,
+    )
     lines.append(format_table(headers, rows))
     by_listener = {s.peer: s for s in summaries if s.runs}
     base = by_listener.get("PLAINTEXT")
@@ -211,10 +189,7 @@ def report(
             if other is None:
                 continue
             for phase in ("produce", "consume"):
-                lines.append(
-                    f"{listener}/PLAINTEXT {phase}: "
-                    f"{ratio(other.median(phase, 'mb_per_s'), base.median(phase, 'mb_per_s'))}"
-                )
+                lines.append(f"{listener}/PLAINTEXT {phase}: {other.mb_ratio(base, phase)}")
     return "\n".join(lines)
 
 

@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -105,6 +106,10 @@ class PeerSummary:
 
     def median(self, phase: str, attr: str) -> float:
         return statistics.median(getattr(getattr(r, phase), attr) for r in self.runs)
+
+    def mb_ratio(self, other: PeerSummary, phase: str) -> str:
+        """This peer's median MB/s in ``phase`` over ``other``'s, as the reports print it."""
+        return ratio(self.median(phase, "mb_per_s"), other.median(phase, "mb_per_s"))
 
 
 def _cpu_self() -> float:
@@ -272,6 +277,39 @@ def consume_records(
         consumer.close()
 
 
+def produce_then_consume(
+    label: str,
+    run: int,
+    bootstrap: str,
+    topic: str,
+    settings: ProduceSettings,
+    cpu: Callable[[], float | None],
+    client_config: Mapping[str, Any] | None = None,
+    *,
+    produce: Callable[[], PhaseResult] | None = None,
+) -> RunResult:
+    """One run on an existing ``topic``: produce (:func:`produce_records` unless ``produce``
+    is given), then read it all back, with the broker's CPU (``cpu``, None when unknown)
+    taken around each phase; a consumed count short of the produced one is printed."""
+    b0 = cpu()
+    if produce is None:
+        produced = produce_records(bootstrap, topic, settings, client_config)
+    else:
+        produced = produce()
+    b1 = cpu()
+    consumed = consume_records(bootstrap, topic, produced.records, settings.timeout, client_config)
+    b2 = cpu()
+    if b0 is not None:
+        produced.broker_cpu_seconds = b1 - b0
+        consumed.broker_cpu_seconds = b2 - b1
+    if consumed.records != produced.records:
+        print(
+            f"  ! {label}: produced {produced.records} but consumed {consumed.records}",
+            file=sys.stderr,
+        )
+    return RunResult(label, run, produced, consumed)
+
+
 def run_once(
     peer: str,
     bootstrap: str,
@@ -282,27 +320,13 @@ def run_once(
 ) -> RunResult:
     topic = unique_topic("bench-throughput")
     create_topic(bootstrap, topic, partitions=1)
+    in_child = partial(produce_in_child, bootstrap, topic, settings)
+    produce = in_child if args.producer_process else None
     try:
-        b0 = cpu()
-        if args.producer_process:
-            produced = produce_in_child(bootstrap, topic, settings)
-        else:
-            produced = produce_records(bootstrap, topic, settings)
-        b1 = cpu()
-        consumed = consume_records(bootstrap, topic, produced.records, timeout=settings.timeout)
-        b2 = cpu()
+        return produce_then_consume(peer, run, bootstrap, topic, settings, cpu, produce=produce)
     finally:
         if not args.keep_topics:
             delete_topic(bootstrap, topic)
-    if b0 is not None:
-        produced.broker_cpu_seconds = b1 - b0
-        consumed.broker_cpu_seconds = b2 - b1
-    if consumed.records != produced.records:
-        print(
-            f"  ! {peer}: produced {produced.records} but consumed {consumed.records}",
-            file=sys.stderr,
-        )
-    return RunResult(peer, run, produced, consumed)
 
 
 def phase_json(phase: Any) -> dict[str, Any]:
@@ -351,6 +375,23 @@ def cpu_cells(result: RunResult, field: str) -> str:
     return f"{pct(getattr(p, field), p.seconds)}/{pct(getattr(c, field), c.seconds)}"
 
 
+def summary_rows(
+    summaries: list[PeerSummary],
+    run_cells: Callable[[RunResult], list[str]],
+    median_row: Callable[[PeerSummary], list[str]],
+    *,
+    median_from: int,
+) -> list[list[str]]:
+    """A table row per run (peer, run number, ``run_cells``) and, under the runs of a peer
+    with ``median_from`` runs or more, a median row (peer, "median", ``median_row``)."""
+    rows: list[list[str]] = []
+    for summary in summaries:
+        rows += [[summary.peer, str(r.run), *run_cells(r)] for r in summary.runs]
+        if len(summary.runs) >= median_from:
+            rows.append([summary.peer, "median", *median_row(summary)])
+    return rows
+
+
 def report(
     summaries: list[PeerSummary], settings: ProduceSettings, producer_process: bool, machine: str
 ) -> str:
@@ -375,35 +416,19 @@ def report(
         "broker CPU p/c",
         "client CPU p/c",
     ]
-    rows: list[list[str]] = []
-    for summary in summaries:
-        for r in summary.runs:
-            p, c = r.produce, r.consume
-            rows.append(
-                [
-                    r.peer,
-                    str(r.run),
-                    *rate_cells(p),
-                    f"{p.seconds:.2f}",
-                    *rate_cells(c),
-                    f"{c.seconds:.2f}",
-                    cpu_cells(r, "broker_cpu_seconds"),
-                    cpu_cells(r, "client_cpu_seconds"),
-                ]
-            )
-        if len(summary.runs) > 1:
-            rows.append(
-                [
-                    summary.peer,
-                    "median",
-                    *median_cells(summary, "produce"),
-                    "",
-                    *median_cells(summary, "consume"),
-                    "",
-                    "",
-                    "",
-                ]
-            )
+    rows = summary_rows(
+        summaries,
+        lambda r: [
+            *rate_cells(r.produce),
+            f"{r.produce.seconds:.2f}",
+            *rate_cells(r.consume),
+            f"{r.consume.seconds:.2f}",
+            cpu_cells(r, "broker_cpu_seconds"),
+            cpu_cells(r, "client_cpu_seconds"),
+        ],
+        lambda s: [*median_cells(s, "produce"), "", *median_cells(s, "consume"), "", "", ""],
+        median_from=2,
+    )
     lines.append(format_table(headers, rows))
     by_peer = {s.peer: s for s in summaries if s.runs}
     if "weir" in by_peer and "tansu" in by_peer:
@@ -411,8 +436,7 @@ def report(
         lines.append("")
         for phase in ("produce", "consume"):
             lines.append(
-                f"Weir/Tansu {phase}: "
-                f"{ratio(weir.median(phase, 'mb_per_s'), tansu.median(phase, 'mb_per_s'))} "
+                f"Weir/Tansu {phase}: {weir.mb_ratio(tansu, phase)} "
                 f"(DESIGN.md target >= {TARGETS[phase]:.1f}x)"
             )
     return "\n".join(lines)
