@@ -27,7 +27,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -651,16 +651,19 @@ def new_cluster(
     cluster_id: str,
     configs: list[str],
     links: dict[int, TcpProxy] | None = None,
+    broker_configs: Mapping[int, list[str]] | None = None,
 ) -> Cluster:
-    """Brokers 1..3 (not started) with data and logs under ``root``."""
+    """Brokers 1..3 (not started) with data and logs under ``root``; ``broker_configs``
+    adds configs of one broker alone (its own listener port, its rack) after ``configs``."""
     links = links or {}
+    broker_configs = broker_configs or {}
     brokers = {
         broker_id: BrokerProcess(
             broker_id=broker_id,
             data_dir=root / f"broker-{broker_id}",
             redis_url=links[broker_id].url if links else redis_url,
             cluster_id=cluster_id,
-            configs=configs,
+            configs=[*configs, *broker_configs.get(broker_id, [])],
             log_path=root / f"broker-{broker_id}.log",
         )
         for broker_id in BROKER_IDS
