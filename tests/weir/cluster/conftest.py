@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import io
 import os
 import signal
 import socket
@@ -38,11 +37,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.index import load_response_schema
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from tests.conftest import RedisServer
 from tests.weir.clients.conftest import BrokerProcess
-from weir.client import BrokerClient, BrokerClientError
+from weir.client import BrokerClient, BrokerClientError, _encode
 from weir.metadata.image import ControllerLease
 from weir.metadata.keys import KeyLayout
 from weir.protocol.records import BatchHeader, iter_batches
@@ -133,22 +132,8 @@ class RawConnection:
 
     def send(self, body: Any) -> int:
         self._correlation += 1
-        header_type = body.__header_schema__
-        buffer = io.BytesIO()
-        buffer.write(b"\x00\x00\x00\x00")
-        entity_writer(header_type)(
-            buffer,
-            header_type(
-                request_api_key=body.__api_key__,
-                request_api_version=body.__version__,
-                correlation_id=self._correlation,
-                client_id="weir-cluster-test",
-            ),
-        )
-        entity_writer(type(body))(buffer, body)
-        frame = buffer.getbuffer()
-        struct.pack_into(">i", frame, 0, len(frame) - 4)
-        self.sock.sendall(bytes(frame))
+        # The frame Weir's own client writes (weir.client), sent on a socket of our own.
+        self.sock.sendall(_encode(body, self._correlation, "weir-cluster-test"))
         self._pending[self._correlation] = body
         return self._correlation
 
