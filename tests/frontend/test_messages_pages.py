@@ -40,6 +40,15 @@ def produce(cluster: Cluster, topic: str, values: list[bytes], timestamps: list[
     assert producer.flush(20) == 0
 
 
+def produce_from_form(page: Page, topic: str, value: str, key: str = "", headers: str = "") -> None:
+    """Fill the produce form (in the format selected), submit it and confirm the dialog."""
+    page.fill("#produce-key", key)
+    page.fill("#produce-value", value)
+    page.fill("#produce-headers", headers)
+    page.click("#produce-submit")
+    confirm(page, f"Produce to {topic}?")
+
+
 def test_operator_produces_json_and_binary_from_the_form_and_browses_them(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
@@ -49,25 +58,16 @@ def test_operator_produces_json_and_binary_from_the_form_and_browses_them(
     page.goto(f"/topics/{topic}/messages/")
     expect(page.locator("#records-table")).to_contain_text("No records here yet")
 
-    page.fill("#produce-key", "order-1")
-    page.fill("#produce-value", '{"id": 1, "status": "new", "items": [1, 2]}')
-    page.fill("#produce-headers", "source=dashboard")
-    page.click("#produce-submit")
-    confirm(page, f"Produce to {topic}?")
+    json_value = '{"id": 1, "status": "new", "items": [1, 2]}'
+    produce_from_form(page, topic, json_value, key="order-1", headers="source=dashboard")
     expect(page.locator("#produce-result")).to_have_text("Written to partition 0 at offset 0")
 
     page.select_option("#produce-format", "BINARY")
-    page.fill("#produce-key", "")
-    page.fill("#produce-headers", "")
-    page.fill("#produce-value", "AAEC/w==")
-    page.click("#produce-submit")
-    confirm(page, f"Produce to {topic}?")
+    produce_from_form(page, topic, "AAEC/w==")
     expect(page.locator("#produce-result")).to_have_text("Written to partition 0 at offset 1")
 
     # Bad input is refused with the API's message, in the form.
-    page.fill("#produce-value", "not base64!")
-    page.click("#produce-submit")
-    confirm(page, f"Produce to {topic}?")
+    produce_from_form(page, topic, "not base64!")
     expect(page.locator("#produce-error")).to_contain_text("not valid base64")
     page.select_option("#produce-format", "JSON")
     page.fill("#produce-value", "{oops")
