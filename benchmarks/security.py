@@ -149,9 +149,7 @@ def report(
 ) -> str:
     """Per-run rows, a median row per listener, then the ratios to PLAINTEXT."""
     lines = [
-        f"security: {settings.records} records x {settings.size} B, 1 partition, RF 1, "
-        f"acks={settings.acks}, compression={settings.compression}, "
-        f"linger.ms={settings.linger_ms:g}, batch.size={settings.batch_size}, "
+        f"security: {settings.describe()}, "
         f"SSL client auth {'required' if client_auth else 'none'}, SASL {MECHANISM}, {machine}",
         "broker CPU: % of one core used during the phase (broker + its Redis).",
         "",

@@ -69,6 +69,14 @@ class ProduceSettings:
     compression: str = "none"
     timeout: float = 300.0
 
+    def describe(self) -> str:
+        """The settings as the first line of a report states them."""
+        return (
+            f"{self.records} records x {self.size} B, 1 partition, RF 1, "
+            f"acks={self.acks}, compression={self.compression}, "
+            f"linger.ms={self.linger_ms:g}, batch.size={self.batch_size}"
+        )
+
 
 @dataclass
 class PhaseResult:
@@ -396,9 +404,7 @@ def report(
     summaries: list[PeerSummary], settings: ProduceSettings, producer_process: bool, machine: str
 ) -> str:
     lines = [
-        f"throughput: {settings.records} records x {settings.size} B, 1 partition, RF 1, "
-        f"acks={settings.acks}, compression={settings.compression}, "
-        f"linger.ms={settings.linger_ms:g}, batch.size={settings.batch_size}, "
+        f"throughput: {settings.describe()}, "
         f"producer {'in a separate process' if producer_process else 'in-process'}, "
         f"{machine}",
         "CPU columns: % of one core used during the phase (broker: whole process tree).",
