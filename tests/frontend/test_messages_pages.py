@@ -9,9 +9,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Producer
 from playwright.sync_api import Page, expect
 
+from tests.controlplane.lag_helpers import produce_records
 from tests.frontend.dialogs import confirm
 from tests.weir.cluster.conftest import Cluster
 
@@ -34,10 +34,11 @@ def offsets_shown(page: Page) -> list[int]:
 
 
 def produce(cluster: Cluster, topic: str, values: list[bytes], timestamps: list[int]) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
-    for value, stamp in zip(values, timestamps, strict=True):
-        producer.produce(topic, value, partition=0, timestamp=stamp)
-    assert producer.flush(20) == 0
+    records = [
+        {"value": value, "timestamp": stamp}
+        for value, stamp in zip(values, timestamps, strict=True)
+    ]
+    produce_records(cluster, topic, records)
 
 
 def produce_from_form(page: Page, topic: str, value: str, key: str = "", headers: str = "") -> None:
