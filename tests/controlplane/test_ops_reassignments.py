@@ -31,6 +31,12 @@ def partition_image(topic: str, index: int = 0) -> Any:
     return gateway().image().topics[topic].partitions[index]
 
 
+def throttle_configs(topic: str) -> dict[str, str]:
+    """The throttled-replica lists set on ``topic`` (Kafka's leader and follower configs)."""
+    overrides = gateway().image().topic_config(topic)
+    return {name: overrides[name] for name in THROTTLE_TOPIC_CONFIGS if name in overrides}
+
+
 @pytest.fixture(scope="module")
 def untouched(cp_cluster: Cluster) -> str:
     """One topic the bad-input and permission cases must leave as it is."""
@@ -75,9 +81,9 @@ def test_throttled_reassignment_runs_to_completion(
     assert accepted["accepted"] == [{"topic": topic, "partition": 0, "replicas": [3, 2]}]
     assert accepted["rejected"] == []
     # The throttle is Kafka's: rates on the brokers, replica lists on the topic.
-    overrides = gateway().image().topic_config(topic)
-    assert set(overrides[THROTTLE_TOPIC_CONFIGS[0]].split(",")) == {"0:1", "0:2"}
-    assert overrides[THROTTLE_TOPIC_CONFIGS[1]] == "0:3"
+    throttled = throttle_configs(topic)
+    assert set(throttled[THROTTLE_TOPIC_CONFIGS[0]].split(",")) == {"0:1", "0:2"}
+    assert throttled[THROTTLE_TOPIC_CONFIGS[1]] == "0:3"
     seen: list[float] = []
 
     def completed() -> dict[str, Any] | None:
@@ -98,8 +104,7 @@ def test_throttled_reassignment_runs_to_completion(
     )
     # Nothing moves any more: the periodic cleanup removes the throttle, as --verify would.
     clean_reassignment_state()
-    overrides = gateway().image().topic_config(topic)
-    assert not set(overrides) & set(THROTTLE_TOPIC_CONFIGS), overrides
+    assert throttle_configs(topic) == {}
 
 
 def test_cancel_rolls_an_in_flight_move_back(
@@ -144,8 +149,7 @@ def test_cancel_rolls_an_in_flight_move_back(
     )
     assert again.json()["not_in_progress"] == [{"topic": topic, "partition": 0}]
     # Nothing else moves, so the cancel also removed the throttle.
-    overrides = gateway().image().topic_config(topic)
-    assert not set(overrides) & set(THROTTLE_TOPIC_CONFIGS), overrides
+    assert throttle_configs(topic) == {}
 
 
 def test_preferred_election_moves_leadership_back(
