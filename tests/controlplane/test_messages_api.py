@@ -37,8 +37,7 @@ def offsets(response: Any) -> list[int]:
 @pytest.fixture
 def ten(cp_cluster: Cluster, unique: Callable[[str], str]) -> str:
     """A topic whose partition 0 holds offsets 0..9, one second apart from T0."""
-    topic = unique("browse")
-    cp_cluster.create_topic(topic, partitions=2)
+    topic = cp_cluster.create_topic(unique("browse"), partitions=2)
     produce_records(
         cp_cluster,
         topic,
@@ -89,8 +88,7 @@ def test_browse_from_the_end_the_beginning_an_offset_and_a_timestamp_in_both_ord
 def test_values_render_as_pretty_json_text_or_hex_and_base64_with_key_and_headers(
     cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("render")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("render"))
     produce_records(
         cp_cluster,
         topic,
@@ -133,8 +131,7 @@ def test_values_render_as_pretty_json_text_or_hex_and_base64_with_key_and_header
 def test_search_walks_the_range_in_chunks_and_finds_key_and_value_substrings(
     cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("search")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("search"))
     produce_records(
         cp_cluster,
         topic,

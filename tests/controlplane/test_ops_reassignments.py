@@ -74,8 +74,7 @@ def entry(client: APIClient, topic: str, index: int = 0) -> dict[str, Any] | Non
 def test_throttled_reassignment_runs_to_completion(
     cp_cluster: Cluster, operator: APIClient, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("move")
-    cp_cluster.create_topic(topic, replica_assignment=[[1, 2]])
+    topic = cp_cluster.create_topic(unique("move"), replica_assignment=[[1, 2]])
     produce_ok(cp_cluster, topic, [KB] * 300, acks="1")
     accepted = reassign(operator, topic, [3, 2], throttle=2_000_000)
     assert accepted["accepted"] == [{"topic": topic, "partition": 0, "replicas": [3, 2]}]
@@ -110,8 +109,7 @@ def test_throttled_reassignment_runs_to_completion(
 def test_cancel_rolls_an_in_flight_move_back(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("slow")
-    cp_cluster.create_topic(topic, replica_assignment=[[1]])
+    topic = cp_cluster.create_topic(unique("slow"), replica_assignment=[[1]])
     produce_ok(cp_cluster, topic, [b"%d-" % i + KB for i in range(2000)], acks="1")
     # 2 MB at 20 kB/s would take well over a minute.
     reassign(operator, topic, [1, 2], throttle=20_000)
@@ -155,8 +153,7 @@ def test_cancel_rolls_an_in_flight_move_back(
 def test_preferred_election_moves_leadership_back(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("elect")
-    cp_cluster.create_topic(topic, replica_assignment=[[1, 2, 3]])
+    topic = cp_cluster.create_topic(unique("elect"), replica_assignment=[[1, 2, 3]])
     # A reorder copies nothing and completes at once; the leader stays where it was.
     reassign(operator, topic, [2, 1, 3], version=None)
     assert partition_image(topic).replicas == (2, 1, 3)

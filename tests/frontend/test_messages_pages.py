@@ -53,8 +53,7 @@ def produce_from_form(page: Page, topic: str, value: str, key: str = "", headers
 def test_operator_produces_json_and_binary_from_the_form_and_browses_them(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("produce-ui")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("produce-ui"))
     page = page_as("operator")
     page.goto(f"/topics/{topic}/messages/")
     expect(page.locator("#records-table")).to_contain_text("No records here yet")
@@ -115,8 +114,7 @@ def test_operator_produces_json_and_binary_from_the_form_and_browses_them(
 def test_browse_from_a_timestamp_and_page_through_older_records(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("by-time")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("by-time"))
     produce(
         cp_cluster,
         topic,
@@ -157,8 +155,7 @@ def test_browse_from_a_timestamp_and_page_through_older_records(
 def test_search_finds_a_value_substring_across_chunks_with_the_progress_bar_at_100(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("haystack")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("haystack"))
     count = 12_000  # more than two chunks of 5,000
     values = [
         b'{"note": "a golden NEEDLE"}' if i in (42, 7_777) else f"hay {i}".encode()
@@ -190,8 +187,7 @@ def test_search_finds_a_value_substring_across_chunks_with_the_progress_bar_at_1
 def test_live_tail_shows_a_record_produced_by_a_client_without_reload(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str], shot: Shot
 ) -> None:
-    topic = unique("tail")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("tail"))
     produce(cp_cluster, topic, [b'{"n": 1}', b"second"], [T0, T0 + 1])
     page = page_as("operator")
     page.goto(f"/topics/{topic}/messages/")

@@ -407,7 +407,9 @@ class Cluster:
         replication_factor: int = 3,
         replica_assignment: list[list[int]] | None = None,
         config: dict[str, str] | None = None,
-    ) -> None:
+    ) -> str:
+        """Create topic ``name`` and wait until every partition has its full ISR; the name
+        (``topic = cluster.create_topic(unique("orders"))``)."""
         if replica_assignment is not None:
             topic = NewTopic(
                 name,
@@ -437,6 +439,7 @@ class Cluster:
                 time.sleep(0.2)
         for index in range(len(replica_assignment) if replica_assignment else partitions):
             self.wait_full_isr(name, index)
+        return name
 
     def read_all(
         self, topic: str, index: int = 0, timeout: float = 30.0, only: list[int] | None = None

@@ -68,8 +68,9 @@ def _reset_seen(consumer: Consumer, lines: _Lines, where: str) -> bool:
 def test_retention_ms_deletes_exactly_the_expired_segments_and_consumers_reset(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("ret-time")
-    hk_cluster.create_topic(topic, config={"segment.bytes": "1000", "retention.ms": str(HOUR_MS)})
+    topic = hk_cluster.create_topic(
+        unique("ret-time"), config={"segment.bytes": "1000", "retention.ms": str(HOUR_MS)}
+    )
     now = int(time.time() * 1000)
     old = [(None, b"old-%02d" % i + PAD, now - 2 * HOUR_MS + i) for i in range(12)]
     new = [(None, b"new-%02d" % i + PAD, now) for i in range(6)]
@@ -167,8 +168,9 @@ def test_retention_ms_deletes_exactly_the_expired_segments_and_consumers_reset(
 def test_retention_bytes_removes_the_oldest_segments(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("ret-bytes")
-    hk_cluster.create_topic(topic, config={"segment.bytes": "1000", "retention.ms": "-1"})
+    topic = hk_cluster.create_topic(
+        unique("ret-bytes"), config={"segment.bytes": "1000", "retention.ms": "-1"}
+    )
     now = int(time.time() * 1000)
     # Ancient timestamps: with retention.ms=-1 they must not matter.
     produce_records(
@@ -233,8 +235,9 @@ def test_the_active_segment_is_never_deleted(
 def test_a_replica_that_missed_a_run_catches_up_with_its_leader(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("ret-missed")
-    hk_cluster.create_topic(topic, config={"segment.bytes": "1000", "retention.ms": str(HOUR_MS)})
+    topic = hk_cluster.create_topic(
+        unique("ret-missed"), config={"segment.bytes": "1000", "retention.ms": str(HOUR_MS)}
+    )
     now = int(time.time() * 1000)
     produce_records(
         hk_cluster,
