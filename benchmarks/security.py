@@ -48,6 +48,8 @@ from benchmarks.throughput import (
     PeerSummary,
     ProduceSettings,
     RunResult,
+    add_volume_arguments,
+    check_volume,
     cpu_cells,
     median_cells,
     produce_then_consume,
@@ -193,9 +195,7 @@ def report(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = benchmark_parser("security", __doc__)
-    parser.add_argument("--records", type=int, default=300_000, help="records per run")
-    parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
-    parser.add_argument("--runs", type=int, default=3, help="runs per listener (median reported)")
+    add_volume_arguments(parser, records=300_000, runs_of="listener")
     parser.add_argument(
         "--client-auth",
         action="store_true",
@@ -204,8 +204,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    if args.records < 1 or args.size < 1 or args.runs < 1:
-        parser.error("--records, --size and --runs must be positive")
+    check_volume(parser, args)
     return args
 
 

@@ -448,12 +448,24 @@ def report(
     return "\n".join(lines)
 
 
+def add_volume_arguments(parser: argparse.ArgumentParser, *, records: int, runs_of: str) -> None:
+    """``--records``, ``--size`` and ``--runs`` (the median of the runs is reported), as the
+    produce-then-consume benchmarks (this one and ``benchmarks.security``) take them."""
+    parser.add_argument("--records", type=int, default=records, help="records per run")
+    parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
+    parser.add_argument("--runs", type=int, default=3, help=f"runs per {runs_of} (median reported)")
+
+
+def check_volume(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit with a usage error unless ``--records``, ``--size`` and ``--runs`` are positive."""
+    if args.records < 1 or args.size < 1 or args.runs < 1:
+        parser.error("--records, --size and --runs must be positive")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = benchmark_parser("throughput", __doc__)
-    parser.add_argument("--records", type=int, default=500_000, help="records per run")
-    parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
+    add_volume_arguments(parser, records=500_000, runs_of="peer")
     add_peer_arguments(parser)
-    parser.add_argument("--runs", type=int, default=3, help="runs per peer (median reported)")
     parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
     parser.add_argument("--linger-ms", type=float, default=5.0)
     parser.add_argument("--batch-size", type=int, default=1_000_000)
@@ -468,8 +480,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
     parser.add_argument("--keep-topics", action="store_true", help="do not delete topics")
     args = parse_peer_args(parser, argv)
-    if args.records < 1 or args.size < 1 or args.runs < 1:
-        parser.error("--records, --size and --runs must be positive")
+    check_volume(parser, args)
     return args
 
 
