@@ -105,12 +105,14 @@ def make_records(
     return records
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, **config: str) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int = 1, **config: str) -> str:
+    """Create topic ``name`` (replication factor 1); the name."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config)]
     )
     futures[name].result(15)
+    return name
 
 
 def stored_batches(data_dir: Path, topic: str, partition: int = 0) -> list[BatchHeader]:
