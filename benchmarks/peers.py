@@ -284,6 +284,21 @@ def tansu_command(port: int, cluster_id: str) -> list[str]:
     ]
 
 
+@contextlib.contextmanager
+def _stopped_unless_started(handle: PeerHandle) -> Iterator[None]:
+    """Stop the peer if starting it fails (Ctrl-C included): an error becomes a
+    PeerStartError that carries the tail of the peer's logs."""
+    try:
+        yield
+    except Exception as exc:
+        tail = handle.log_tail()
+        handle.stop()
+        raise PeerStartError(f"{handle.name} did not start: {exc}\n{tail}") from exc
+    except BaseException:
+        handle.stop()
+        raise
+
+
 def start_tansu(port: int, *, ready_timeout: float = 30.0) -> PeerHandle:
     """Start Tansu (in-memory engine) on 127.0.0.1:``port``; return once it answers Kafka."""
     workdir = Path(tempfile.mkdtemp(prefix="weir-bench-tansu-"))
@@ -302,15 +317,8 @@ def start_tansu(port: int, *, ready_timeout: float = 30.0) -> PeerHandle:
         _log_files=[log_file],
     )
     _live_handles.append(handle)
-    try:
+    with _stopped_unless_started(handle):
         wait_kafka_ready(handle.bootstrap, ready_timeout, handle.procs)
-    except Exception as exc:
-        tail = handle.log_tail()
-        handle.stop()
-        raise PeerStartError(f"tansu did not start: {exc}\n{tail}") from exc
-    except BaseException:
-        handle.stop()
-        raise
     return handle
 
 
@@ -395,7 +403,7 @@ def start_weir(
     redis_port = free_port()
     handle = PeerHandle(name="weir", bootstrap=f"{HOST}:{port}", workdir=workdir)
     _live_handles.append(handle)
-    try:
+    with _stopped_unless_started(handle):
         redis_proc, redis_log_file, redis_log = _start_redis(workdir, redis_port)
         handle.procs.append(redis_proc)
         handle._log_files.append(redis_log_file)
@@ -421,13 +429,6 @@ def start_weir(
             handle.logs.append(log_path)
         handle.bootstrap = ",".join(f"{HOST}:{p}" for p in ports)
         wait_kafka_ready(handle.bootstrap, ready_timeout, handle.procs)
-    except Exception as exc:
-        tail = handle.log_tail()
-        handle.stop()
-        raise PeerStartError(f"weir did not start: {exc}\n{tail}") from exc
-    except BaseException:
-        handle.stop()
-        raise
     return handle
 
 

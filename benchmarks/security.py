@@ -40,7 +40,6 @@ from benchmarks.common import (
     delete_topic,
     format_table,
     machine_note,
-    ratio,
     settings_from,
     write_json,
 )
@@ -49,13 +48,15 @@ from benchmarks.throughput import (
     PeerSummary,
     ProduceSettings,
     RunResult,
-    consume_records,
+    add_volume_arguments,
+    check_volume,
     cpu_cells,
     median_cells,
-    produce_records,
+    produce_then_consume,
     rate_cells,
     run_json,
     run_line,
+    summary_rows,
 )
 from tests.weir.security.tls_certs import TlsCerts, make_tls_certs
 from weir.security.credentials import encode_credential, scram_key
@@ -128,23 +129,11 @@ def run_once(
     topic = f"bench-security-{listener.lower()}-{run}-{os.urandom(4).hex()}"
     create_topic(plaintext, topic, partitions=1)
     try:
-        b0 = handle.cpu_seconds()
-        produced = produce_records(bootstrap, topic, settings, client_config)
-        b1 = handle.cpu_seconds()
-        consumed = consume_records(
-            bootstrap, topic, produced.records, settings.timeout, client_config
+        return produce_then_consume(
+            listener, run, bootstrap, topic, settings, handle.cpu_seconds, client_config
         )
-        b2 = handle.cpu_seconds()
     finally:
         delete_topic(plaintext, topic)
-    produced.broker_cpu_seconds = b1 - b0
-    consumed.broker_cpu_seconds = b2 - b1
-    if consumed.records != produced.records:
-        print(
-            f"  ! {listener}: produced {produced.records} but consumed {consumed.records}",
-            file=sys.stderr,
-        )
-    return RunResult(listener, run, produced, consumed)
 
 
 def _medianpct(summary: PeerSummary, phase: str) -> str:
@@ -162,9 +151,7 @@ def report(
 ) -> str:
     """Per-run rows, a median row per listener, then the ratios to PLAINTEXT."""
     lines = [
-        f"security: {settings.records} records x {settings.size} B, 1 partition, RF 1, "
-        f"acks={settings.acks}, compression={settings.compression}, "
-        f"linger.ms={settings.linger_ms:g}, batch.size={settings.batch_size}, "
+        f"security: {settings.describe()}, "
         f"SSL client auth {'required' if client_auth else 'none'}, SASL {MECHANISM}, {machine}",
         "broker CPU: % of one core used during the phase (broker + its Redis).",
         "",
@@ -178,29 +165,20 @@ def report(
         "cons msg/s",
         "broker CPU p/c",
     ]
-    rows: list[list[str]] = []
-    for summary in summaries:
-        for r in summary.runs:
-            p, c = r.produce, r.consume
-            rows.append(
-                [
-                    summary.peer,
-                    str(r.run),
-                    *rate_cells(p),
-                    *rate_cells(c),
-                    cpu_cells(r, "broker_cpu_seconds"),
-                ]
-            )
-        if summary.runs:
-            rows.append(
-                [
-                    summary.peer,
-                    "median",
-                    *median_cells(summary, "produce"),
-                    *median_cells(summary, "consume"),
-                    f"{_medianpct(summary, 'produce')}/{_medianpct(summary, 'consume')}",
-                ]
-            )
+    rows = summary_rows(
+        summaries,
+        lambda r: [
+            *rate_cells(r.produce),
+            *rate_cells(r.consume),
+            cpu_cells(r, "broker_cpu_seconds"),
+        ],
+        lambda s: [
+            *median_cells(s, "produce"),
+            *median_cells(s, "consume"),
+            f"{_medianpct(s, 'produce')}/{_medianpct(s, 'consume')}",
+        ],
+        median_from=1,
+    )
     lines.append(format_table(headers, rows))
     by_listener = {s.peer: s for s in summaries if s.runs}
     base = by_listener.get("PLAINTEXT")
@@ -211,18 +189,13 @@ def report(
             if other is None:
                 continue
             for phase in ("produce", "consume"):
-                lines.append(
-                    f"{listener}/PLAINTEXT {phase}: "
-                    f"{ratio(other.median(phase, 'mb_per_s'), base.median(phase, 'mb_per_s'))}"
-                )
+                lines.append(f"{listener}/PLAINTEXT {phase}: {other.mb_ratio(base, phase)}")
     return "\n".join(lines)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = benchmark_parser("security", __doc__)
-    parser.add_argument("--records", type=int, default=300_000, help="records per run")
-    parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
-    parser.add_argument("--runs", type=int, default=3, help="runs per listener (median reported)")
+    add_volume_arguments(parser, records=300_000, runs_of="listener")
     parser.add_argument(
         "--client-auth",
         action="store_true",
@@ -231,8 +204,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    if args.records < 1 or args.size < 1 or args.runs < 1:
-        parser.error("--records, --size and --runs must be positive")
+    check_volume(parser, args)
     return args
 
 

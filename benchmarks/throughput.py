@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -68,6 +69,14 @@ class ProduceSettings:
     compression: str = "none"
     timeout: float = 300.0
 
+    def describe(self) -> str:
+        """The settings as the first line of a report states them."""
+        return (
+            f"{self.records} records x {self.size} B, 1 partition, RF 1, "
+            f"acks={self.acks}, compression={self.compression}, "
+            f"linger.ms={self.linger_ms:g}, batch.size={self.batch_size}"
+        )
+
 
 @dataclass
 class PhaseResult:
@@ -105,6 +114,10 @@ class PeerSummary:
 
     def median(self, phase: str, attr: str) -> float:
         return statistics.median(getattr(getattr(r, phase), attr) for r in self.runs)
+
+    def mb_ratio(self, other: PeerSummary, phase: str) -> str:
+        """This peer's median MB/s in ``phase`` over ``other``'s, as the reports print it."""
+        return ratio(self.median(phase, "mb_per_s"), other.median(phase, "mb_per_s"))
 
 
 def _cpu_self() -> float:
@@ -272,6 +285,39 @@ def consume_records(
         consumer.close()
 
 
+def produce_then_consume(
+    label: str,
+    run: int,
+    bootstrap: str,
+    topic: str,
+    settings: ProduceSettings,
+    cpu: Callable[[], float | None],
+    client_config: Mapping[str, Any] | None = None,
+    *,
+    produce: Callable[[], PhaseResult] | None = None,
+) -> RunResult:
+    """One run on an existing ``topic``: produce (:func:`produce_records` unless ``produce``
+    is given), then read it all back, with the broker's CPU (``cpu``, None when unknown)
+    taken around each phase; a consumed count short of the produced one is printed."""
+    b0 = cpu()
+    if produce is None:
+        produced = produce_records(bootstrap, topic, settings, client_config)
+    else:
+        produced = produce()
+    b1 = cpu()
+    consumed = consume_records(bootstrap, topic, produced.records, settings.timeout, client_config)
+    b2 = cpu()
+    if b0 is not None:
+        produced.broker_cpu_seconds = b1 - b0
+        consumed.broker_cpu_seconds = b2 - b1
+    if consumed.records != produced.records:
+        print(
+            f"  ! {label}: produced {produced.records} but consumed {consumed.records}",
+            file=sys.stderr,
+        )
+    return RunResult(label, run, produced, consumed)
+
+
 def run_once(
     peer: str,
     bootstrap: str,
@@ -282,27 +328,13 @@ def run_once(
 ) -> RunResult:
     topic = unique_topic("bench-throughput")
     create_topic(bootstrap, topic, partitions=1)
+    in_child = partial(produce_in_child, bootstrap, topic, settings)
+    produce = in_child if args.producer_process else None
     try:
-        b0 = cpu()
-        if args.producer_process:
-            produced = produce_in_child(bootstrap, topic, settings)
-        else:
-            produced = produce_records(bootstrap, topic, settings)
-        b1 = cpu()
-        consumed = consume_records(bootstrap, topic, produced.records, timeout=settings.timeout)
-        b2 = cpu()
+        return produce_then_consume(peer, run, bootstrap, topic, settings, cpu, produce=produce)
     finally:
         if not args.keep_topics:
             delete_topic(bootstrap, topic)
-    if b0 is not None:
-        produced.broker_cpu_seconds = b1 - b0
-        consumed.broker_cpu_seconds = b2 - b1
-    if consumed.records != produced.records:
-        print(
-            f"  ! {peer}: produced {produced.records} but consumed {consumed.records}",
-            file=sys.stderr,
-        )
-    return RunResult(peer, run, produced, consumed)
 
 
 def phase_json(phase: Any) -> dict[str, Any]:
@@ -351,13 +383,28 @@ def cpu_cells(result: RunResult, field: str) -> str:
     return f"{pct(getattr(p, field), p.seconds)}/{pct(getattr(c, field), c.seconds)}"
 
 
+def summary_rows(
+    summaries: list[PeerSummary],
+    run_cells: Callable[[RunResult], list[str]],
+    median_row: Callable[[PeerSummary], list[str]],
+    *,
+    median_from: int,
+) -> list[list[str]]:
+    """A table row per run (peer, run number, ``run_cells``) and, under the runs of a peer
+    with ``median_from`` runs or more, a median row (peer, "median", ``median_row``)."""
+    rows: list[list[str]] = []
+    for summary in summaries:
+        rows += [[summary.peer, str(r.run), *run_cells(r)] for r in summary.runs]
+        if len(summary.runs) >= median_from:
+            rows.append([summary.peer, "median", *median_row(summary)])
+    return rows
+
+
 def report(
     summaries: list[PeerSummary], settings: ProduceSettings, producer_process: bool, machine: str
 ) -> str:
     lines = [
-        f"throughput: {settings.records} records x {settings.size} B, 1 partition, RF 1, "
-        f"acks={settings.acks}, compression={settings.compression}, "
-        f"linger.ms={settings.linger_ms:g}, batch.size={settings.batch_size}, "
+        f"throughput: {settings.describe()}, "
         f"producer {'in a separate process' if producer_process else 'in-process'}, "
         f"{machine}",
         "CPU columns: % of one core used during the phase (broker: whole process tree).",
@@ -375,35 +422,19 @@ def report(
         "broker CPU p/c",
         "client CPU p/c",
     ]
-    rows: list[list[str]] = []
-    for summary in summaries:
-        for r in summary.runs:
-            p, c = r.produce, r.consume
-            rows.append(
-                [
-                    r.peer,
-                    str(r.run),
-                    *rate_cells(p),
-                    f"{p.seconds:.2f}",
-                    *rate_cells(c),
-                    f"{c.seconds:.2f}",
-                    cpu_cells(r, "broker_cpu_seconds"),
-                    cpu_cells(r, "client_cpu_seconds"),
-                ]
-            )
-        if len(summary.runs) > 1:
-            rows.append(
-                [
-                    summary.peer,
-                    "median",
-                    *median_cells(summary, "produce"),
-                    "",
-                    *median_cells(summary, "consume"),
-                    "",
-                    "",
-                    "",
-                ]
-            )
+    rows = summary_rows(
+        summaries,
+        lambda r: [
+            *rate_cells(r.produce),
+            f"{r.produce.seconds:.2f}",
+            *rate_cells(r.consume),
+            f"{r.consume.seconds:.2f}",
+            cpu_cells(r, "broker_cpu_seconds"),
+            cpu_cells(r, "client_cpu_seconds"),
+        ],
+        lambda s: [*median_cells(s, "produce"), "", *median_cells(s, "consume"), "", "", ""],
+        median_from=2,
+    )
     lines.append(format_table(headers, rows))
     by_peer = {s.peer: s for s in summaries if s.runs}
     if "weir" in by_peer and "tansu" in by_peer:
@@ -411,19 +442,30 @@ def report(
         lines.append("")
         for phase in ("produce", "consume"):
             lines.append(
-                f"Weir/Tansu {phase}: "
-                f"{ratio(weir.median(phase, 'mb_per_s'), tansu.median(phase, 'mb_per_s'))} "
+                f"Weir/Tansu {phase}: {weir.mb_ratio(tansu, phase)} "
                 f"(DESIGN.md target >= {TARGETS[phase]:.1f}x)"
             )
     return "\n".join(lines)
 
 
+def add_volume_arguments(parser: argparse.ArgumentParser, *, records: int, runs_of: str) -> None:
+    """``--records``, ``--size`` and ``--runs`` (the median of the runs is reported), as the
+    produce-then-consume benchmarks (this one and ``benchmarks.security``) take them."""
+    parser.add_argument("--records", type=int, default=records, help="records per run")
+    parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
+    parser.add_argument("--runs", type=int, default=3, help=f"runs per {runs_of} (median reported)")
+
+
+def check_volume(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit with a usage error unless ``--records``, ``--size`` and ``--runs`` are positive."""
+    if args.records < 1 or args.size < 1 or args.runs < 1:
+        parser.error("--records, --size and --runs must be positive")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = benchmark_parser("throughput", __doc__)
-    parser.add_argument("--records", type=int, default=500_000, help="records per run")
-    parser.add_argument("--size", type=int, default=1024, help="value size in bytes")
+    add_volume_arguments(parser, records=500_000, runs_of="peer")
     add_peer_arguments(parser)
-    parser.add_argument("--runs", type=int, default=3, help="runs per peer (median reported)")
     parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
     parser.add_argument("--linger-ms", type=float, default=5.0)
     parser.add_argument("--batch-size", type=int, default=1_000_000)
@@ -438,8 +480,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
     parser.add_argument("--keep-topics", action="store_true", help="do not delete topics")
     args = parse_peer_args(parser, argv)
-    if args.records < 1 or args.size < 1 or args.runs < 1:
-        parser.error("--records, --size and --runs must be positive")
+    check_volume(parser, args)
     return args
 
 

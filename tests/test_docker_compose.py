@@ -19,7 +19,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import dj_database_url
 import pytest
 import yaml
 
-from tests.suite.children import die_with_parent
+from tests.controlplane.devcluster import start_devcluster
 from tests.weir.clients.conftest import ROOT, free_port
 
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -186,34 +185,7 @@ def test_spark_runs_only_under_its_profile_and_the_worker_can_be_pointed_at_it(
 def devcluster_commands(redis_url: str, root: Path) -> tuple[dict[str, list[str]], int, int]:
     """Run ``manage.py devcluster`` until it is up; its children's argument lists by name."""
     base_port, web_port = free_port(), free_port()
-    env = dict(
-        os.environ,
-        WEIR_REDIS_URL=redis_url,
-        WEIR_CLUSTER_ID=f"compose-{uuid.uuid4().hex[:8]}",
-        WEIR_SQLITE_PATH=str(root / "db.sqlite3"),
-        PYTHONUNBUFFERED="1",
-    )
-    env.pop("DATABASE_URL", None)
-    argv = [
-        sys.executable,
-        "manage.py",
-        "devcluster",
-        "--data-dir",
-        str(root / "data"),
-        "--base-port",
-        str(base_port),
-        "--web-port",
-        str(web_port),
-    ]
-    process = subprocess.Popen(
-        argv,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=die_with_parent(),
-    )
+    process = start_devcluster(redis_url, root, base_port, web_port)
     started: dict[str, list[str]] = {}
     output = []
     try:

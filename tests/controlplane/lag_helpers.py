@@ -1,4 +1,5 @@
-"""Helpers shared by the lag monitor tests: produce with chosen timestamps, commit offsets."""
+"""Helpers shared by the lag monitor and messages tests: produce records (with chosen
+timestamps), commit offsets."""
 
 from __future__ import annotations
 
@@ -11,21 +12,32 @@ from controlplane.cluster import gateway
 from tests.weir.cluster.conftest import Cluster, wait_until
 
 
-def produce_at(
-    cluster: Cluster, topic: str, partition: int, timestamps_ms: list[int], value: bytes = b"v"
+def produce_records(
+    cluster: Cluster, topic: str, records: list[dict[str, Any]], *, partition: int = 0
 ) -> None:
-    """One record per timestamp (CreateTime), acknowledged by all in-sync replicas."""
+    """Each dict: value, and optionally key, headers, timestamp (CreateTime; none: now); in
+    order, acknowledged by all in-sync replicas."""
     producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
     errors: list[Any] = []
-    for stamp in timestamps_ms:
+    for record in records:
         producer.produce(
             topic,
-            value,
+            record.get("value"),
+            key=record.get("key"),
             partition=partition,
-            timestamp=stamp,
+            headers=record.get("headers"),
+            timestamp=record.get("timestamp", 0),
             on_delivery=lambda err, _msg: errors.append(err) if err else None,
         )
     assert producer.flush(20) == 0 and not errors, errors
+
+
+def produce_at(
+    cluster: Cluster, topic: str, partition: int, timestamps_ms: list[int], value: bytes = b"v"
+) -> None:
+    """One record of ``value`` per timestamp (CreateTime)."""
+    records = [{"value": value, "timestamp": stamp} for stamp in timestamps_ms]
+    produce_records(cluster, topic, records, partition=partition)
 
 
 def commit(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:

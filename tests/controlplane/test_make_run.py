@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from tests.suite.children import die_with_parent
+from tests.controlplane.devcluster import start_devcluster
 from tests.weir.clients.conftest import ROOT, free_port
 
 # What only the tests use: Debian packages and Python distributions.
@@ -101,34 +98,7 @@ def test_devcluster_starts_brokers_web_app_and_admin_then_stops_on_ctrl_c(
 ) -> None:
     base_port = free_port()
     web_port = free_port()
-    env = dict(
-        os.environ,
-        WEIR_REDIS_URL=redis_server,
-        WEIR_CLUSTER_ID=f"make-run-{uuid.uuid4().hex[:8]}",
-        WEIR_SQLITE_PATH=str(tmp_path / "db.sqlite3"),
-    )
-    env.pop("WEIR_ADMIN_PASSWORD", None)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            "devcluster",
-            "--brokers",
-            "1",
-            "--base-port",
-            str(base_port),
-            "--web-port",
-            str(web_port),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=die_with_parent(),
-    )
+    proc = start_devcluster(redis_server, tmp_path, base_port, web_port, "--brokers", "1")
     output: list[str] = []
     try:
         deadline = time.monotonic() + 60

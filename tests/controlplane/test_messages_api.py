@@ -11,10 +11,10 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from confluent_kafka import Producer
 from rest_framework.test import APIClient
 
 from controlplane.errors import BadRequest, NotFound
+from tests.controlplane.lag_helpers import produce_records
 from tests.weir.cluster.conftest import Cluster
 from topics import messages
 from topics.messages import PartitionTail
@@ -22,29 +22,6 @@ from topics.messages import PartitionTail
 pytestmark = pytest.mark.django_db
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-
-
-def produce(
-    cluster: Cluster,
-    topic: str,
-    records: list[dict[str, Any]],
-    *,
-    partition: int = 0,
-) -> None:
-    """Each dict: value, and optionally key, headers, timestamp (acks=all, in order)."""
-    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
-    errors: list[Any] = []
-    for record in records:
-        producer.produce(
-            topic,
-            record.get("value"),
-            key=record.get("key"),
-            partition=partition,
-            headers=record.get("headers"),
-            timestamp=record.get("timestamp", 0),
-            on_delivery=lambda err, _msg: errors.append(err) if err else None,
-        )
-    assert producer.flush(20) == 0 and not errors, errors
 
 
 def url(topic: str, partition: int | str = 0, search: bool = False) -> str:
@@ -60,9 +37,8 @@ def offsets(response: Any) -> list[int]:
 @pytest.fixture
 def ten(cp_cluster: Cluster, unique: Callable[[str], str]) -> str:
     """A topic whose partition 0 holds offsets 0..9, one second apart from T0."""
-    topic = unique("browse")
-    cp_cluster.create_topic(topic, partitions=2)
-    produce(
+    topic = cp_cluster.create_topic(unique("browse"), partitions=2)
+    produce_records(
         cp_cluster,
         topic,
         [{"value": f"record-{i}".encode(), "timestamp": T0 + i * 1000} for i in range(10)],
@@ -112,9 +88,8 @@ def test_browse_from_the_end_the_beginning_an_offset_and_a_timestamp_in_both_ord
 def test_values_render_as_pretty_json_text_or_hex_and_base64_with_key_and_headers(
     cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("render")
-    cp_cluster.create_topic(topic)
-    produce(
+    topic = cp_cluster.create_topic(unique("render"))
+    produce_records(
         cp_cluster,
         topic,
         [
@@ -156,9 +131,8 @@ def test_values_render_as_pretty_json_text_or_hex_and_base64_with_key_and_header
 def test_search_walks_the_range_in_chunks_and_finds_key_and_value_substrings(
     cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("search")
-    cp_cluster.create_topic(topic)
-    produce(
+    topic = cp_cluster.create_topic(unique("search"))
+    produce_records(
         cp_cluster,
         topic,
         [
@@ -251,7 +225,7 @@ def test_partition_tail_returns_only_records_produced_after_it_opened(
     tail = PartitionTail(topic=ten, partition=0)
     try:
         assert tail.position == 10
-        produce(cp_cluster, ten, [{"value": b"after-1"}, {"value": b"after-2"}])
+        produce_records(cp_cluster, ten, [{"value": b"after-1"}, {"value": b"after-2"}])
         seen: list[dict[str, Any]] = []
         deadline = time.monotonic() + 15
         while len(seen) < 2 and time.monotonic() < deadline:

@@ -185,8 +185,7 @@ def test_a_single_replica_topic_counts_as_under_min_isr(
     cp_cluster: Cluster, anonymous: APIClient, unique: Callable[[str], str]
 ) -> None:
     # The cluster's min.insync.replicas is 2 (a static broker config the brokers publish).
-    topic = unique("lonely")
-    cp_cluster.create_topic(topic, replica_assignment=[[3]])
+    topic = cp_cluster.create_topic(unique("lonely"), replica_assignment=[[3]])
     samples = wait_until(
         lambda: (
             (s := scrape(anonymous))

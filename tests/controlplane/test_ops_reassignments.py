@@ -31,6 +31,12 @@ def partition_image(topic: str, index: int = 0) -> Any:
     return gateway().image().topics[topic].partitions[index]
 
 
+def throttle_configs(topic: str) -> dict[str, str]:
+    """The throttled-replica lists set on ``topic`` (Kafka's leader and follower configs)."""
+    overrides = gateway().image().topic_config(topic)
+    return {name: overrides[name] for name in THROTTLE_TOPIC_CONFIGS if name in overrides}
+
+
 @pytest.fixture(scope="module")
 def untouched(cp_cluster: Cluster) -> str:
     """One topic the bad-input and permission cases must leave as it is."""
@@ -68,16 +74,15 @@ def entry(client: APIClient, topic: str, index: int = 0) -> dict[str, Any] | Non
 def test_throttled_reassignment_runs_to_completion(
     cp_cluster: Cluster, operator: APIClient, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("move")
-    cp_cluster.create_topic(topic, replica_assignment=[[1, 2]])
+    topic = cp_cluster.create_topic(unique("move"), replica_assignment=[[1, 2]])
     produce_ok(cp_cluster, topic, [KB] * 300, acks="1")
     accepted = reassign(operator, topic, [3, 2], throttle=2_000_000)
     assert accepted["accepted"] == [{"topic": topic, "partition": 0, "replicas": [3, 2]}]
     assert accepted["rejected"] == []
     # The throttle is Kafka's: rates on the brokers, replica lists on the topic.
-    overrides = gateway().image().topic_config(topic)
-    assert set(overrides[THROTTLE_TOPIC_CONFIGS[0]].split(",")) == {"0:1", "0:2"}
-    assert overrides[THROTTLE_TOPIC_CONFIGS[1]] == "0:3"
+    throttled = throttle_configs(topic)
+    assert set(throttled[THROTTLE_TOPIC_CONFIGS[0]].split(",")) == {"0:1", "0:2"}
+    assert throttled[THROTTLE_TOPIC_CONFIGS[1]] == "0:3"
     seen: list[float] = []
 
     def completed() -> dict[str, Any] | None:
@@ -98,15 +103,13 @@ def test_throttled_reassignment_runs_to_completion(
     )
     # Nothing moves any more: the periodic cleanup removes the throttle, as --verify would.
     clean_reassignment_state()
-    overrides = gateway().image().topic_config(topic)
-    assert not set(overrides) & set(THROTTLE_TOPIC_CONFIGS), overrides
+    assert throttle_configs(topic) == {}
 
 
 def test_cancel_rolls_an_in_flight_move_back(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("slow")
-    cp_cluster.create_topic(topic, replica_assignment=[[1]])
+    topic = cp_cluster.create_topic(unique("slow"), replica_assignment=[[1]])
     produce_ok(cp_cluster, topic, [b"%d-" % i + KB for i in range(2000)], acks="1")
     # 2 MB at 20 kB/s would take well over a minute.
     reassign(operator, topic, [1, 2], throttle=20_000)
@@ -144,15 +147,13 @@ def test_cancel_rolls_an_in_flight_move_back(
     )
     assert again.json()["not_in_progress"] == [{"topic": topic, "partition": 0}]
     # Nothing else moves, so the cancel also removed the throttle.
-    overrides = gateway().image().topic_config(topic)
-    assert not set(overrides) & set(THROTTLE_TOPIC_CONFIGS), overrides
+    assert throttle_configs(topic) == {}
 
 
 def test_preferred_election_moves_leadership_back(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("elect")
-    cp_cluster.create_topic(topic, replica_assignment=[[1, 2, 3]])
+    topic = cp_cluster.create_topic(unique("elect"), replica_assignment=[[1, 2, 3]])
     # A reorder copies nothing and completes at once; the leader stays where it was.
     reassign(operator, topic, [2, 1, 3], version=None)
     assert partition_image(topic).replicas == (2, 1, 3)

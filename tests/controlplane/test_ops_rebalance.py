@@ -138,8 +138,7 @@ def test_execute_moves_one_partition_at_a_time_then_elects_leaders(
 def test_cancel_stops_a_throttled_plan_and_rolls_the_move_back(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("skew-slow")
-    cp_cluster.create_topic(topic, replica_assignment=[[1], [1]])
+    topic = cp_cluster.create_topic(unique("skew-slow"), replica_assignment=[[1], [1]])
     fill(cp_cluster, topic, partitions=2, records=1000)
     response = operator.post(
         URL,

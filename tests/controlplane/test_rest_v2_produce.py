@@ -27,8 +27,7 @@ def _post(client: APIClient, url: str, body: object, content_type: str, **extra:
 def test_produce_json_to_topic_routes_keys_like_java(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("v2json")
-    cp_cluster.create_topic(topic, partitions=3)
+    topic = cp_cluster.create_topic(unique("v2json"), partitions=3)
     records = [{"key": f"user-{i}", "value": {"n": i}} for i in range(6)]
     records.append({"value": [1, 2, 3], "partition": 2})
     response = _post(operator, f"/kafka/topics/{topic}", {"records": records}, JSON_V2)
@@ -53,8 +52,7 @@ def test_produce_json_to_topic_routes_keys_like_java(
 def test_produce_binary_to_partition_and_read_offsets(
     cp_cluster: Cluster, operator: APIClient, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("v2bin")
-    cp_cluster.create_topic(topic, partitions=2)
+    topic = cp_cluster.create_topic(unique("v2bin"), partitions=2)
     payloads = [b"\x00\x01binary", b"second", b""]
     records = [
         {"key": base64.b64encode(b"k").decode(), "value": base64.b64encode(p).decode()}
@@ -75,8 +73,7 @@ def test_produce_binary_to_partition_and_read_offsets(
 def test_v2_topic_and_partition_metadata(
     cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("v2meta")
-    cp_cluster.create_topic(topic, replica_assignment=[[1, 2, 3], [3, 1, 2]])
+    topic = cp_cluster.create_topic(unique("v2meta"), replica_assignment=[[1, 2, 3], [3, 1, 2]])
     for index in (0, 1):
         cp_cluster.wait_full_isr(topic, index)
     names = viewer.get("/kafka/topics")
@@ -106,8 +103,7 @@ def test_v2_errors_use_confluent_codes_and_content_types(
     viewer: APIClient,
     unique: Callable[[str], str],
 ) -> None:
-    topic = unique("v2err")
-    cp_cluster.create_topic(topic, partitions=1)
+    topic = cp_cluster.create_topic(unique("v2err"), partitions=1)
     url = f"/kafka/topics/{topic}"
     ok = {"records": [{"value": 1}]}
 

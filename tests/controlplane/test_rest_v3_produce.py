@@ -94,8 +94,7 @@ def _b64(data: bytes) -> str:
 def test_produce_json_binary_string_with_headers_and_timestamp(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("produce")
-    cp_cluster.create_topic(topic, partitions=2)
+    topic = cp_cluster.create_topic(unique("produce"), partitions=2)
     bodies = [
         {
             "partition_id": 1,
@@ -144,8 +143,7 @@ def test_produce_json_binary_string_with_headers_and_timestamp(
 def test_keyed_records_land_where_the_java_partitioner_puts_them(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("routing")
-    cp_cluster.create_topic(topic, partitions=5)
+    topic = cp_cluster.create_topic(unique("routing"), partitions=5)
     keys = [f"customer-{i}" for i in range(20)]
     stream = "".join(
         json.dumps({"key": {"type": "STRING", "data": k}, "value": {"data": i}})
@@ -171,8 +169,7 @@ def test_keyed_records_land_where_the_java_partitioner_puts_them(
 def test_streamed_mode_reports_each_record_and_failures_alone(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("stream")
-    cp_cluster.create_topic(topic, partitions=1)
+    topic = cp_cluster.create_topic(unique("stream"), partitions=1)
     documents = [
         {"partition_id": 0, "value": {"type": "STRING", "data": "one"}},
         {"partition_id": 9, "value": {"type": "STRING", "data": "nowhere"}},
@@ -198,8 +195,7 @@ def test_produce_bad_input_is_4xx_naming_the_problem(
     viewer: APIClient,
     unique: Callable[[str], str],
 ) -> None:
-    topic = unique("badproduce")
-    cp_cluster.create_topic(topic, partitions=1)
+    topic = cp_cluster.create_topic(unique("badproduce"), partitions=1)
     url = _records(topic)
     missing = operator.post(_records(unique("nope")), {"value": {"data": 1}}, format="json")
     assert missing.status_code == 404

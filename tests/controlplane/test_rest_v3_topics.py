@@ -167,8 +167,7 @@ def test_only_admins_create_and_delete_topics(
 def test_operator_grows_partitions_and_cannot_shrink(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    name = unique("grow")
-    cp_cluster.create_topic(name, partitions=2)
+    name = cp_cluster.create_topic(unique("grow"), partitions=2)
     grown = operator.patch(f"{_topics()}/{name}", {"partitions_count": 4}, format="json")
     assert grown.status_code == 200, grown.content
     assert grown.json()["partitions_count"] == 4
@@ -187,8 +186,7 @@ def test_operator_grows_partitions_and_cannot_shrink(
 def test_topic_configs_get_set_reset_and_batch(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
-    name = unique("configs")
-    cp_cluster.create_topic(name, partitions=1)
+    name = cp_cluster.create_topic(unique("configs"), partitions=1)
     url = f"{_topics()}/{name}/configs"
     listed = operator.get(url).json()
     assert listed["kind"] == "KafkaTopicConfigList"
@@ -235,8 +233,7 @@ def test_topic_configs_get_set_reset_and_batch(
 def test_topic_config_bad_input_names_the_problem(
     cp_cluster: Cluster, operator: APIClient, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    name = unique("badcfg")
-    cp_cluster.create_topic(name, partitions=1)
+    name = cp_cluster.create_topic(unique("badcfg"), partitions=1)
     url = f"{_topics()}/{name}/configs"
     unknown = operator.put(f"{url}/no.such.thing", {"value": "1"}, format="json")
     assert unknown.status_code == 400
@@ -259,8 +256,7 @@ def test_topic_config_bad_input_names_the_problem(
 def test_partitions_and_replicas(
     cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
 ) -> None:
-    name = unique("parts")
-    cp_cluster.create_topic(name, replica_assignment=[[1, 2, 3], [2, 3, 1]])
+    name = cp_cluster.create_topic(unique("parts"), replica_assignment=[[1, 2, 3], [2, 3, 1]])
     for index in (0, 1):
         cp_cluster.wait_full_isr(name, index)
     listed = viewer.get(f"{_topics()}/{name}/partitions").json()
@@ -295,8 +291,7 @@ def test_reassignments_empty_and_in_progress(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
     base = f"/kafka/v3/clusters/{settings.WEIR_CLUSTER_ID}"
-    name = unique("moving")
-    cp_cluster.create_topic(name, replica_assignment=[[1]])
+    name = cp_cluster.create_topic(unique("moving"), replica_assignment=[[1]])
     empty = operator.get(f"{_topics()}/{name}/partitions/-/reassignment").json()
     assert empty["kind"] == "KafkaReassignmentList"
     assert empty["data"] == []

@@ -24,8 +24,7 @@ CELL = "document.getElementById('heatmap').data[0].z[{row}][0]"
 def test_brokers_page_shows_three_brokers_the_controller_and_the_heatmap(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("heat")
-    cp_cluster.create_topic(topic, replica_assignment=[[3, 1], [2, 3]])
+    topic = cp_cluster.create_topic(unique("heat"), replica_assignment=[[3, 1], [2, 3]])
     page = page_as("viewer")
     page.goto("/brokers/")
     cards = page.locator("#broker-cards .broker-card")
@@ -53,8 +52,7 @@ def test_operator_runs_a_preferred_election_and_sees_the_result(
     unique: Callable[[str], str],
     shot: Callable[[Page, str], Path],
 ) -> None:
-    topic = unique("elect")
-    cp_cluster.create_topic(topic, replica_assignment=[[1, 2, 3]])
+    topic = cp_cluster.create_topic(unique("elect"), replica_assignment=[[1, 2, 3]])
     # A reorder copies nothing and completes at once; broker 1 keeps leading, so the
     # partition's leader is no longer its preferred replica (2).
     services.reassignment_execute(partitions=[(topic, 0, [2, 1, 3])])

@@ -66,8 +66,9 @@ def test_operator_runs_retention_from_the_page_and_sees_it_succeed_live(
     shot: Callable[[Page, str], Path],
 ) -> None:
     # Three full segments of hour-old records past a one-minute retention, and the active one.
-    topic = unique("expiring")
-    cp_cluster.create_topic(topic, config={"segment.bytes": "1024", "retention.ms": "60000"})
+    topic = cp_cluster.create_topic(
+        unique("expiring"), config={"segment.bytes": "1024", "retention.ms": "60000"}
+    )
     for _ in range(4):
         produce_at(cp_cluster, topic, 0, [now_ms() - HOUR_MS], value=b"x" * 600)
     wait_high_watermarks({(topic, 0): 4})

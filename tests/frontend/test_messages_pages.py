@@ -9,9 +9,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Producer
 from playwright.sync_api import Page, expect
 
+from tests.controlplane.lag_helpers import produce_records
 from tests.frontend.dialogs import confirm
 from tests.weir.cluster.conftest import Cluster
 
@@ -34,40 +34,40 @@ def offsets_shown(page: Page) -> list[int]:
 
 
 def produce(cluster: Cluster, topic: str, values: list[bytes], timestamps: list[int]) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
-    for value, stamp in zip(values, timestamps, strict=True):
-        producer.produce(topic, value, partition=0, timestamp=stamp)
-    assert producer.flush(20) == 0
+    records = [
+        {"value": value, "timestamp": stamp}
+        for value, stamp in zip(values, timestamps, strict=True)
+    ]
+    produce_records(cluster, topic, records)
+
+
+def produce_from_form(page: Page, topic: str, value: str, key: str = "", headers: str = "") -> None:
+    """Fill the produce form (in the format selected), submit it and confirm the dialog."""
+    page.fill("#produce-key", key)
+    page.fill("#produce-value", value)
+    page.fill("#produce-headers", headers)
+    page.click("#produce-submit")
+    confirm(page, f"Produce to {topic}?")
 
 
 def test_operator_produces_json_and_binary_from_the_form_and_browses_them(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("produce-ui")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("produce-ui"))
     page = page_as("operator")
     page.goto(f"/topics/{topic}/messages/")
     expect(page.locator("#records-table")).to_contain_text("No records here yet")
 
-    page.fill("#produce-key", "order-1")
-    page.fill("#produce-value", '{"id": 1, "status": "new", "items": [1, 2]}')
-    page.fill("#produce-headers", "source=dashboard")
-    page.click("#produce-submit")
-    confirm(page, f"Produce to {topic}?")
+    json_value = '{"id": 1, "status": "new", "items": [1, 2]}'
+    produce_from_form(page, topic, json_value, key="order-1", headers="source=dashboard")
     expect(page.locator("#produce-result")).to_have_text("Written to partition 0 at offset 0")
 
     page.select_option("#produce-format", "BINARY")
-    page.fill("#produce-key", "")
-    page.fill("#produce-headers", "")
-    page.fill("#produce-value", "AAEC/w==")
-    page.click("#produce-submit")
-    confirm(page, f"Produce to {topic}?")
+    produce_from_form(page, topic, "AAEC/w==")
     expect(page.locator("#produce-result")).to_have_text("Written to partition 0 at offset 1")
 
     # Bad input is refused with the API's message, in the form.
-    page.fill("#produce-value", "not base64!")
-    page.click("#produce-submit")
-    confirm(page, f"Produce to {topic}?")
+    produce_from_form(page, topic, "not base64!")
     expect(page.locator("#produce-error")).to_contain_text("not valid base64")
     page.select_option("#produce-format", "JSON")
     page.fill("#produce-value", "{oops")
@@ -114,8 +114,7 @@ def test_operator_produces_json_and_binary_from_the_form_and_browses_them(
 def test_browse_from_a_timestamp_and_page_through_older_records(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("by-time")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("by-time"))
     produce(
         cp_cluster,
         topic,
@@ -156,8 +155,7 @@ def test_browse_from_a_timestamp_and_page_through_older_records(
 def test_search_finds_a_value_substring_across_chunks_with_the_progress_bar_at_100(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("haystack")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("haystack"))
     count = 12_000  # more than two chunks of 5,000
     values = [
         b'{"note": "a golden NEEDLE"}' if i in (42, 7_777) else f"hay {i}".encode()
@@ -189,8 +187,7 @@ def test_search_finds_a_value_substring_across_chunks_with_the_progress_bar_at_1
 def test_live_tail_shows_a_record_produced_by_a_client_without_reload(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str], shot: Shot
 ) -> None:
-    topic = unique("tail")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("tail"))
     produce(cp_cluster, topic, [b'{"n": 1}', b"second"], [T0, T0 + 1])
     page = page_as("operator")
     page.goto(f"/topics/{topic}/messages/")

@@ -47,8 +47,7 @@ def test_overview_shows_brokers_controller_and_live_traffic(
     trace = "document.getElementById('traffic-chart').data[0]"
     newest = f"{trace}.x[{trace}.x.length - 1]"
     before = page.evaluate(newest)
-    topic = unique("overview")
-    cp_cluster.create_topic(topic)
+    topic = cp_cluster.create_topic(unique("overview"))
     produce_at(cp_cluster, topic, 0, [now_ms()] * 200, value=b"x" * 2000)
     # New points arrive and show the produced bytes without a reload.
     page.wait_for_function(

@@ -42,8 +42,7 @@ def test_operator_generates_reviews_and_executes_a_throttled_reassignment_with_l
     unique: Callable[[str], str],
     shot: Callable[[Page, str], Path],
 ) -> None:
-    topic = unique("move")
-    cp_cluster.create_topic(topic, replica_assignment=[[1]])
+    topic = cp_cluster.create_topic(unique("move"), replica_assignment=[[1]])
     # ~3 MB at a 300 KB/s throttle: about ten seconds of copying to watch.
     produce_ok(cp_cluster, topic, [b"%d-" % i + KB for i in range(3000)], acks="1")
     page = page_as("operator")
@@ -88,8 +87,7 @@ def test_operator_generates_reviews_and_executes_a_throttled_reassignment_with_l
 def test_operator_cancels_an_in_flight_move_from_its_row(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic = unique("cancel")
-    cp_cluster.create_topic(topic, replica_assignment=[[1]])
+    topic = cp_cluster.create_topic(unique("cancel"), replica_assignment=[[1]])
     produce_ok(cp_cluster, topic, [b"%d-" % i + KB for i in range(2000)], acks="1")
     # 2 MB at 20 kB/s would take well over a minute.
     services.reassignment_execute(partitions=[(topic, 0, [1, 2])], throttle_bytes_per_sec=20_000)
@@ -108,8 +106,9 @@ def test_operator_cancels_an_in_flight_move_from_its_row(
 def test_operator_proposes_and_executes_a_rebalance_of_skewed_topics(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    skewed = unique("skew")
-    cp_cluster.create_topic(skewed, replica_assignment=[[1, 2], [1, 2], [1, 3], [1, 2]])
+    skewed = cp_cluster.create_topic(
+        unique("skew"), replica_assignment=[[1, 2], [1, 2], [1, 3], [1, 2]]
+    )
     page = page_as("operator")
     page.goto("/reassignments/")
     pick_topic(page, "#rebalance-topics", skewed)

@@ -86,8 +86,7 @@ def test_admin_creates_a_topic_with_configs_and_sees_it_in_the_list_and_its_deta
 def test_operator_adds_partitions_and_edits_a_config_with_validation_messages(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    name = unique("grow")
-    cp_cluster.create_topic(name, partitions=1)
+    name = cp_cluster.create_topic(unique("grow"), partitions=1)
     page = page_as("operator")
     page.goto(f"/topics/{name}/")
     expect(page.locator("#partitions-table tbody tr")).to_have_count(1)
@@ -143,8 +142,7 @@ def test_operator_adds_partitions_and_edits_a_config_with_validation_messages(
 def test_admin_deletes_a_topic_only_after_typing_its_name(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    name = unique("doomed")
-    cp_cluster.create_topic(name)
+    name = cp_cluster.create_topic(unique("doomed"))
     page = page_as("admin")
     page.goto(f"/topics/{name}/")
     page.click("#delete-topic")
@@ -170,8 +168,7 @@ def test_admin_deletes_a_topic_only_after_typing_its_name(
 def test_topic_list_filters_hides_internal_topics_and_shows_live_rates(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    name = unique("busy")
-    cp_cluster.create_topic(name)
+    name = cp_cluster.create_topic(unique("busy"))
     # A committed offset makes sure an internal topic exists (the group coordinator's).
     commit(cp_cluster, unique("group"), {(name, 0): 0})
     page = page_as("viewer")
@@ -196,8 +193,7 @@ def test_topic_list_filters_hides_internal_topics_and_shows_live_rates(
 def test_viewer_sees_topics_and_messages_without_any_mutating_control(
     page_as: Callable[[str], Page], cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    name = unique("readonly")
-    cp_cluster.create_topic(name)
+    name = cp_cluster.create_topic(unique("readonly"))
     page = page_as("viewer")
     page.goto("/topics/")
     expect(topic_row(page, name)).to_be_visible()

@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -34,27 +35,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# eq=False: a broker is itself (hashable by identity), not equal to another with its settings.
+@dataclass(kw_only=True, eq=False)
 class BrokerProcess:
     """A ``manage.py runbroker`` child process that tests can stop, kill and restart."""
 
-    def __init__(
-        self,
-        *,
-        broker_id: int,
-        data_dir: Path,
-        redis_url: str,
-        cluster_id: str,
-        configs: list[str],
-        log_path: Path,
-    ) -> None:
-        self.broker_id = broker_id
-        self.data_dir = data_dir
-        self.port = free_port()
-        self.redis_url = redis_url
-        self.cluster_id = cluster_id
-        self.configs = configs
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
+    broker_id: int
+    data_dir: Path
+    redis_url: str
+    cluster_id: str
+    configs: list[str]
+    log_path: Path
+    port: int = field(default_factory=free_port, init=False)  # kept across restarts
+    proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
     def bootstrap(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import time
 import warnings
@@ -44,6 +45,7 @@ __all__ = [
     "CODEC_IDS",
     "KCAT",
     "Rec",
+    "closed_by_peer",
     "consume_aiokafka",
     "consume_confluent",
     "consume_kafka_python",
@@ -55,6 +57,7 @@ __all__ = [
     "produce_confluent",
     "produce_kafka_python",
     "produce_kcat",
+    "recv_exact",
     "stored_batches",
 ]
 
@@ -102,12 +105,14 @@ def make_records(
     return records
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, **config: str) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int = 1, **config: str) -> str:
+    """Create topic ``name`` (replication factor 1); the name."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config)]
     )
     futures[name].result(15)
+    return name
 
 
 def stored_batches(data_dir: Path, topic: str, partition: int = 0) -> list[BatchHeader]:
@@ -117,6 +122,16 @@ def stored_batches(data_dir: Path, topic: str, partition: int = 0) -> list[Batch
     for path in sorted(directory.glob("*.log")):
         headers += [header for _, header in iter_batches(path.read_bytes())]
     return headers
+
+
+def _receive(count: int, poll: Callable[[], list[tuple[int, Rec]]]) -> list[tuple[int, Rec]]:
+    """Call ``poll`` (one client's half-second poll) until ``count`` records came back or
+    ``CONSUME_DEADLINE_S`` passed; the caller asserts on what arrived."""
+    received: list[tuple[int, Rec]] = []
+    deadline = time.monotonic() + CONSUME_DEADLINE_S
+    while len(received) < count and time.monotonic() < deadline:
+        received += poll()
+    return received
 
 
 # --- confluent-kafka (librdkafka) ----------------------------------------------------------
@@ -180,18 +195,46 @@ def consume_confluent(
     )
     try:
         consumer.assign([TopicPartition(topic, partition, start)])
-        received: list[tuple[int, Rec]] = []
-        deadline = time.monotonic() + CONSUME_DEADLINE_S
-        while len(received) < count and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=1000, timeout=0.5):
+
+        def poll() -> list[tuple[int, Rec]]:
+            messages = consumer.consume(num_messages=1000, timeout=0.5)
+            for message in messages:
                 assert message.error() is None, message.error()
-                received.append(_confluent_rec(message))
-        return received
+            return [_confluent_rec(message) for message in messages]
+
+        return _receive(count, poll)
     finally:
         consumer.close()
 
 
 # --- kafka-python --------------------------------------------------------------------------
+
+
+def _python_producer_config(bootstrap: str, codec: str, config: dict[str, object]) -> dict:
+    """kafka-python's and aiokafka's producers take the same keyword arguments."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "compression_type": None if codec == "none" else codec,
+        "linger_ms": 5,
+        **config,
+    }
+
+
+def _python_send_args(rec: Rec, partition: int) -> dict[str, object]:
+    """The keyword arguments of kafka-python's and aiokafka's ``send`` for one record."""
+    return {
+        "key": rec.key,
+        "value": rec.value,
+        "headers": list(rec.headers),
+        "timestamp_ms": rec.timestamp,
+        "partition": partition,
+    }
+
+
+def _python_rec(m: object) -> tuple[int, Rec]:
+    """kafka-python's and aiokafka's ConsumerRecord share one shape."""
+    assert m.timestamp_type == 0  # type: ignore[attr-defined]  # CreateTime
+    return m.offset, Rec(m.key, m.value, tuple(m.headers), m.timestamp)  # type: ignore[attr-defined]
 
 
 def produce_kafka_python(
@@ -203,24 +246,9 @@ def produce_kafka_python(
     partition: int = 0,
     **config: object,
 ) -> list[int]:
-    producer = kafka.KafkaProducer(
-        bootstrap_servers=bootstrap,
-        compression_type=None if codec == "none" else codec,
-        linger_ms=5,
-        **config,
-    )
+    producer = kafka.KafkaProducer(**_python_producer_config(bootstrap, codec, config))
     try:
-        futures = [
-            producer.send(
-                topic,
-                key=rec.key,
-                value=rec.value,
-                headers=list(rec.headers),
-                timestamp_ms=rec.timestamp,
-                partition=partition,
-            )
-            for rec in records
-        ]
+        futures = [producer.send(topic, **_python_send_args(rec, partition)) for rec in records]
         producer.flush(20)
         return [future.get(10).offset for future in futures]
     finally:
@@ -245,15 +273,12 @@ def consume_kafka_python(
         tp = kafka.TopicPartition(topic, partition)
         consumer.assign([tp])
         consumer.seek(tp, start)
-        received: list[tuple[int, Rec]] = []
-        deadline = time.monotonic() + CONSUME_DEADLINE_S
-        while len(received) < count and time.monotonic() < deadline:
-            for batch in consumer.poll(timeout_ms=500).values():
-                for m in batch:
-                    assert m.timestamp_type == 0  # CreateTime
-                    rec = Rec(m.key, m.value, tuple(m.headers), m.timestamp)
-                    received.append((m.offset, rec))
-        return received
+
+        def poll() -> list[tuple[int, Rec]]:
+            batches = consumer.poll(timeout_ms=500).values()
+            return [_python_rec(m) for batch in batches for m in batch]
+
+        return _receive(count, poll)
     finally:
         consumer.close()
 
@@ -270,24 +295,11 @@ async def produce_aiokafka_async(
     partition: int = 0,
     **config: object,
 ) -> list[int]:
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap,
-        compression_type=None if codec == "none" else codec,
-        linger_ms=5,
-        **config,
-    )
+    producer = AIOKafkaProducer(**_python_producer_config(bootstrap, codec, config))
     await producer.start()
     try:
         futures = [
-            await producer.send(
-                topic,
-                key=rec.key,
-                value=rec.value,
-                headers=list(rec.headers),
-                timestamp_ms=rec.timestamp,
-                partition=partition,
-            )
-            for rec in records
+            await producer.send(topic, **_python_send_args(rec, partition)) for rec in records
         ]
         metadata = await asyncio.wait_for(asyncio.gather(*futures), 20)
         return [m.offset for m in metadata]
@@ -315,11 +327,8 @@ async def consume_aiokafka_async(
         received: list[tuple[int, Rec]] = []
         deadline = time.monotonic() + CONSUME_DEADLINE_S
         while len(received) < count and time.monotonic() < deadline:
-            for batch in (await consumer.getmany(timeout_ms=500)).values():
-                for m in batch:
-                    assert m.timestamp_type == 0  # CreateTime
-                    rec = Rec(m.key, m.value, tuple(m.headers), m.timestamp)
-                    received.append((m.offset, rec))
+            batches = (await consumer.getmany(timeout_ms=500)).values()
+            received += [_python_rec(m) for batch in batches for m in batch]
         return received
     finally:
         await consumer.stop()
@@ -331,6 +340,28 @@ def consume_aiokafka(
     return asyncio.run(
         consume_aiokafka_async(bootstrap, topic, count, partition=partition, start=start)
     )
+
+
+# --- raw sockets ---------------------------------------------------------------------------
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Exactly ``n`` bytes from ``sock``; ConnectionError if the peer closes first."""
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the broker closed the connection (nothing more to read, or a reset)."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
 
 
 # --- kcat (librdkafka 2.0.2) ---------------------------------------------------------------

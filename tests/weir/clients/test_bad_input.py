@@ -20,6 +20,7 @@ from kio.schema.produce.v9.request import (
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
 
+from tests.weir.clients.helpers import closed_by_peer, recv_exact
 from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
@@ -44,23 +45,6 @@ def connect(broker: ThreadedBroker) -> socket.socket:
 def read_frame(sock: socket.socket) -> bytes:
     size = struct.unpack(">i", recv_exact(sock, 4))[0]
     return recv_exact(sock, size)
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return data
-
-
-def closed_by_peer(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
 
 
 def frame(api_key: int, version: int, body: bytes, correlation_id: int = 1) -> bytes:

@@ -8,19 +8,10 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from tests.weir.clients.helpers import CODECS, create_topic
 from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
-
-CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = 1, **config: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config)]
-    )
-    futures[name].result(15)
 
 
 def consume_all(bootstrap: str, topic: str, count: int, partitions: int = 1) -> list:
@@ -43,8 +34,7 @@ def consume_all(bootstrap: str, topic: str, count: int, partitions: int = 1) -> 
 def test_keyed_records_with_headers_round_trip_in_every_codec(
     broker: ThreadedBroker, codec: str
 ) -> None:
-    topic = f"codec-{codec}"
-    create_topic(broker.bootstrap, topic)
+    topic = create_topic(broker.bootstrap, f"codec-{codec}")
     producer = Producer(
         {"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 5}
     )

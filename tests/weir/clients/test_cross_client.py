@@ -76,8 +76,7 @@ def chunk_records(writer: str, codec: str, index: int) -> list[Rec]:
 
 
 def write(broker: ThreadedBroker, writer: str) -> Written:
-    topic = f"cross-{writer}"
-    create_topic(broker.bootstrap, topic)
+    topic = create_topic(broker.bootstrap, f"cross-{writer}")
     expected: list[Rec] = []
     chunks: dict[str, range] = {}
     before = int(time.time() * 1000)

@@ -47,8 +47,7 @@ def produce_lines(broker: ThreadedBroker, topic: str, codec: str, count: int) ->
 def test_produce_with_keys_and_headers_and_consume_formatted_in_every_codec(
     module_broker: ThreadedBroker, codec: str
 ) -> None:
-    topic = f"kcat-codec-{codec}"
-    create_topic(module_broker.bootstrap, topic)
+    topic = create_topic(module_broker.bootstrap, f"kcat-codec-{codec}")
     before, after = produce_lines(module_broker, topic, codec, 200)
 
     rows = kcat_lines(module_broker, topic)
@@ -87,8 +86,7 @@ KCAT_CANNOT_COMPRESS = pytest.mark.xfail(
 def test_batches_reach_the_disk_in_the_codec_kcat_was_asked_for(
     module_broker: ThreadedBroker, codec: str
 ) -> None:
-    topic = f"kcat-disk-{codec}"
-    create_topic(module_broker.bootstrap, topic)
+    topic = create_topic(module_broker.bootstrap, f"kcat-disk-{codec}")
     produce_lines(module_broker, topic, codec, 100)
     batches = stored_batches(module_broker.data_dir, topic)
     assert {b.compression for b in batches} == {CODEC_IDS[codec]}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import io
 import os
 import signal
 import socket
@@ -27,7 +26,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,11 +37,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.index import load_response_schema
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from tests.conftest import RedisServer
 from tests.weir.clients.conftest import BrokerProcess
-from weir.client import BrokerClient, BrokerClientError
+from weir.client import BrokerClient, BrokerClientError, _encode
 from weir.metadata.image import ControllerLease
 from weir.metadata.keys import KeyLayout
 from weir.protocol.records import BatchHeader, iter_batches
@@ -133,22 +132,8 @@ class RawConnection:
 
     def send(self, body: Any) -> int:
         self._correlation += 1
-        header_type = body.__header_schema__
-        buffer = io.BytesIO()
-        buffer.write(b"\x00\x00\x00\x00")
-        entity_writer(header_type)(
-            buffer,
-            header_type(
-                request_api_key=body.__api_key__,
-                request_api_version=body.__version__,
-                correlation_id=self._correlation,
-                client_id="weir-cluster-test",
-            ),
-        )
-        entity_writer(type(body))(buffer, body)
-        frame = buffer.getbuffer()
-        struct.pack_into(">i", frame, 0, len(frame) - 4)
-        self.sock.sendall(bytes(frame))
+        # The frame Weir's own client writes (weir.client), sent on a socket of our own.
+        self.sock.sendall(_encode(body, self._correlation, "weir-cluster-test"))
         self._pending[self._correlation] = body
         return self._correlation
 
@@ -422,7 +407,9 @@ class Cluster:
         replication_factor: int = 3,
         replica_assignment: list[list[int]] | None = None,
         config: dict[str, str] | None = None,
-    ) -> None:
+    ) -> str:
+        """Create topic ``name`` and wait until every partition has its full ISR; the name
+        (``topic = cluster.create_topic(unique("orders"))``)."""
         if replica_assignment is not None:
             topic = NewTopic(
                 name,
@@ -452,6 +439,7 @@ class Cluster:
                 time.sleep(0.2)
         for index in range(len(replica_assignment) if replica_assignment else partitions):
             self.wait_full_isr(name, index)
+        return name
 
     def read_all(
         self, topic: str, index: int = 0, timeout: float = 30.0, only: list[int] | None = None
@@ -651,16 +639,19 @@ def new_cluster(
     cluster_id: str,
     configs: list[str],
     links: dict[int, TcpProxy] | None = None,
+    broker_configs: Mapping[int, list[str]] | None = None,
 ) -> Cluster:
-    """Brokers 1..3 (not started) with data and logs under ``root``."""
+    """Brokers 1..3 (not started) with data and logs under ``root``; ``broker_configs``
+    adds configs of one broker alone (its own listener port, its rack) after ``configs``."""
     links = links or {}
+    broker_configs = broker_configs or {}
     brokers = {
         broker_id: BrokerProcess(
             broker_id=broker_id,
             data_dir=root / f"broker-{broker_id}",
             redis_url=links[broker_id].url if links else redis_url,
             cluster_id=cluster_id,
-            configs=configs,
+            configs=[*configs, *broker_configs.get(broker_id, [])],
             log_path=root / f"broker-{broker_id}.log",
         )
         for broker_id in BROKER_IDS

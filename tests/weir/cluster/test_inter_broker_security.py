@@ -21,12 +21,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from tests.weir.clients.conftest import BrokerProcess, free_port
+from tests.weir.clients.conftest import free_port
 from tests.weir.cluster.conftest import (
     BROKER_IDS,
     FAST_CONFIGS,
     Cluster,
     merge_configs,
+    new_cluster,
     raw_request,
     wait_until,
 )
@@ -94,18 +95,15 @@ def secure_cluster(
         ],
     )
     sasl_ports = {i: free_port() for i in BROKER_IDS}
-    brokers = {
-        i: BrokerProcess(
-            broker_id=i,
-            data_dir=directory / f"broker-{i}",
-            redis_url=redis_server,
-            cluster_id=cluster_id,
-            configs=[*configs, f"listeners=SASL_SSL://127.0.0.1:{sasl_ports[i]}"],
-            log_path=directory / f"broker-{i}.log",
-        )
-        for i in BROKER_IDS
-    }
-    cluster = Cluster(brokers, redis_url=redis_server, cluster_id=cluster_id)
+    cluster = new_cluster(
+        directory,
+        redis_url=redis_server,
+        cluster_id=cluster_id,
+        configs=configs,
+        broker_configs={
+            i: [f"listeners=SASL_SSL://127.0.0.1:{port}"] for i, port in sasl_ports.items()
+        },
+    )
     secure = SecureCluster(cluster, sasl_ports, tls_certs)
     # The harness watches the cluster over SASL_SSL as the admin user.
     cluster.observer = lambda i: (sasl_ports[i], secure.security("admin"))

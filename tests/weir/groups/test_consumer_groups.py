@@ -26,14 +26,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.offset_commit.v8.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
 
 from tests.weir.clients.helpers import kafka
 from tests.weir.cluster.conftest import raw_request, wait_until
+from tests.weir.groups.conftest import offset_commit
 from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
@@ -474,26 +470,7 @@ def test_wrong_member_or_generation_is_refused(group_broker: ThreadedBroker) -> 
         )
         assert answer.error_code == ErrorCode.illegal_generation
         commit = raw_request(
-            coordinator,
-            OffsetCommitRequest(
-                group_id=group,
-                generation_id_or_member_epoch=999,
-                member_id=member_id,
-                group_instance_id=None,
-                topics=(
-                    OffsetCommitRequestTopic(
-                        name=topic,
-                        partitions=(
-                            OffsetCommitRequestPartition(
-                                partition_index=0,
-                                committed_offset=5,
-                                committed_leader_epoch=-1,
-                                committed_metadata=None,
-                            ),
-                        ),
-                    ),
-                ),
-            ),
+            coordinator, offset_commit(group, topic, 5, generation=999, member_id=member_id)
         )
         assert commit.topics[0].partitions[0].error_code == ErrorCode.illegal_generation
         # JoinGroup v4+ without a member id: KIP-394 hands out an id to rejoin with.

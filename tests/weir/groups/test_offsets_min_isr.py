@@ -16,15 +16,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kio.schema.errors import ErrorCode
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.offset_commit.v8.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 
 from tests.weir.cluster.conftest import raw_request
-from tests.weir.groups.conftest import GROUP_CONFIGS
+from tests.weir.groups.conftest import GROUP_CONFIGS, offset_commit
 from tests.weir.groups.test_consumer_groups import find_coordinator_port, new_topic
 from tests.weir.inprocess import ThreadedBroker, threaded_broker
 from weir.coordinator import partition_for
@@ -70,28 +65,7 @@ def test_commits_and_group_writes_are_refused_before_they_reach_the_log(
     group = f"min-isr-{uuid.uuid4().hex[:6]}"
     port = find_coordinator_port(broker, group)
 
-    commit = raw_request(
-        port,
-        OffsetCommitRequest(
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            group_instance_id=None,
-            topics=(
-                OffsetCommitRequestTopic(
-                    name=topic,
-                    partitions=(
-                        OffsetCommitRequestPartition(
-                            partition_index=0,
-                            committed_offset=3,
-                            committed_leader_epoch=-1,
-                            committed_metadata=None,
-                        ),
-                    ),
-                ),
-            ),
-        ),
-    )
+    commit = raw_request(port, offset_commit(group, topic, 3))
     assert commit.topics[0].partitions[0].error_code == ErrorCode.coordinator_not_available
 
     def join(member_id: str) -> object:

@@ -17,12 +17,12 @@ import pytest
 from confluent_kafka import Producer
 
 from controlplane.cluster import ClusterGateway
-from tests.weir.clients.conftest import BrokerProcess
 from tests.weir.cluster.conftest import (
     BROKER_IDS,
     FAST_CONFIGS,
     Cluster,
     merge_configs,
+    new_cluster,
     wait_until,
 )
 from weir.log.checkpoint import read_offset_checkpoint
@@ -37,21 +37,12 @@ HOUSEKEEPING_CONFIGS = [
 
 @pytest.fixture(scope="package")
 def hk_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    root: Path = tmp_path_factory.mktemp("housekeeping")
-    cluster_id = f"hk-{uuid.uuid4().hex[:10]}"
-    configs = merge_configs(FAST_CONFIGS, HOUSEKEEPING_CONFIGS)
-    brokers = {
-        broker_id: BrokerProcess(
-            broker_id=broker_id,
-            data_dir=root / f"broker-{broker_id}",
-            redis_url=redis_server,
-            cluster_id=cluster_id,
-            configs=configs,
-            log_path=root / f"broker-{broker_id}.log",
-        )
-        for broker_id in BROKER_IDS
-    }
-    cluster = Cluster(brokers, redis_url=redis_server, cluster_id=cluster_id)
+    cluster = new_cluster(
+        tmp_path_factory.mktemp("housekeeping"),
+        redis_url=redis_server,
+        cluster_id=f"hk-{uuid.uuid4().hex[:10]}",
+        configs=merge_configs(FAST_CONFIGS, HOUSEKEEPING_CONFIGS),
+    )
     cluster.start_all(30)
     try:
         yield cluster

@@ -20,8 +20,7 @@ pytestmark = pytest.mark.integration
 def test_bad_commands_get_an_error_and_the_broker_keeps_serving(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("plain")
-    hk_cluster.create_topic(topic)
+    topic = hk_cluster.create_topic(unique("plain"))
     broker_id = hk_cluster.leader(topic)
     channel = gw.commands(timeout_s=15)
     bad: list[tuple[str, object]] = [
@@ -74,8 +73,7 @@ def test_an_unknown_broker_is_an_error_at_once(gw: ClusterGateway) -> None:
 def test_a_silent_broker_is_an_error_not_a_hang(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("silent")
-    hk_cluster.create_topic(topic)
+    topic = hk_cluster.create_topic(unique("silent"))
     silent = BROKER_IDS[-1]
     hk_cluster.pause(silent)
     try:

@@ -32,6 +32,11 @@ HOUR_MS = 3_600_000
 PAD = b"x" * 200  # ~270-byte batches: three or so per 1000-byte segment
 
 
+def _small_segment_topic(cluster: Cluster, name: str, config: dict[str, str]) -> str:
+    """Topic ``name`` with 1000-byte segments and ``config`` (its retention settings)."""
+    return cluster.create_topic(name, config={"segment.bytes": "1000", **config})
+
+
 def _check_every_replica(
     cluster: Cluster, gw: ClusterGateway, topic: str, start: int, *, checkpointed: bool = True
 ) -> None:
@@ -68,8 +73,7 @@ def _reset_seen(consumer: Consumer, lines: _Lines, where: str) -> bool:
 def test_retention_ms_deletes_exactly_the_expired_segments_and_consumers_reset(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("ret-time")
-    hk_cluster.create_topic(topic, config={"segment.bytes": "1000", "retention.ms": str(HOUR_MS)})
+    topic = _small_segment_topic(hk_cluster, unique("ret-time"), {"retention.ms": str(HOUR_MS)})
     now = int(time.time() * 1000)
     old = [(None, b"old-%02d" % i + PAD, now - 2 * HOUR_MS + i) for i in range(12)]
     new = [(None, b"new-%02d" % i + PAD, now) for i in range(6)]
@@ -167,8 +171,7 @@ def test_retention_ms_deletes_exactly_the_expired_segments_and_consumers_reset(
 def test_retention_bytes_removes_the_oldest_segments(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("ret-bytes")
-    hk_cluster.create_topic(topic, config={"segment.bytes": "1000", "retention.ms": "-1"})
+    topic = _small_segment_topic(hk_cluster, unique("ret-bytes"), {"retention.ms": "-1"})
     now = int(time.time() * 1000)
     # Ancient timestamps: with retention.ms=-1 they must not matter.
     produce_records(
@@ -208,9 +211,8 @@ def test_retention_bytes_removes_the_oldest_segments(
 def test_the_active_segment_is_never_deleted(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("ret-active")
-    hk_cluster.create_topic(
-        topic, config={"segment.bytes": "1000", "retention.ms": "1", "retention.bytes": "1"}
+    topic = _small_segment_topic(
+        hk_cluster, unique("ret-active"), {"retention.ms": "1", "retention.bytes": "1"}
     )
     now = int(time.time() * 1000)
     produce_records(
@@ -233,8 +235,7 @@ def test_the_active_segment_is_never_deleted(
 def test_a_replica_that_missed_a_run_catches_up_with_its_leader(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("ret-missed")
-    hk_cluster.create_topic(topic, config={"segment.bytes": "1000", "retention.ms": str(HOUR_MS)})
+    topic = _small_segment_topic(hk_cluster, unique("ret-missed"), {"retention.ms": str(HOUR_MS)})
     now = int(time.time() * 1000)
     produce_records(
         hk_cluster,
@@ -275,10 +276,8 @@ def test_a_replica_that_missed_a_run_catches_up_with_its_leader(
 def test_compacted_topics_are_left_to_compaction(
     hk_cluster: Cluster, gw: ClusterGateway, unique
 ) -> None:
-    topic = unique("ret-compact-only")
-    hk_cluster.create_topic(
-        topic,
-        config={"segment.bytes": "1000", "retention.ms": "1", "cleanup.policy": "compact"},
+    topic = _small_segment_topic(
+        hk_cluster, unique("ret-compact-only"), {"retention.ms": "1", "cleanup.policy": "compact"}
     )
     now = int(time.time() * 1000)
     produce_records(

@@ -12,7 +12,49 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-__all__ = ["aiokafka_round_trip", "confluent_round_trip", "kafka_python_round_trip"]
+__all__ = [
+    "aiokafka_round_trip",
+    "confluent_round_trip",
+    "confluent_values",
+    "kafka_python_conf",
+    "kafka_python_round_trip",
+]
+
+# librdkafka's name of a security setting -> kafka-python's (and aiokafka's) keyword.
+_KAFKA_PYTHON_NAMES = {
+    "bootstrap.servers": "bootstrap_servers",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+}
+
+
+def kafka_python_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """The librdkafka settings ``conf`` as kafka-python's keyword arguments (aiokafka takes
+    the same ones but for TLS files, which it reads from an ``ssl_context``)."""
+    return {_KAFKA_PYTHON_NAMES[name]: value for name, value in conf.items()}
+
+
+def confluent_values(consumer: Consumer, topic: str, count: int, polls: int) -> list[bytes]:
+    """Subscribe ``consumer`` to ``topic`` and poll (half a second at most each time, at most
+    ``polls`` times) until ``count`` values came; the values, and the consumer closed."""
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    try:
+        for _ in range(polls):
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            values.append(message.value())
+            if len(values) == count:
+                break
+    finally:
+        consumer.close()
+    return values
 
 
 def confluent_round_trip(
@@ -25,18 +67,7 @@ def confluent_round_trip(
     consumer = Consumer(
         {**conf, "group.id": group or f"g-{topic}", "auto.offset.reset": "earliest"}
     )
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    try:
-        for _ in range(100):
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            values.append(message.value())
-            if len(values) == count:
-                break
-    finally:
-        consumer.close()
+    values = confluent_values(consumer, topic, count, polls=100)
     assert values == [f"m{i}".encode() for i in range(count)]
 
 

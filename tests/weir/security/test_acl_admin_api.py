@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import replace
 
 import pytest
 from confluent_kafka import KafkaException
@@ -26,7 +27,7 @@ from kio.static.primitive import i8
 
 from tests.weir.cluster.conftest import raw_request
 from tests.weir.inprocess import ThreadedBroker
-from tests.weir.security.acl_fixtures import acl_guarded, acl_pair
+from tests.weir.security.acl_fixtures import acl_guarded, acl_pair, any_filter
 
 __all__ = ["acl_guarded", "acl_pair"]  # fixtures used by name below
 
@@ -63,20 +64,6 @@ def binding(
     host: str = "*",
 ) -> AclBinding:
     return AclBinding(rtype, name, pattern, principal, host, op, perm)
-
-
-def any_filter(**kw: object) -> AclBindingFilter:
-    values: dict[str, object] = {
-        "restype": ResourceType.ANY,
-        "name": None,
-        "resource_pattern_type": ResourcePatternType.ANY,
-        "principal": None,
-        "host": None,
-        "operation": AclOperation.ANY,
-        "permission_type": AclPermissionType.ANY,
-    }
-    values.update(kw)
-    return AclBindingFilter(**values)  # type: ignore[arg-type]
 
 
 def create(client: AdminClient, bindings: list[AclBinding]) -> None:
@@ -175,15 +162,7 @@ def test_invalid_creations_get_invalid_request_and_the_valid_ones_are_kept(
 
 
 def test_filters_with_unknown_fields_get_invalid_request(acl_pair: list[ThreadedBroker]) -> None:
-    describe_bad = DescribeAclsRequest(
-        resource_type_filter=i8(0),  # UNKNOWN
-        resource_name_filter=None,
-        pattern_type_filter=i8(1),
-        principal_filter=None,
-        host_filter=None,
-        operation=i8(1),
-        permission_type=i8(1),
-    )
+    describe_bad = replace(ANY_DESCRIBE, resource_type_filter=i8(0))  # UNKNOWN
     response = raw_request(acl_pair[0].port, describe_bad)
     assert response.error_code == ErrorCode.invalid_request and response.resources == ()
 

@@ -49,6 +49,30 @@ def acl(
     return AclBinding(rtype, name, pattern, principal, host, op, perm)
 
 
+# One ACL of ALICE's on topic "t", ALICE asking from HOST:
+# (the operation the ACL allows, the operation asked for, expected).
+IMPLICATIONS = [
+    # All allows everything
+    (Op.ALL, Op.DELETE, True),
+    (Op.ALL, Op.DESCRIBE_CONFIGS, True),
+    # Describe is implied by Read, Write, Delete, Alter
+    (Op.READ, Op.DESCRIBE, True),
+    (Op.WRITE, Op.DESCRIBE, True),
+    (Op.DELETE, Op.DESCRIBE, True),
+    (Op.ALTER, Op.DESCRIBE, True),
+    # ... but not by Create or DescribeConfigs
+    (Op.CREATE, Op.DESCRIBE, False),
+    (Op.DESCRIBE_CONFIGS, Op.DESCRIBE, False),
+    # implication is one way: Describe does not grant Read
+    (Op.DESCRIBE, Op.READ, False),
+    # DescribeConfigs is implied by AlterConfigs, not the reverse
+    (Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS, True),
+    (Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, False),
+    # Alter does not imply AlterConfigs
+    (Op.ALTER, Op.ALTER_CONFIGS, False),
+]
+
+
 # (ACLs, principal, host, operation, resource type, resource name, expected)
 CASES = [
     # no ACL on the resource: deny (allow.everyone off)
@@ -89,24 +113,11 @@ CASES = [
         "t",
         False,
     ),
-    # All allows everything
-    ([acl("t", Op.ALL)], ALICE, HOST, Op.DELETE, R.TOPIC, "t", True),
-    ([acl("t", Op.ALL)], ALICE, HOST, Op.DESCRIBE_CONFIGS, R.TOPIC, "t", True),
-    # Describe is implied by Read, Write, Delete, Alter
-    ([acl("t", Op.READ)], ALICE, HOST, Op.DESCRIBE, R.TOPIC, "t", True),
-    ([acl("t", Op.WRITE)], ALICE, HOST, Op.DESCRIBE, R.TOPIC, "t", True),
-    ([acl("t", Op.DELETE)], ALICE, HOST, Op.DESCRIBE, R.TOPIC, "t", True),
-    ([acl("t", Op.ALTER)], ALICE, HOST, Op.DESCRIBE, R.TOPIC, "t", True),
-    # ... but not by Create or DescribeConfigs
-    ([acl("t", Op.CREATE)], ALICE, HOST, Op.DESCRIBE, R.TOPIC, "t", False),
-    ([acl("t", Op.DESCRIBE_CONFIGS)], ALICE, HOST, Op.DESCRIBE, R.TOPIC, "t", False),
-    # implication is one way: Describe does not grant Read
-    ([acl("t", Op.DESCRIBE)], ALICE, HOST, Op.READ, R.TOPIC, "t", False),
-    # DescribeConfigs is implied by AlterConfigs, not the reverse
-    ([acl("t", Op.ALTER_CONFIGS)], ALICE, HOST, Op.DESCRIBE_CONFIGS, R.TOPIC, "t", True),
-    ([acl("t", Op.DESCRIBE_CONFIGS)], ALICE, HOST, Op.ALTER_CONFIGS, R.TOPIC, "t", False),
-    # Alter does not imply AlterConfigs
-    ([acl("t", Op.ALTER)], ALICE, HOST, Op.ALTER_CONFIGS, R.TOPIC, "t", False),
+    # what one allow ACL grants, its operation and the ones it implies
+    *[
+        ([acl("t", allowed)], ALICE, HOST, asked, R.TOPIC, "t", expected)
+        for allowed, asked, expected in IMPLICATIONS
+    ],
     # wildcard principal
     ([acl("t", Op.READ, principal="User:*")], BOB, HOST, Op.READ, R.TOPIC, "t", True),
     # wildcard principal deny beats a specific allow

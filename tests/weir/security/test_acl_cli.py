@@ -9,18 +9,15 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
-    AclBindingFilter,
-    AclOperation,
     AclPermissionType,
     AdminClient,
     ResourcePatternType,
-    ResourceType,
 )
 from django.core.management import CommandError, call_command
 
 from tests.weir.clients.test_cli import fails, ok
 from tests.weir.inprocess import ThreadedBroker
-from tests.weir.security.acl_fixtures import acl_pair
+from tests.weir.security.acl_fixtures import acl_pair, any_filter
 
 __all__ = ["acl_pair"]  # the fixture, used by name below
 
@@ -36,15 +33,7 @@ def acls(broker: ThreadedBroker, *args: str) -> list[str]:
 
 def acls_of(broker: ThreadedBroker, principal: str) -> set[tuple[str, str, str, str, str]]:
     """(resource type, name, pattern type, operation, permission) of ``principal``'s ACLs."""
-    flt = AclBindingFilter(
-        ResourceType.ANY,
-        None,
-        ResourcePatternType.ANY,
-        principal,
-        None,
-        AclOperation.ANY,
-        AclPermissionType.ANY,
-    )
+    flt = any_filter(principal=principal)
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
     found: list[AclBinding] = client.describe_acls(flt, request_timeout=10).result(10)
     return {

@@ -5,7 +5,6 @@ writes the ACLs) and ``bob`` (normal user, sees only what his ACLs allow)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,30 +20,12 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.weir.security.conftest import USERS, SaslBroker, running_sasl_broker
-
-
-@pytest.fixture(scope="module")
-def acl_broker(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
-    with running_sasl_broker(
-        redis_server,
-        tmp_path_factory.mktemp("acl-enforcement"),
-        (
-            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users=User:alice",
-        ),
-    ) as broker:
-        yield broker
+from tests.weir.security.conftest import SaslBroker, sasl_conf
+from tests.weir.security.round_trips import kafka_python_conf
 
 
 def _conf(broker: SaslBroker, user: str) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": broker.sasl,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "SCRAM-SHA-256",
-        "sasl.username": user,
-        "sasl.password": USERS[user][0],
-    }
+    return sasl_conf(broker.sasl, user)
 
 
 def _name(prefix: str) -> str:
@@ -217,14 +198,7 @@ def test_kafka_python_producer_is_denied_without_write(acl_broker: SaslBroker) -
     topic = _name("kp")
     _create_topic(acl_broker, topic)
     _grant(acl_broker, ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
-    producer = KafkaProducer(
-        bootstrap_servers=acl_broker.sasl,
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="SCRAM-SHA-256",
-        sasl_plain_username="bob",
-        sasl_plain_password=USERS["bob"][0],
-        retries=0,
-    )
+    producer = KafkaProducer(**kafka_python_conf(_conf(acl_broker, "bob")), retries=0)
     try:
         with pytest.raises(TopicAuthorizationFailedError):
             producer.send(topic, b"v").get(timeout=10)

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.weir.clients.conftest import ROOT, free_port
-from tests.weir.security.conftest import USERS, add_user, wait_port
+from tests.weir.clients.conftest import free_port
+from tests.weir.security.conftest import (
+    ROOT,
+    USERS,
+    add_user,
+    runbroker_argv,
+    sasl_conf,
+    wait_port,
+)
 from weir.security.listeners import ListenerError, ListenerSpec, resolve_listeners
 
 
@@ -55,26 +61,8 @@ def test_runbroker_rejects_a_tls_listener_without_keystore(
     tmp_path: Path, redis_server: str
 ) -> None:
     env = dict(os.environ, WEIR_REDIS_URL=redis_server, WEIR_CLUSTER_ID="unused")
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            "runbroker",
-            "--broker-id",
-            "1",
-            "--listen",
-            "127.0.0.1:0",
-            "--listen",
-            "SSL://127.0.0.1:0",
-            "--data-dir",
-            str(tmp_path),
-        ],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    argv = runbroker_argv(tmp_path, "127.0.0.1:0", "SSL://127.0.0.1:0")
+    result = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert "listener SSL uses TLS: ssl.keystore.location" in result.stderr
 
@@ -86,36 +74,13 @@ def test_repeated_listen_flag_opens_a_sasl_listener(tmp_path: Path, redis_server
     port, sasl_port = free_port(), free_port()
     env = dict(os.environ, WEIR_REDIS_URL=redis_server, WEIR_CLUSTER_ID=cluster_id)
     log = (tmp_path / "broker.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            "runbroker",
-            "--broker-id",
-            "1",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--listen",
-            f"SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
-        env=env,
-        cwd=ROOT,
-        stdout=log,
-        stderr=log,
+    argv = runbroker_argv(
+        tmp_path / "data", f"127.0.0.1:{port}", f"SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
     )
+    proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=log, stderr=log)
     try:
         wait_port(sasl_port, timeout=30)
-        admin = AdminClient(
-            {
-                "bootstrap.servers": f"127.0.0.1:{sasl_port}",
-                "security.protocol": "SASL_PLAINTEXT",
-                "sasl.mechanism": "SCRAM-SHA-512",
-                "sasl.username": "alice",
-                "sasl.password": password,
-            }
-        )
+        admin = AdminClient(sasl_conf(f"127.0.0.1:{sasl_port}", "alice", "SCRAM-SHA-512"))
         brokers = admin.list_topics(timeout=10).brokers
         assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", sasl_port)]
     finally:

@@ -13,7 +13,8 @@ import struct
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.weir.security.conftest import SaslBroker
+from tests.weir.clients.helpers import closed_by_peer, recv_exact
+from tests.weir.security.conftest import SaslBroker, sasl_conf
 
 
 def _frame(api_key: int, version: int, body: bytes, correlation: int = 1) -> bytes:
@@ -34,30 +35,11 @@ def _bytes(data: bytes) -> bytes:
 
 def _read_response(sock: socket.socket) -> bytes | None:
     """One response body (after the correlation id), or None if the broker closed."""
-    head = _recv_exactly(sock, 4)
-    if head is None:
-        return None
-    (size,) = struct.unpack(">i", head)
-    payload = _recv_exactly(sock, size)
-    assert payload is not None
-    return payload[4:]
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
-
-
-def _closed(sock: socket.socket) -> bool:
     try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
+        (size,) = struct.unpack(">i", recv_exact(sock, 4))
+    except ConnectionError:
+        return None
+    return recv_exact(sock, size)[4:]
 
 
 def _authenticate(sock: socket.socket, token: bytes) -> tuple[int, bytes]:
@@ -80,15 +62,7 @@ def _connect_scram(broker: SaslBroker, mechanism: str) -> socket.socket:
 
 
 def _still_serves(broker: SaslBroker) -> None:
-    admin = AdminClient(
-        {
-            "bootstrap.servers": broker.sasl,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "alice",
-            "sasl.password": "alice-secret",
-        }
-    )
+    admin = AdminClient(sasl_conf(broker.sasl, "alice", "SCRAM-SHA-512"))
     assert admin.list_topics(timeout=10).brokers
 
 
@@ -97,7 +71,7 @@ def test_unauthenticated_metadata_on_the_sasl_listener_gets_no_answer(
 ) -> None:
     with socket.create_connection(("127.0.0.1", sasl_broker.sasl_port), timeout=10) as sock:
         sock.sendall(_frame(3, 1, struct.pack(">i", -1)))
-        assert _closed(sock)
+        assert closed_by_peer(sock)
     _still_serves(sasl_broker)
 
 
@@ -119,7 +93,7 @@ def test_garbage_scram_token_fails_authentication_and_closes(
     with _connect_scram(sasl_broker, "SCRAM-SHA-512") as sock:
         error, _ = _authenticate(sock, token)
         assert error == 58  # SASL_AUTHENTICATION_FAILED
-        assert _closed(sock)
+        assert closed_by_peer(sock)
     _still_serves(sasl_broker)
 
 
@@ -131,7 +105,7 @@ def test_scram_nonce_mismatch_fails_and_closes(sasl_broker: SaslBroker) -> None:
         final = f"c=biws,r=clientnonce-forged,p={proof}".encode()
         error, _ = _authenticate(sock, final)
         assert error == 58
-        assert _closed(sock)
+        assert closed_by_peer(sock)
     _still_serves(sasl_broker)
 
 
@@ -145,7 +119,7 @@ def test_oversized_token_closes_without_an_answer(sasl_broker: SaslBroker) -> No
 def test_garbage_frame_closes_the_connection(sasl_broker: SaslBroker) -> None:
     with socket.create_connection(("127.0.0.1", sasl_broker.sasl_port), timeout=10) as sock:
         sock.sendall(struct.pack(">i", 6) + b"\x00\x24\xff\xff\xff\xff")
-        assert _closed(sock)
+        assert closed_by_peer(sock)
     _still_serves(sasl_broker)
 
 
@@ -154,7 +128,7 @@ def test_unsupported_mechanism_is_refused(sasl_broker: SaslBroker) -> None:
         sock.sendall(_frame(17, 1, _string("GSSAPI")))
         body = _read_response(sock)
         assert body is not None and struct.unpack_from(">h", body)[0] == 33
-        assert _closed(sock)
+        assert closed_by_peer(sock)
 
 
 def test_plain_handshake_v0_raw_tokens_authenticate(sasl_broker: SaslBroker) -> None:
@@ -164,7 +138,7 @@ def test_plain_handshake_v0_raw_tokens_authenticate(sasl_broker: SaslBroker) -> 
         assert body is not None and struct.unpack_from(">h", body)[0] == 0
         token = b"\0alice\0alice-secret"
         sock.sendall(struct.pack(">i", len(token)) + token)
-        assert _recv_exactly(sock, 4) == b"\0\0\0\0"  # empty server token: authenticated
+        assert recv_exact(sock, 4) == b"\0\0\0\0"  # empty server token: authenticated
         sock.sendall(_frame(3, 1, struct.pack(">i", -1), correlation=9))
         assert _read_response(sock) is not None  # Metadata is served now
 
@@ -174,23 +148,14 @@ def test_unauthenticated_frame_above_512_kb_closes_before_it_is_read(
 ) -> None:
     with socket.create_connection(("127.0.0.1", sasl_broker.sasl_port), timeout=10) as sock:
         sock.sendall(struct.pack(">i", 600 * 1024) + b"\0" * 1024)
-        assert _closed(sock)
+        assert closed_by_peer(sock)
     _still_serves(sasl_broker)
 
 
 def test_authenticated_client_may_send_large_requests(sasl_broker: SaslBroker) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer(
-        {
-            "bootstrap.servers": sasl_broker.sasl,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-256",
-            "sasl.username": "alice",
-            "sasl.password": "alice-secret",
-            "compression.type": "none",
-        }
-    )
+    producer = Producer({**sasl_conf(sasl_broker.sasl, "alice"), "compression.type": "none"})
     delivered: list[object] = []
     producer.produce(
         "sasl-large", value=b"x" * 900_000, on_delivery=lambda e, m: delivered.append(e)

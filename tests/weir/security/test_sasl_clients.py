@@ -8,22 +8,13 @@ import pytest
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
-from tests.weir.security.conftest import SaslBroker
+from tests.weir.security.conftest import SaslBroker, sasl_conf
 from tests.weir.security.round_trips import (
     aiokafka_round_trip,
     confluent_round_trip,
+    kafka_python_conf,
     kafka_python_round_trip,
 )
-
-
-def _sasl_conf(broker: SaslBroker, mechanism: str, user: str, password: str) -> dict:
-    return {
-        "bootstrap.servers": broker.sasl,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": mechanism,
-        "sasl.username": user,
-        "sasl.password": password,
-    }
 
 
 @pytest.mark.parametrize(
@@ -39,7 +30,7 @@ def test_confluent_kafka_produces_and_consumes_over_sasl(
     sasl_broker: SaslBroker, mechanism: str, user: str, password: str
 ) -> None:
     topic = f"sasl-{uuid.uuid4().hex[:8]}"
-    confluent_round_trip(_sasl_conf(sasl_broker, mechanism, user, password), topic, count=5)
+    confluent_round_trip(sasl_conf(sasl_broker.sasl, user, mechanism, password), topic, count=5)
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
@@ -47,7 +38,7 @@ def test_wrong_password_is_reported_as_authentication_failure(
     sasl_broker: SaslBroker, mechanism: str
 ) -> None:
     errors: list[KafkaError] = []
-    conf = _sasl_conf(sasl_broker, mechanism, "alice", "wrong")
+    conf = sasl_conf(sasl_broker.sasl, "alice", mechanism, "wrong")
     admin = AdminClient({**conf, "error_cb": errors.append, "reconnect.backoff.ms": 2000})
     with pytest.raises(Exception):  # noqa: B017 - librdkafka surfaces it as a KafkaException
         admin.list_topics(timeout=2)
@@ -61,7 +52,7 @@ def test_wrong_password_is_reported_as_authentication_failure(
 
 def test_unknown_user_is_rejected(sasl_broker: SaslBroker) -> None:
     errors: list[KafkaError] = []
-    conf = _sasl_conf(sasl_broker, "SCRAM-SHA-256", "mallory", "x")
+    conf = sasl_conf(sasl_broker.sasl, "mallory", "SCRAM-SHA-256", "x")
     admin = AdminClient({**conf, "error_cb": errors.append, "reconnect.backoff.ms": 2000})
     with pytest.raises(Exception):  # noqa: B017
         admin.list_topics(timeout=2)
@@ -72,7 +63,7 @@ def test_unknown_user_is_rejected(sasl_broker: SaslBroker) -> None:
 def test_metadata_advertises_the_listener_the_client_connected_to(
     sasl_broker: SaslBroker,
 ) -> None:
-    sasl = AdminClient(_sasl_conf(sasl_broker, "SCRAM-SHA-512", "alice", "alice-secret"))
+    sasl = AdminClient(sasl_conf(sasl_broker.sasl, "alice", "SCRAM-SHA-512", "alice-secret"))
     brokers = sasl.list_topics(timeout=10).brokers
     assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", sasl_broker.sasl_port)]
     plain = AdminClient({"bootstrap.servers": sasl_broker.plaintext})
@@ -84,25 +75,13 @@ def test_metadata_advertises_the_listener_the_client_connected_to(
 @pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
 @pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning")
 def test_kafka_python_scram_sha_512_round_trip(sasl_broker: SaslBroker) -> None:
-    conf = {
-        "bootstrap_servers": sasl_broker.sasl,
-        "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": "alice-secret",
-    }
-    kafka_python_round_trip(conf, f"kp-{uuid.uuid4().hex[:8]}")
+    conf = sasl_conf(sasl_broker.sasl, "alice", "SCRAM-SHA-512", "alice-secret")
+    kafka_python_round_trip(kafka_python_conf(conf), f"kp-{uuid.uuid4().hex[:8]}")
 
 
 async def test_aiokafka_scram_sha_256_round_trip(sasl_broker: SaslBroker) -> None:
-    conf = {
-        "bootstrap_servers": sasl_broker.sasl,
-        "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": "SCRAM-SHA-256",
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": "alice-secret",
-    }
-    await aiokafka_round_trip(conf, f"aio-{uuid.uuid4().hex[:8]}")
+    conf = sasl_conf(sasl_broker.sasl, "alice", "SCRAM-SHA-256", "alice-secret")
+    await aiokafka_round_trip(kafka_python_conf(conf), f"aio-{uuid.uuid4().hex[:8]}")
 
 
 def test_plaintext_listener_is_unchanged_and_anonymous(sasl_broker: SaslBroker) -> None:

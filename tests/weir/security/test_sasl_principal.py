@@ -5,12 +5,10 @@ cluster)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
-    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -18,44 +16,16 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.weir.security.conftest import USERS, SaslBroker, running_sasl_broker
+from tests.weir.security.acl_fixtures import any_filter
+from tests.weir.security.conftest import SaslBroker, sasl_conf
 
-_ANY = AclBindingFilter(
-    ResourceType.ANY,
-    None,
-    ResourcePatternType.ANY,
-    None,
-    None,
-    AclOperation.ANY,
-    AclPermissionType.ANY,
-)
-
-
-@pytest.fixture(scope="module")
-def acl_broker(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
-    with running_sasl_broker(
-        redis_server,
-        tmp_path_factory.mktemp("sasl-acl-broker"),
-        (
-            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users=User:alice",
-        ),
-    ) as broker:
-        yield broker
+_ANY = any_filter()
 
 
 def _admin(broker: SaslBroker, user: str | None) -> AdminClient:
     if user is None:
         return AdminClient({"bootstrap.servers": broker.plaintext})
-    return AdminClient(
-        {
-            "bootstrap.servers": broker.sasl,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-256",
-            "sasl.username": user,
-            "sasl.password": USERS[user][0],
-        }
-    )
+    return AdminClient(sasl_conf(broker.sasl, user))
 
 
 def _binding(principal: str) -> AclBinding:

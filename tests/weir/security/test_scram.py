@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import base64
-import os
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -18,8 +16,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.weir.clients.conftest import ROOT
-from tests.weir.security.conftest import SaslBroker
+from tests.weir.clients.test_cli import manage
+from tests.weir.security.conftest import SaslBroker, sasl_conf
 from weir.security.credentials import decode_credential, scram_key
 from weir.security.scram import (
     ScramError,
@@ -68,30 +66,22 @@ def test_stored_credentials_are_salted_and_never_the_password(sasl_broker: SaslB
     assert credential.iterations >= 4096 and len(credential.salt) >= 16
 
 
+def _scram_users(broker: SaslBroker, *args: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py scram-users`` against the broker's Redis and cluster id."""
+    env = {"WEIR_REDIS_URL": broker.redis_url, "WEIR_CLUSTER_ID": broker.cluster_id}
+    return manage("scram-users", *args, env=env)
+
+
 def _cli(broker: SaslBroker, *args: str) -> str:
-    env = dict(os.environ, WEIR_REDIS_URL=broker.redis_url, WEIR_CLUSTER_ID=broker.cluster_id)
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "scram-users", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    """``scram-users`` that must succeed; its stdout."""
+    result = _scram_users(broker, *args)
+    assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def _login_works(broker: SaslBroker, mechanism: str, user: str, password: str) -> bool:
     admin = AdminClient(
-        {
-            "bootstrap.servers": broker.sasl,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": mechanism,
-            "sasl.username": user,
-            "sasl.password": password,
-            "reconnect.backoff.ms": 2000,
-        }
+        {**sasl_conf(broker.sasl, user, mechanism, password), "reconnect.backoff.ms": 2000}
     )
     try:
         admin.list_topics(timeout=3)
@@ -135,18 +125,18 @@ def test_scram_users_cli_add_describe_delete(sasl_broker: SaslBroker) -> None:
 
 
 def test_scram_users_cli_rejects_too_few_iterations(sasl_broker: SaslBroker) -> None:
-    with pytest.raises(subprocess.CalledProcessError) as info:
-        _cli(
-            sasl_broker,
-            "--alter",
-            "--add-config",
-            "SCRAM-SHA-256=[iterations=100,password=x]",
-            "--entity-type",
-            "users",
-            "--entity-name",
-            "dave",
-        )
-    assert "4096" in info.value.stderr
+    result = _scram_users(
+        sasl_broker,
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-256=[iterations=100,password=x]",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "dave",
+    )
+    assert result.returncode != 0
+    assert "4096" in result.stderr
 
 
 def test_admin_client_alters_and_describes_scram_credentials(sasl_broker: SaslBroker) -> None:

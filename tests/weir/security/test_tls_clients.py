@@ -28,11 +28,13 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.weir.inprocess import ThreadedBroker, new_cluster_id, threaded_broker
-from tests.weir.security.conftest import USERS, add_user
+from tests.weir.inprocess import ThreadedBroker
+from tests.weir.security.conftest import AUTHORIZER_CONFIGS, USERS, broker_with_users
 from tests.weir.security.round_trips import (
     aiokafka_round_trip,
     confluent_round_trip,
+    confluent_values,
+    kafka_python_conf,
     kafka_python_round_trip,
 )
 from tests.weir.security.tls_certs import ClientCert, TlsCerts, tls_certs  # noqa: F401
@@ -67,18 +69,12 @@ def tls_broker(
     tmp_path_factory: pytest.TempPathFactory,
     tls_certs: TlsCerts,  # noqa: F811
 ) -> Iterator[TlsBroker]:
-    directory = tmp_path_factory.mktemp("tls-broker")
-    cluster_id = new_cluster_id()
-    for user, (password, mechanisms) in USERS.items():
-        add_user(redis_server, cluster_id, user, password, mechanisms)
-    with threaded_broker(
-        data_dir=directory / "broker-1",
-        redis_url=redis_server,
-        cluster_id=cluster_id,
-        configs=[
+    with broker_with_users(
+        redis_server,
+        tmp_path_factory.mktemp("tls-broker"),
+        [
             "listeners=SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users=User:alice",
+            *AUTHORIZER_CONFIGS,
             "group.initial.rebalance.delay.ms=0",
             # SSL: a PKCS12 keystore, client certificates required.
             f"listener.name.ssl.ssl.keystore.location={tls_certs.server_p12}",
@@ -159,20 +155,12 @@ def test_confluent_kafka_round_trip_with_client_certificate(tls_broker: TlsBroke
     )
 
 
-def _kafka_python_ssl(broker: TlsBroker, client: ClientCert) -> dict[str, Any]:
-    return {
-        "bootstrap_servers": broker.ssl,
-        "security_protocol": "SSL",
-        "ssl_cafile": broker.certs.ca,
-        "ssl_certfile": client.cert,
-        "ssl_keyfile": client.key,
-    }
-
-
 def test_kafka_python_round_trip_with_client_certificate(tls_broker: TlsBroker) -> None:
     topic = _create_topic(tls_broker, "tls-kp")
     kafka_python_round_trip(
-        _kafka_python_ssl(tls_broker, tls_broker.certs.writer), topic, group=f"tls-kp-{topic}"
+        kafka_python_conf(_cert_conf(tls_broker, tls_broker.certs.writer)),
+        topic,
+        group=f"tls-kp-{topic}",
     )
 
 
@@ -265,29 +253,15 @@ def test_confluent_kafka_round_trip_over_sasl_ssl(tls_broker: TlsBroker) -> None
 
 def test_kafka_python_round_trip_over_sasl_ssl(tls_broker: TlsBroker) -> None:
     topic = _create_topic(tls_broker, "sasl-ssl-kp")
-    conf = {
-        "bootstrap_servers": tls_broker.sasl_ssl,
-        "security_protocol": "SASL_SSL",
-        "ssl_cafile": tls_broker.certs.ca,
-        "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": USERS["alice"][0],
-    }
-    kafka_python_round_trip(conf, topic)
+    kafka_python_round_trip(kafka_python_conf(_alice(tls_broker)), topic)
 
 
 async def test_aiokafka_round_trip_over_sasl_ssl(tls_broker: TlsBroker) -> None:
     from aiokafka.helpers import create_ssl_context
 
     topic = _create_topic(tls_broker, "sasl-ssl-aio")
-    conf = {
-        "bootstrap_servers": tls_broker.sasl_ssl,
-        "security_protocol": "SASL_SSL",
-        "ssl_context": create_ssl_context(cafile=tls_broker.certs.ca),
-        "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": USERS["alice"][0],
-    }
+    conf = kafka_python_conf(_alice(tls_broker))
+    conf["ssl_context"] = create_ssl_context(cafile=conf.pop("ssl_cafile"))
     await aiokafka_round_trip(conf, topic)
 
 
@@ -363,19 +337,7 @@ def test_large_fetch_responses_cross_tls_intact(tls_broker: TlsBroker) -> None:
             "max.partition.fetch.bytes": 8 * 1024 * 1024,
         }
     )
-    consumer.subscribe([topic])
-    received: list[bytes] = []
-    try:
-        for _ in range(60):
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            received.append(message.value())
-            if len(received) == len(values):
-                break
-    finally:
-        consumer.close()
-    assert received == values
+    assert confluent_values(consumer, topic, len(values), polls=60) == values
 
 
 # -- the control plane as a TLS client ------------------------------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import ssl
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509 import load_pem_x509_certificates
 
+from tests.weir.security.conftest import ROOT, runbroker_argv
 from tests.weir.security.tls_certs import ClientCert, TlsCerts, tls_certs  # noqa: F401
 from weir.config import (
     BrokerConfig,
@@ -32,7 +32,6 @@ from weir.security.tls import (
     server_ssl_context,
 )
 
-ROOT = Path(__file__).resolve().parents[3]
 DN = "CN=writer,OU=eng,O=Acme"
 
 
@@ -67,6 +66,14 @@ def test_invalid_principal_mapping_rules_name_the_config(rules: str) -> None:
 
 
 # -- contexts: handshakes over a socket pair ----------------------------------------------------
+def _server_configs(certs: TlsCerts, client_auth: str | None = None) -> dict[str, str]:
+    """A broker's PEM keystore and CA truststore, and ``ssl.client.auth`` if given."""
+    configs = {"ssl.keystore.location": certs.server_keystore, "ssl.truststore.location": certs.ca}
+    if client_auth is not None:
+        configs["ssl.client.auth"] = client_auth
+    return configs
+
+
 def _connect(
     server_configs: dict[str, str],
     client: ClientCert | None,
@@ -100,11 +107,7 @@ def _connect(
 
 
 def test_pem_keystore_with_required_client_certificate(tls_certs: TlsCerts) -> None:  # noqa: F811
-    configs = {
-        "ssl.keystore.location": tls_certs.server_keystore,
-        "ssl.truststore.location": tls_certs.ca,
-        "ssl.client.auth": "required",
-    }
+    configs = _server_configs(tls_certs, "required")
     assert _connect(configs, tls_certs.writer, tls_certs) == "User:CN=writer,OU=eng,O=Acme"
     mapped = {**configs, "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/U"}
     assert _connect(mapped, tls_certs.reader, tls_certs) == "User:READER"
@@ -113,11 +116,7 @@ def test_pem_keystore_with_required_client_certificate(tls_certs: TlsCerts) -> N
 def test_requested_client_auth_without_certificate_is_anonymous(
     tls_certs: TlsCerts,  # noqa: F811
 ) -> None:
-    configs = {
-        "ssl.keystore.location": tls_certs.server_keystore,
-        "ssl.truststore.location": tls_certs.ca,
-        "ssl.client.auth": "requested",
-    }
+    configs = _server_configs(tls_certs, "requested")
     assert _connect(configs, None, tls_certs) == "User:ANONYMOUS"
 
 
@@ -206,21 +205,12 @@ def test_bad_tls_configs_name_the_key(tls_certs: TlsCerts, tmp_path: Path) -> No
 
 
 def test_runbroker_exits_with_a_message_naming_the_tls_config(tmp_path: Path) -> None:
-    argv = [
-        sys.executable,
-        str(ROOT / "manage.py"),
-        "runbroker",
-        "--broker-id",
-        "1",
-        "--listen",
+    argv = runbroker_argv(
+        tmp_path / "data",
         "127.0.0.1:0",
-        "--listen",
         "SSL://127.0.0.1:0",
-        "--data-dir",
-        str(tmp_path / "data"),
-        "--config",
-        "listener.name.ssl.ssl.keystore.location=/no/such/keystore.pem",
-    ]
+        configs=["listener.name.ssl.ssl.keystore.location=/no/such/keystore.pem"],
+    )
     result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
@@ -259,10 +249,7 @@ def test_tls_passwords_are_sensitive(name: str) -> None:
 
 def test_sasl_ssl_ignores_the_broker_wide_client_auth(tls_certs: TlsCerts) -> None:  # noqa: F811
     """KIP-684: on SASL_SSL only the listener-prefixed ssl.client.auth counts."""
-    base = {
-        "ssl.keystore.location": tls_certs.server_keystore,
-        "ssl.truststore.location": tls_certs.ca,
-    }
+    base = _server_configs(tls_certs)
     wide = {**base, "ssl.client.auth": "required"}
     assert server_ssl_context(wide, "SSL").verify_mode == ssl.CERT_REQUIRED
     assert server_ssl_context(wide, "SASL_SSL", protocol="SASL_SSL").verify_mode == ssl.CERT_NONE
@@ -288,11 +275,7 @@ def test_broker_client_context_checks_hostnames_unless_the_algorithm_is_empty(
 def test_broker_client_context_presents_the_listener_keystore(
     tls_certs: TlsCerts,  # noqa: F811
 ) -> None:
-    server = {
-        "ssl.keystore.location": tls_certs.server_keystore,
-        "ssl.truststore.location": tls_certs.ca,
-        "ssl.client.auth": "required",
-    }
+    server = _server_configs(tls_certs, "required")
     # The other broker's configs: its SSL listener's keystore is its client certificate.
     other = {
         "listener.name.ssl.ssl.keystore.location": tls_certs.writer.keystore,
