@@ -223,10 +223,6 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
     port = free_port()
     served = Dashboard(url=f"http://127.0.0.1:{port}", env=env, logs=root)
     served.manage("migrate", "--noinput")
-    creates = "; ".join(
-        f"user_create(username='{role}', password='{PASSWORD}', role='{role}')" for role in ROLES
-    )
-    served.manage("shell", "-c", f"from controlplane.services import user_create; {creates}")
     logs = {name: open(root / f"{name}.log", "w") for name in _DASHBOARD_PROCESSES}  # noqa: SIM115
     daphne = str(Path(sys.executable).parent / "daphne")
     processes = [
@@ -259,6 +255,12 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
         ),
     ]
     try:
+        # The users are created while daphne and Celery boot (each is a Django start).
+        creates = "; ".join(
+            f"user_create(username='{role}', password='{PASSWORD}', role='{role}')"
+            for role in ROLES
+        )
+        served.manage("shell", "-c", f"from controlplane.services import user_create; {creates}")
         # daphne boots Django and the app: seconds when quiet, more on a loaded machine.
         _wait_for_port(port, 90)
         yield served
