@@ -251,6 +251,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _group(item, shared)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+            if config.getvalue("loadgroup"):
+                _send_to_group(item, group)
         rank[id(item)] = (
             0
             if "processes" in layers
@@ -260,6 +262,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if "redis" in layers
             else 3
         )
-    if getattr(config.option, "dist", "no") != "no" and getattr(config.option, "tx", None):
-        # Long tests first, so no long one starts last while the other workers idle.
+    if hasattr(config, "workerinput"):
+        # An xdist worker (whose collection order is the scheduler's queue): long tests first,
+        # so no long one starts last while the other workers idle.
         items.sort(key=lambda item: rank[id(item)])
+
+
+def _send_to_group(item: pytest.Item, group: str) -> None:
+    """Give ``item`` the node id ``--dist loadgroup`` schedules by: ``<nodeid>@<group>``.
+
+    xdist (3.8) appends the group by setting ``item._nodeid``, which pytest 9 no longer reads
+    (a node's id is ``item._id``): without this every test was scheduled on its own, and each
+    worker started its own control-plane cluster, dashboard and Spark session.
+    """
+    from _pytest.nodeid import NodeId
+
+    suffix = f"@{group}"
+    if not item.nodeid.endswith(suffix):
+        item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
