@@ -38,11 +38,11 @@ Under xdist (``--dist loadgroup``) tests that share an expensive fixture go to o
 one ``xdist_group``, so the fixture starts once, not once per worker: a module- or
 package-scoped fixture that starts processes or in-process brokers groups its module or
 package; the session-wide
-control-plane cluster groups its users in three chains that run side by side, each with a
-cluster of its own (``cp_cluster`` for the REST tests, ``dashboard`` for daphne and the
-browser, ``spark`` for the JVM): three clusters cost less than one worker running every one
-of them in a row. Everything else is scheduled test by test, process tests first (they are
-the long ones).
+control-plane cluster groups its users in chains that run side by side, each with a cluster of
+its own (``cp_cluster`` for the REST tests, ``dashboard-1`` and ``dashboard-2`` for daphne and
+the browser, every other dashboard test in each, ``spark`` for the JVM): four clusters cost
+less than one worker running every one of them in a row. Everything else is scheduled test
+by test, process tests first (they are the long ones).
 """
 
 from __future__ import annotations
@@ -81,6 +81,10 @@ SESSION_GROUPS = (
     ("dashboard", BROWSER_FIXTURES | {"dashboard"}),
     ("cp_cluster", frozenset({"cp_cluster"})),
 )
+# The dashboard's tests, in one chain, were the run's longest worker (about ten minutes of
+# browser work): every other of them goes to a second chain, a worker with a cluster,
+# dashboard and chromium of its own.
+SPLIT_GROUPS = {"dashboard": 2}
 SPAWNERS: tuple[object, ...] = (
     subprocess.Popen,
     subprocess.run,
@@ -224,6 +228,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     walk = CodeWalk()
     _drop_hand_marks(items)
     rank: dict[int, int] = {}
+    seen_in_group: dict[str, int] = {}
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         layers: set[str] = set()
@@ -249,9 +254,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "processes" not in layers and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
         group = _group(item, shared)
+        if group in SPLIT_GROUPS:
+            index = seen_in_group[group] = seen_in_group.get(group, -1) + 1
+            group = f"{group}-{index % SPLIT_GROUPS[group] + 1}"
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-            if config.getvalue("loadgroup"):
+            if getattr(config.option, "loadgroup", False):  # an xdist worker, --dist loadgroup
                 _send_to_group(item, group)
         rank[id(item)] = (
             0
