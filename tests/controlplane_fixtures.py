@@ -223,42 +223,34 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
     port = free_port()
     served = Dashboard(url=f"http://127.0.0.1:{port}", env=env, logs=root)
     served.manage("migrate", "--noinput")
-    creates = "; ".join(
-        f"user_create(username='{role}', password='{PASSWORD}', role='{role}')" for role in ROLES
-    )
-    served.manage("shell", "-c", f"from controlplane.services import user_create; {creates}")
     logs = {name: open(root / f"{name}.log", "w") for name in _DASHBOARD_PROCESSES}  # noqa: SIM115
     daphne = str(Path(sys.executable).parent / "daphne")
+    argvs = {
+        "daphne": [daphne, "-b", "127.0.0.1", "-p", str(port), "controlplane.asgi:application"],
+        "monitor": [sys.executable, str(ROOT / "manage.py"), "monitor", "--interval", "0.5"],
+        **{
+            role: [sys.executable, "-m", "celery", "-A", "controlplane", role, "-l", "info"]
+            for role in ("worker", "beat")
+        },
+    }
     processes = [
         subprocess.Popen(
-            [daphne, "-b", "127.0.0.1", "-p", str(port), "controlplane.asgi:application"],
+            argvs[name],
             cwd=ROOT,
             env=env,
-            stdout=logs["daphne"],
+            stdout=logs[name],
             stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent(),
-        ),
-        subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), "monitor", "--interval", "0.5"],
-            cwd=ROOT,
-            env=env,
-            stdout=logs["monitor"],
-            stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent(),
-        ),
-        *(
-            subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "controlplane", role, "-l", "info"],
-                cwd=ROOT,
-                env=env,
-                stdout=logs[role],
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent(),
-            )
-            for role in ("worker", "beat")
-        ),
+        )
+        for name in _DASHBOARD_PROCESSES
     ]
     try:
+        # The users are created while daphne and Celery boot (each is a Django start).
+        creates = "; ".join(
+            f"user_create(username='{role}', password='{PASSWORD}', role='{role}')"
+            for role in ROLES
+        )
+        served.manage("shell", "-c", f"from controlplane.services import user_create; {creates}")
         # daphne boots Django and the app: seconds when quiet, more on a loaded machine.
         _wait_for_port(port, 90)
         yield served

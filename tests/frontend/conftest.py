@@ -22,20 +22,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+# Chromium's flags are the dashboard benchmark's: as the machine's notes say, without the
+# background-networking flags chromium keeps trying to reach Google's hosts on a closed network.
+from benchmarks.dashboard import CHROMIUM_ARGS
 from tests.controlplane_fixtures import PASSWORD, Dashboard
 
 CHROMIUM = "/usr/bin/chromium"
-# As the machine's notes say: without the background-networking flags chromium keeps trying
-# to reach Google's hosts on a closed network.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 # Package scope: Playwright's sync API keeps an event loop running in this thread while it is

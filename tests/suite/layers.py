@@ -38,11 +38,11 @@ Under xdist (``--dist loadgroup``) tests that share an expensive fixture go to o
 one ``xdist_group``, so the fixture starts once, not once per worker: a module- or
 package-scoped fixture that starts processes or in-process brokers groups its module or
 package; the session-wide
-control-plane cluster groups its users in three chains that run side by side, each with a
-cluster of its own (``cp_cluster`` for the REST tests, ``dashboard`` for daphne and the
-browser, ``spark`` for the JVM): three clusters cost less than one worker running every one
-of them in a row. Everything else is scheduled test by test, process tests first (they are
-the long ones).
+control-plane cluster groups its users in chains that run side by side, each with a cluster of
+its own (``cp_cluster`` for the REST tests, ``dashboard-1`` and ``dashboard-2`` for daphne and
+the browser, every other dashboard test in each, ``spark`` for the JVM): four clusters cost
+less than one worker running every one of them in a row. Everything else is scheduled test
+by test, process tests first (they are the long ones).
 """
 
 from __future__ import annotations
@@ -81,6 +81,10 @@ SESSION_GROUPS = (
     ("dashboard", BROWSER_FIXTURES | {"dashboard"}),
     ("cp_cluster", frozenset({"cp_cluster"})),
 )
+# The dashboard's tests, in one chain, were the run's longest worker (about ten minutes of
+# browser work): every other of them goes to a second chain, a worker with a cluster,
+# dashboard and chromium of its own.
+SPLIT_GROUPS = {"dashboard": 2}
 SPAWNERS: tuple[object, ...] = (
     subprocess.Popen,
     subprocess.run,
@@ -224,6 +228,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     walk = CodeWalk()
     _drop_hand_marks(items)
     rank: dict[int, int] = {}
+    seen_in_group: dict[str, int] = {}
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         layers: set[str] = set()
@@ -249,8 +254,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "processes" not in layers and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
         group = _group(item, shared)
+        if group in SPLIT_GROUPS:
+            index = seen_in_group[group] = seen_in_group.get(group, -1) + 1
+            group = f"{group}-{index % SPLIT_GROUPS[group] + 1}"
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+            if getattr(config.option, "loadgroup", False):  # an xdist worker, --dist loadgroup
+                _send_to_group(item, group)
         rank[id(item)] = (
             0
             if "processes" in layers
@@ -260,6 +270,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if "redis" in layers
             else 3
         )
-    if getattr(config.option, "dist", "no") != "no" and getattr(config.option, "tx", None):
-        # Long tests first, so no long one starts last while the other workers idle.
+    if hasattr(config, "workerinput"):
+        # An xdist worker (whose collection order is the scheduler's queue): long tests first,
+        # so no long one starts last while the other workers idle.
         items.sort(key=lambda item: rank[id(item)])
+
+
+def _send_to_group(item: pytest.Item, group: str) -> None:
+    """Give ``item`` the node id ``--dist loadgroup`` schedules by: ``<nodeid>@<group>``.
+
+    xdist (3.8) appends the group by setting ``item._nodeid``, which pytest 9 no longer reads
+    (a node's id is ``item._id``): without this every test was scheduled on its own, and each
+    worker started its own control-plane cluster, dashboard and Spark session.
+    """
+    from _pytest.nodeid import NodeId
+
+    suffix = f"@{group}"
+    if not item.nodeid.endswith(suffix):
+        item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]

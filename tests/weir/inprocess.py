@@ -20,11 +20,11 @@ Two ways to host it
   would wait for a broker that cannot run.
 * :class:`BrokerThread` + :class:`ThreadedBroker` -- an event loop of its own in a background
   thread, for synchronous clients (confluent-kafka, kafka-python, kcat and ``manage.py``
-  subprocesses) and for async tests that share a module-scoped broker. ``ThreadedBroker``
-  exposes what ``BrokerProcess`` did (``bootstrap``, ``port``, ``broker_id``, ``cluster_id``,
-  ``redis_url``, ``data_dir``, ``alive()``) plus ``restart()`` on the same data directory and
-  ports. Several brokers may share one thread (:func:`threaded_cluster`: three brokers, one
-  cluster id).
+  commands, in the test's thread or as subprocesses) and for async tests that share a
+  module-scoped broker. ``ThreadedBroker`` exposes what ``BrokerProcess`` did (``bootstrap``,
+  ``port``, ``broker_id``, ``cluster_id``, ``redis_url``, ``data_dir``, ``alive()``) plus
+  ``restart()`` on the same data directory and ports. Several brokers may share one thread
+  (:func:`threaded_cluster`: three brokers, one cluster id).
 
 What still needs a real process
 -------------------------------

@@ -1,50 +1,35 @@
 """The Kafka-tool-parity commands (`manage.py topics`, `manage.py configs`) and `runbroker`'s
-flag checks, run as subprocesses exactly as an operator runs them."""
+flag checks.
+
+``topics`` and ``configs`` run in the test process the way ``manage.py`` runs them
+(``tests.suite.commands``: same argv, parser, messages and exit status, without an interpreter
+start per command); ``test_the_command_line_as_an_operator_runs_it`` runs them as real
+``manage.py`` processes. ``runbroker`` is no Django command and always runs as a process.
+"""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.weir.clients.conftest import ROOT
+from tests.suite.commands import failed_cleanly, manage, manage_process, succeeded
 from tests.weir.clients.helpers import create_topic
 from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
 
-def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "WEIR_BOOTSTRAP_SERVERS"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), *args],
-        cwd=ROOT,
-        env={**environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def ok(*args: str) -> str:
     """Run a command that must succeed; its stdout."""
-    proc = manage(*args)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return succeeded(manage(*args))
 
 
 def fails(*args: str) -> str:
     """Run a command that must fail cleanly; its stderr (no traceback)."""
-    proc = manage(*args)
-    assert proc.returncode != 0, proc.stdout
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.stderr
+    return failed_cleanly(manage(*args))
 
 
 def topics(broker: ThreadedBroker, *args: str) -> list[str]:
@@ -275,11 +260,9 @@ def test_runbroker_rejects_bad_flags_naming_the_flag(
         argv[flag] = value
     args = [item for pair in argv.items() for item in pair] + extra
     env = {"WEIR_REDIS_URL": redis_server, "WEIR_CLUSTER_ID": cluster_id}
-    proc = manage("runbroker", *args, env=env)
-    assert proc.returncode != 0
-    assert "Traceback" not in proc.stderr, proc.stderr
+    stderr = failed_cleanly(manage_process("runbroker", *args, env=env))
     for text in expected:
-        assert text in proc.stderr, proc.stderr
+        assert text in stderr, stderr
 
 
 def test_runbroker_on_a_busy_port_exits_naming_the_address(
@@ -290,7 +273,7 @@ def test_runbroker_on_a_busy_port_exits_naming_the_address(
         busy.listen()
         port = busy.getsockname()[1]
         env = {"WEIR_REDIS_URL": redis_server, "WEIR_CLUSTER_ID": cluster_id}
-        proc = manage(
+        proc = manage_process(
             "runbroker",
             *("--broker-id", "9", "--listen", f"127.0.0.1:{port}"),
             *("--data-dir", str(tmp_path / "data")),
@@ -299,3 +282,15 @@ def test_runbroker_on_a_busy_port_exits_naming_the_address(
     assert proc.returncode != 0
     assert "address already in use" in proc.stderr
     assert str(port) in proc.stderr
+
+
+def test_the_command_line_as_an_operator_runs_it(
+    module_broker: ThreadedBroker, existing_topic: str
+) -> None:
+    """``manage.py`` itself: its output, exit status 0 or 1 and a message, no traceback."""
+    listed = manage_process(*topics(module_broker, "--list"))
+    assert listed.returncode == 0, listed.stderr
+    assert existing_topic in listed.stdout.split()
+    missing = manage_process(*topics(module_broker, "--describe", "--topic", "cli-nosuch"))
+    assert missing.returncode == 1
+    assert "'cli-nosuch' does not exist" in failed_cleanly(missing)

@@ -1,6 +1,8 @@
 """Moving replicas between brokers with ``manage.py reassign-partitions`` on a real cluster.
 
-The command runs as a subprocess exactly as an operator runs it. What is checked from the
+The command runs in the test process the way ``manage.py`` runs it (``tests.suite.commands``:
+same argv, parser, messages and exit status; a verify loop polls it without an interpreter start
+per poll), once as a real ``manage.py`` process (``--generate``). What is checked from the
 outside: the replica set ends as planned, the moved-away replica's files are deleted, the
 throttle really holds catch-up back (a throttled move is still running seconds later, and
 can be cancelled), a controller failover does not lose an ongoing move, and an idempotent
@@ -14,9 +16,7 @@ the controller and so starts a cluster of its own.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import pytest
 import redis
 from confluent_kafka.admin import ConfigResource
 
-from tests.weir.clients.conftest import ROOT
+from tests.suite.commands import Completed, manage, manage_process, succeeded
 from tests.weir.cluster.conftest import Cluster, ClusterFactory, wait_until
 from tests.weir.cluster.helpers import (
     KeyedWriter,
@@ -50,23 +50,10 @@ def cluster(shared_cluster: Cluster) -> Cluster:
     return shared_cluster
 
 
-def manage(*args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "WEIR_BOOTSTRAP_SERVERS"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), *args],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-
-
-def reassign(cluster: Cluster, *args: str) -> str:
-    proc = manage("reassign-partitions", "--bootstrap-server", cluster.bootstrap(), *args)
-    assert proc.returncode == 0, f"{proc.stderr}\n{cluster.describe()}"
-    return proc.stdout
+def reassign(cluster: Cluster, *args: str, run: Callable[..., Completed] = manage) -> str:
+    done = run("reassign-partitions", "--bootstrap-server", cluster.bootstrap(), *args)
+    assert done.returncode == 0, f"{done.stderr}\n{cluster.describe()}"
+    return done.stdout
 
 
 def plan_file(tmp_path: Path, name: str, moves: dict[tuple[str, int], list[int]]) -> str:
@@ -97,7 +84,8 @@ def wait_completed(cluster: Cluster, plan: str, partitions: list[str], timeout: 
             f"Reassignment of partition {p} is completed." in outputs[-1] for p in partitions
         )
 
-    wait_until(completed, timeout, lambda: f"{outputs[-1:]}\n{cluster.describe()}")
+    # Each poll is a whole command run (clients to every broker): twice a second is enough.
+    wait_until(completed, timeout, lambda: f"{outputs[-1:]}\n{cluster.describe()}", interval=0.5)
     return outputs[-1]
 
 
@@ -110,13 +98,14 @@ def topic_overrides(cluster: Cluster, topic: str) -> dict[str, str]:
 
 def lift_leader_throttle(cluster: Cluster, broker_id: int) -> None:
     """Delete the leader's replication throttle (the move then catches up at full speed)."""
-    proc = manage(
-        "configs",
-        *("--bootstrap-server", cluster.bootstrap()),
-        *("--entity-type", "brokers", "--entity-name", str(broker_id)),
-        *("--alter", "--delete-config", "leader.replication.throttled.rate"),
+    succeeded(
+        manage(
+            "configs",
+            *("--bootstrap-server", cluster.bootstrap()),
+            *("--entity-type", "brokers", "--entity-name", str(broker_id)),
+            *("--alter", "--delete-config", "leader.replication.throttled.rate"),
+        )
     )
-    assert proc.returncode == 0, proc.stderr
 
 
 def replica_dir(cluster: Cluster, broker_id: int, topic: str, index: int = 0) -> Path:
@@ -186,7 +175,9 @@ def test_generate_proposes_and_execute_grows_the_replication_factor(
     moves = tmp_path / "topics.json"
     moves.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
     out = reassign(
-        cluster, "--generate", "--topics-to-move-json-file", str(moves), "--broker-list", "2,3"
+        cluster,
+        *("--generate", "--topics-to-move-json-file", str(moves), "--broker-list", "2,3"),
+        run=manage_process,  # once as the real command line
     )
     current, proposed = out.split("Proposed partition reassignment configuration")
     assert "Current partition replica assignment" in current

@@ -1,17 +1,19 @@
-"""``manage.py consumer-groups``, run as an operator runs it, against a real broker."""
+"""``manage.py consumer-groups`` against a real (in-process) broker.
+
+The command runs in the test process the way ``manage.py`` runs it (``tests.suite.commands``:
+same argv, parser, messages and exit status, without an interpreter start per command);
+``test_the_command_line_as_an_operator_runs_it`` runs it as a real ``manage.py`` process.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.weir.clients.conftest import ROOT
+from tests.suite.commands import Completed, failed_cleanly, manage, manage_process, succeeded
 from tests.weir.cluster.conftest import wait_until
 from tests.weir.groups.test_consumer_groups import ConfluentMember, new_topic, produce
 from tests.weir.inprocess import ThreadedBroker
@@ -19,32 +21,23 @@ from tests.weir.inprocess import ThreadedBroker
 pytestmark = pytest.mark.integration
 
 
-def groups_cli(broker: ThreadedBroker, *args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "WEIR_BOOTSTRAP_SERVERS"}
-    environ.update(WEIR_REDIS_URL=broker.redis_url, WEIR_CLUSTER_ID=broker.cluster_id)
-    command = ["consumer-groups", "--bootstrap-server", broker.bootstrap, *args]
-    return subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), *command],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+def groups_cli(broker: ThreadedBroker, *args: str) -> Completed:
+    """``consumer-groups`` in process; ``--force-rebalance`` finds the coordinator through
+    the broker's Redis and cluster id (a process reads them from ``WEIR_*``)."""
+    settings = {"WEIR_REDIS_URL": broker.redis_url, "WEIR_CLUSTER_ID": broker.cluster_id}
+    return manage(*cli_args(broker, *args), settings=settings)
+
+
+def cli_args(broker: ThreadedBroker, *args: str) -> list[str]:
+    return ["consumer-groups", "--bootstrap-server", broker.bootstrap, *args]
 
 
 def ok(broker: ThreadedBroker, *args: str) -> str:
-    proc = groups_cli(broker, *args)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return succeeded(groups_cli(broker, *args))
 
 
 def fails(broker: ThreadedBroker, *args: str) -> str:
-    proc = groups_cli(broker, *args)
-    assert proc.returncode != 0, proc.stdout
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.stderr
+    return failed_cleanly(groups_cli(broker, *args))
 
 
 def table(output: str) -> list[list[str]]:
@@ -208,3 +201,15 @@ def test_force_rebalance_makes_live_members_rejoin(group_broker: ThreadedBroker)
 )
 def test_bad_flags_are_named(group_broker: ThreadedBroker, args: list[str], expected: str) -> None:
     assert expected in fails(group_broker, *args)
+
+
+def test_the_command_line_as_an_operator_runs_it(group_broker: ThreadedBroker) -> None:
+    """``manage.py`` itself: exit status 0, or 1 and a message without a traceback."""
+    env = {"WEIR_REDIS_URL": group_broker.redis_url, "WEIR_CLUSTER_ID": group_broker.cluster_id}
+    listed = manage_process(*cli_args(group_broker, "--list"), env=env)
+    assert listed.returncode == 0, listed.stderr
+    missing = manage_process(
+        *cli_args(group_broker, "--describe", "--group", "no-such-group"), env=env
+    )
+    assert missing.returncode == 1
+    assert "does not exist" in failed_cleanly(missing)
