@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import subprocess
 import uuid
 
 import pytest
@@ -16,7 +15,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.weir.clients.test_cli import manage
+from tests.suite.commands import Completed, manage
 from tests.weir.security.conftest import SaslBroker, sasl_conf
 from weir.security.credentials import decode_credential, scram_key
 from weir.security.scram import (
@@ -66,10 +65,11 @@ def test_stored_credentials_are_salted_and_never_the_password(sasl_broker: SaslB
     assert credential.iterations >= 4096 and len(credential.salt) >= 16
 
 
-def _scram_users(broker: SaslBroker, *args: str) -> subprocess.CompletedProcess[str]:
-    """``manage.py scram-users`` against the broker's Redis and cluster id."""
-    env = {"WEIR_REDIS_URL": broker.redis_url, "WEIR_CLUSTER_ID": broker.cluster_id}
-    return manage("scram-users", *args, env=env)
+def _scram_users(broker: SaslBroker, *args: str) -> Completed:
+    """``manage.py scram-users`` in process, with the broker's Redis and cluster id as a
+    process would read them from ``WEIR_REDIS_URL`` and ``WEIR_CLUSTER_ID``."""
+    settings = {"WEIR_REDIS_URL": broker.redis_url, "WEIR_CLUSTER_ID": broker.cluster_id}
+    return manage("scram-users", *args, settings=settings)
 
 
 def _cli(broker: SaslBroker, *args: str) -> str:
