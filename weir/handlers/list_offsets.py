@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import per_partition, respond, types_of
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from weir.handlers._authz import Access
     from weir.handlers._leader import Leaders
 
-API_KEY = 2
-VERSIONS = (1, 7)
 
 LATEST = -1
 EARLIEST = -2
@@ -86,5 +85,5 @@ def _epoch(epochs: Any, offset: int) -> int:
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    API_KEY: (VERSIONS, handle),
+    ApiKey.LIST_OFFSETS: ((1, 7), handle),
 }

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import make, respond, types_of
 from weir.handlers.configs import config_entries
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -27,12 +28,6 @@ if TYPE_CHECKING:
     from weir.metadata_view import MetadataView
     from weir.topic_admin import TopicAdmin
 
-CREATE_TOPICS_KEY = 19
-CREATE_TOPICS_VERSIONS = (2, 7)
-DELETE_TOPICS_KEY = 20
-DELETE_TOPICS_VERSIONS = (1, 6)
-CREATE_PARTITIONS_KEY = 37
-CREATE_PARTITIONS_VERSIONS = (0, 3)
 
 FORWARDED_CLIENT_PREFIX = "weir-broker-"
 _DENIED = "not authorized"
@@ -237,7 +232,7 @@ async def handle_create_partitions(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    CREATE_TOPICS_KEY: (CREATE_TOPICS_VERSIONS, handle_create_topics),
-    DELETE_TOPICS_KEY: (DELETE_TOPICS_VERSIONS, handle_delete_topics),
-    CREATE_PARTITIONS_KEY: (CREATE_PARTITIONS_VERSIONS, handle_create_partitions),
+    ApiKey.CREATE_TOPICS: ((2, 7), handle_create_topics),
+    ApiKey.DELETE_TOPICS: ((1, 6), handle_delete_topics),
+    ApiKey.CREATE_PARTITIONS: ((0, 3), handle_create_partitions),
 }
