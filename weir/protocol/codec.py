@@ -70,14 +70,17 @@ class ProtocolError(Exception):
     """The request cannot be parsed; the connection must be closed."""
 
 
+@dataclass(eq=False)  # eq=False: an exception stays hashable and compares by identity
 class UnsupportedVersionError(ProtocolError):
-    """A known API at a version Weir does not implement."""
+    """A known API at a version Weir does not implement; the correlation id is what an
+    ApiVersions request is answered with (KIP-511)."""
 
-    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
-        super().__init__(f"API {api_key} version {api_version} is not supported")
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+    def __str__(self) -> str:
+        return f"API {self.api_key} version {self.api_version} is not supported"
 
 
 @dataclass(frozen=True, slots=True)
