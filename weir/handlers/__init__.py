@@ -1,5 +1,5 @@
-"""One module per Kafka API family; each ends with ``HANDLERS``: API key -> (supported
-versions, handler).
+"""One module per Kafka API family; each ends with ``HANDLERS``: API key (a
+``weir.protocol.api_keys.ApiKey``) -> (supported versions, handler).
 
 ``registry()`` collects those into the dispatch table the server uses and that ApiVersions
 advertises, so what Weir claims and what it implements cannot drift apart.
