@@ -43,13 +43,14 @@ from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
 from weir.credential_store import ScramCredentialStore
 from weir.group_coordinator import GroupCoordinator
-from weir.handlers import fetch, list_offsets, metadata, produce, registry
+from weir.handlers import list_offsets, produce, registry
 from weir.handlers._authz import Access
 from weir.metadata.cache import MetadataCache
 from weir.metadata.image import ClusterImage
 from weir.metadata.registration import BrokerRegistration
 from weir.metadata.store import MetadataStore
 from weir.metadata_view import MetadataView
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.batch_builder import build_batch
 from weir.protocol.codec import Request
 from weir.protocol.inflate import iter_records
@@ -219,7 +220,7 @@ def produce_request(records: bytes, *, index: int = 0, acks: int = -1) -> Reques
             ),
         ),
     )
-    return request(produce.API_KEY, 9, body)
+    return request(ApiKey.PRODUCE, 9, body)
 
 
 def fetch_request(offset: int, *, index: int = 0) -> Request:
@@ -250,7 +251,7 @@ def fetch_request(offset: int, *, index: int = 0) -> Request:
         forgotten_topics_data=(),
         rack_id="",
     )
-    return request(fetch.API_KEY, 12, body)
+    return request(ApiKey.FETCH, 12, body)
 
 
 def region_bytes(records: Any) -> bytes:
@@ -264,11 +265,11 @@ async def test_produce_then_fetch_returns_the_batch(parts: Parts) -> None:
     ctx = connection()
     batch = build_batch([(b"k1", b"hello"), (None, b"world")], timestamp_ms=now_ms())
 
-    produced = await parts.handlers[produce.API_KEY](ctx, produce_request(bytes(batch)))
+    produced = await parts.handlers[ApiKey.PRODUCE](ctx, produce_request(bytes(batch)))
     answer = produced.responses[0].partition_responses[0]
     assert (answer.error_code, answer.base_offset) == (ErrorCode.none, 0)
 
-    fetched = await parts.handlers[fetch.API_KEY](ctx, fetch_request(0))
+    fetched = await parts.handlers[ApiKey.FETCH](ctx, fetch_request(0))
     data = fetched.responses[0].partitions[0]
     assert data.error_code == ErrorCode.none
     assert data.high_watermark == 2
@@ -280,9 +281,9 @@ async def test_second_batch_gets_the_next_offsets(parts: Parts) -> None:
     ctx = connection()
     for expected_base in (0, 3):
         batch = build_batch([(None, b"a"), (None, b"b"), (None, b"c")], timestamp_ms=now_ms())
-        produced = await parts.handlers[produce.API_KEY](ctx, produce_request(bytes(batch)))
+        produced = await parts.handlers[ApiKey.PRODUCE](ctx, produce_request(bytes(batch)))
         assert produced.responses[0].partition_responses[0].base_offset == expected_base
-    fetched = await parts.handlers[fetch.API_KEY](ctx, fetch_request(3))
+    fetched = await parts.handlers[ApiKey.FETCH](ctx, fetch_request(3))
     data = fetched.responses[0].partitions[0]
     values = [r.value for r in iter_records(region_bytes(data.records))]
     assert values == [b"a", b"b", b"c"]
@@ -290,7 +291,7 @@ async def test_second_batch_gets_the_next_offsets(parts: Parts) -> None:
 
 async def test_produce_to_an_unknown_partition_is_refused(parts: Parts) -> None:
     batch = build_batch([(None, b"x")], timestamp_ms=now_ms())
-    produced = await parts.handlers[produce.API_KEY](
+    produced = await parts.handlers[ApiKey.PRODUCE](
         connection(), produce_request(bytes(batch), index=9)
     )
     answer = produced.responses[0].partition_responses[0]
@@ -314,7 +315,7 @@ async def test_produce_handler_takes_only_its_parts(parts: Parts) -> None:
 async def test_list_offsets_reports_earliest_and_latest(parts: Parts) -> None:
     ctx = connection()
     batch = build_batch([(None, b"1"), (None, b"2")], timestamp_ms=now_ms())
-    await parts.handlers[produce.API_KEY](ctx, produce_request(bytes(batch)))
+    await parts.handlers[ApiKey.PRODUCE](ctx, produce_request(bytes(batch)))
 
     def ask(timestamp: int) -> Request:
         body = ListOffsetsRequest(
@@ -331,10 +332,10 @@ async def test_list_offsets_reports_earliest_and_latest(parts: Parts) -> None:
                 ),
             ),
         )
-        return request(list_offsets.API_KEY, 7, body)
+        return request(ApiKey.LIST_OFFSETS, 7, body)
 
-    latest = await parts.handlers[list_offsets.API_KEY](ctx, ask(list_offsets.LATEST))
-    earliest = await parts.handlers[list_offsets.API_KEY](ctx, ask(list_offsets.EARLIEST))
+    latest = await parts.handlers[ApiKey.LIST_OFFSETS](ctx, ask(list_offsets.LATEST))
+    earliest = await parts.handlers[ApiKey.LIST_OFFSETS](ctx, ask(list_offsets.EARLIEST))
     assert latest.topics[0].partitions[0].error_code == ErrorCode.none
     assert latest.topics[0].partitions[0].offset == 2
     assert earliest.topics[0].partitions[0].offset == 0
@@ -349,8 +350,8 @@ async def test_metadata_describes_the_topic_and_this_broker(parts: Parts) -> Non
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )
-    response = await parts.handlers[metadata.METADATA_KEY](
-        connection(), request(metadata.METADATA_KEY, 12, body)
+    response = await parts.handlers[ApiKey.METADATA](
+        connection(), request(ApiKey.METADATA, 12, body)
     )
     assert [b.node_id for b in response.brokers] == [BROKER_ID]
     assert response.cluster_id == parts.view.cluster_id
@@ -373,8 +374,8 @@ async def test_metadata_auto_creates_through_the_topic_admin(parts: Parts) -> No
         allow_auto_topic_creation=True,
         include_topic_authorized_operations=False,
     )
-    response = await parts.handlers[metadata.METADATA_KEY](
-        connection(), request(metadata.METADATA_KEY, 12, body)
+    response = await parts.handlers[ApiKey.METADATA](
+        connection(), request(ApiKey.METADATA, 12, body)
     )
     (topic,) = response.topics
     assert (topic.name, topic.error_code) == ("created-on-demand", ErrorCode.none)

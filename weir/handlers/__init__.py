@@ -1,5 +1,5 @@
-"""One module per Kafka API family; each ends with ``HANDLERS``: API key -> (supported
-versions, handler).
+"""One module per Kafka API family; each ends with ``HANDLERS``: API key (a
+``weir.protocol.api_keys.ApiKey``) -> (supported versions, handler).
 
 ``registry()`` collects those into the dispatch table the server uses and that ApiVersions
 advertises, so what Weir claims and what it implements cannot drift apart.
@@ -55,7 +55,35 @@ if TYPE_CHECKING:
     from weir.server import Handler
     from weir.topic_admin import TopicAdmin
 
-__all__ = ["bind", "registry"]
+__all__ = ["bind", "registry", "supported_versions"]
+
+_MODULES = (
+    produce,
+    fetch,
+    list_offsets,
+    metadata_api,
+    api_versions,
+    topics,
+    delete_records,
+    init_producer_id,
+    configs,
+    offset_for_leader_epoch,
+    cluster_control,
+    reassignments,
+    group_api,
+    offsets,
+    sasl,
+    scram_credentials,
+    acl_api,
+)
+
+
+def supported_versions() -> dict[int, tuple[int, int]]:
+    """Supported version range by API key, from the modules' ``HANDLERS``: what ApiVersions
+    advertises and requests are checked against (needs no broker parts)."""
+    return {
+        key: supported for module in _MODULES for key, (supported, _) in module.HANDLERS.items()
+    }
 
 
 def registry(
@@ -76,7 +104,7 @@ def registry(
 ) -> tuple[dict[int, Handler], dict[int, tuple[int, int]]]:
     """(handlers by API key, supported version range by API key), each handler bound to the
     parts its signature names."""
-    versions: dict[int, tuple[int, int]] = {}
+    versions = supported_versions()
     parts: dict[str, Any] = {
         "metadata": metadata,
         "replicas": replicas,
@@ -92,33 +120,12 @@ def registry(
         "credentials": credentials,
         "allocate_producer_id": allocate_producer_id,
         "time_ms": time_ms,
-        # ApiVersions answers from the finished table (filled below).
         "supported_versions": versions,
     }
-    modules = [
-        produce,
-        fetch,
-        list_offsets,
-        metadata_api,
-        api_versions,
-        topics,
-        delete_records,
-        init_producer_id,
-        configs,
-        offset_for_leader_epoch,
-        cluster_control,
-        reassignments,
-        group_api,
-        offsets,
-        sasl,
-        scram_credentials,
-        acl_api,
-    ]
     handlers: dict[int, Handler] = {}
-    for module in modules:
-        for key, (supported, fn) in module.HANDLERS.items():
+    for module in _MODULES:
+        for key, (_, fn) in module.HANDLERS.items():
             handlers[key] = bind(fn, parts)
-            versions[key] = supported
     return handlers, versions
 
 

@@ -7,17 +7,24 @@ client knows", and the errors clients expect when it does not.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from weir.handlers._build import per_partition, respond, types_of
+
 if TYPE_CHECKING:
+    from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
     from weir.partition import Partition
+    from weir.protocol.codec import Request
     from weir.replica_manager import ReplicaManager
+    from weir.security.acl import AclOperation
+    from weir.server import ConnectionContext
 
-__all__ = ["Leaders", "led_partition"]
+__all__ = ["Leaders", "led_partition", "partition_leader_handler"]
 
 
 def led_partition(
@@ -57,3 +64,33 @@ class Leaders:
             return error, None
         error = epoch_error(partition, current_epoch)
         return error, (partition if error is ErrorCode.none else None)
+
+
+def partition_leader_handler(
+    *,
+    topic_result: str,
+    partition_result: str,
+    operation: AclOperation,
+    answer: Callable[[Leaders, str, Any], Mapping[str, Any]],
+    denied: Mapping[str, Any],
+) -> Callable[..., Awaitable[Any]]:
+    """The handler of an API that each partition's leader answers on its own (ListOffsets,
+    DeleteRecords): per requested topic, ``denied`` for every partition without ``operation``
+    on the topic, else ``answer(leaders, topic, partition)`` per partition, as the response's
+    ``topic_result`` and ``partition_result`` entries."""
+
+    async def handle(
+        ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
+    ) -> Any:
+        types = types_of(request)
+        topics = per_partition(
+            request.body.topics,
+            topic_cls=getattr(types, topic_result),
+            partition_cls=getattr(types, partition_result),
+            allowed=lambda name: access.on_topic(ctx, operation, name),
+            answer=lambda name, p: answer(leaders, name, p),
+            denied=denied,
+        )
+        return respond(request, topics=topics)
+
+    return handle

@@ -26,6 +26,7 @@ from kio.static.primitive import i8
 from redis.exceptions import RedisError
 
 from weir.handlers._build import make, respond, types_of
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import (
     AclBinding,
@@ -48,12 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("weir.handlers.acls")
 
-DESCRIBE_KEY = 29
-DESCRIBE_VERSIONS = (1, 3)
-CREATE_KEY = 30
-CREATE_VERSIONS = (1, 3)
-DELETE_KEY = 31
-DELETE_VERSIONS = (1, 3)
 
 _DENIED = "Cluster authorization failed: the principal may not {what} ACLs"
 _REDIS_DOWN = "ACL storage is unavailable: {exc}"
@@ -246,7 +241,7 @@ async def handle_delete(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    DESCRIBE_KEY: (DESCRIBE_VERSIONS, handle_describe),
-    CREATE_KEY: (CREATE_VERSIONS, handle_create),
-    DELETE_KEY: (DELETE_VERSIONS, handle_delete),
+    ApiKey.DESCRIBE_ACLS: ((1, 3), handle_describe),
+    ApiKey.CREATE_ACLS: ((1, 3), handle_create),
+    ApiKey.DELETE_ACLS: ((1, 3), handle_delete),
 }

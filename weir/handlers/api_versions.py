@@ -10,11 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from weir.handlers._build import make, respond, types_of
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.server import ConnectionContext
-
-API_KEY = 18
-VERSIONS = (0, 3)
 
 
 async def handle(
@@ -32,5 +30,5 @@ async def handle(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    API_KEY: (VERSIONS, handle),
+    ApiKey.API_VERSIONS: ((0, 3), handle),
 }

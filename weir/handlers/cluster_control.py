@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from weir.controller import IsrChangeRequest
 from weir.handlers._build import by_topic, make, respond, types_of
 from weir.handlers._controller import controller_epoch
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -23,10 +24,6 @@ if TYPE_CHECKING:
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
 
-ALTER_PARTITION_KEY = 56
-ALTER_PARTITION_VERSIONS = (2, 2)
-ELECT_LEADERS_KEY = 43
-ELECT_LEADERS_VERSIONS = (0, 2)
 
 PREFERRED = 0
 UNCLEAN = 1
@@ -130,6 +127,6 @@ async def handle_elect_leaders(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    ALTER_PARTITION_KEY: (ALTER_PARTITION_VERSIONS, handle_alter_partition),
-    ELECT_LEADERS_KEY: (ELECT_LEADERS_VERSIONS, handle_elect_leaders),
+    ApiKey.ALTER_PARTITION: ((2, 2), handle_alter_partition),
+    ApiKey.ELECT_LEADERS: ((0, 2), handle_elect_leaders),
 }

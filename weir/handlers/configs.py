@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from weir import topic_admin
 from weir.handlers._build import make, respond, types_of
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -21,13 +22,6 @@ from weir.server import ConnectionContext
 if TYPE_CHECKING:
     from weir.handlers._authz import Access
     from weir.topic_admin import TopicAdmin
-
-DESCRIBE_KEY = 32
-DESCRIBE_VERSIONS = (1, 4)
-ALTER_KEY = 33
-ALTER_VERSIONS = (0, 2)
-INCREMENTAL_KEY = 44
-INCREMENTAL_VERSIONS = (0, 1)
 
 
 _TOPIC_CONFIG = 2
@@ -145,7 +139,7 @@ async def handle_alter(
     denial, then the requested configs applied by the topic admin. Legacy AlterConfigs sets
     each given config and the set replaces every dynamic config of the resource; the
     incremental form does SET, DELETE, APPEND or SUBTRACT per config (KIP-339)."""
-    incremental = request.api_key == INCREMENTAL_KEY
+    incremental = request.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
 
     def alter(resource: Any) -> Awaitable[topic_admin.ConfigsOutcome]:
         return admin.alter_configs(
@@ -172,7 +166,7 @@ async def handle_alter(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    DESCRIBE_KEY: (DESCRIBE_VERSIONS, handle_describe),
-    ALTER_KEY: (ALTER_VERSIONS, handle_alter),
-    INCREMENTAL_KEY: (INCREMENTAL_VERSIONS, handle_alter),
+    ApiKey.DESCRIBE_CONFIGS: ((1, 4), handle_describe),
+    ApiKey.ALTER_CONFIGS: ((0, 2), handle_alter),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: ((0, 1), handle_alter),
 }

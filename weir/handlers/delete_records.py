@@ -11,46 +11,24 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import per_partition, respond, types_of
-from weir.protocol.codec import Request
+from weir.handlers._leader import partition_leader_handler
+from weir.protocol.api_keys import ApiKey
 from weir.security.acl import AclOperation
-from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.handlers._authz import Access
     from weir.handlers._leader import Leaders
-
-API_KEY = 21
-VERSIONS = (0, 2)
-
-
-async def handle(
-    ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
-) -> Any:
-    types = types_of(request)
-    topics = per_partition(
-        request.body.topics,
-        topic_cls=types.DeleteRecordsTopicResult,
-        partition_cls=types.DeleteRecordsPartitionResult,
-        allowed=lambda name: access.on_topic(ctx, AclOperation.DELETE, name),
-        answer=lambda name, p: _delete(leaders, name, p.partition_index, p.offset),
-        denied=_DENIED,
-    )
-    return respond(request, topics=topics)
 
 
 def _result(error: ErrorCode, low_watermark: int = -1) -> dict[str, Any]:
     return {"error_code": error, "low_watermark": low_watermark}
 
 
-_DENIED = _result(ErrorCode.topic_authorization_failed)
-
-
-def _delete(leaders: Leaders, topic: str, index: int, offset: int) -> dict[str, Any]:
-    error, partition = leaders.led(topic, index)
+def _delete(leaders: Leaders, topic: str, p: Any) -> dict[str, Any]:
+    error, partition = leaders.led(topic, p.partition_index)
     if partition is None:
         return _result(error)
     hw = partition.high_watermark
+    offset = p.offset
     if offset == -1:
         offset = hw
     if offset < 0 or offset > hw:
@@ -60,7 +38,15 @@ def _delete(leaders: Leaders, topic: str, index: int, offset: int) -> dict[str, 
     return _result(ErrorCode.none, partition.delete_records_before(offset))
 
 
+handle = partition_leader_handler(
+    topic_result="DeleteRecordsTopicResult",
+    partition_result="DeleteRecordsPartitionResult",
+    operation=AclOperation.DELETE,
+    answer=_delete,
+    denied=_result(ErrorCode.topic_authorization_failed),
+)
+
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    API_KEY: (VERSIONS, handle),
+    ApiKey.DELETE_RECORDS: ((0, 2), handle),
 }

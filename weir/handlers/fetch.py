@@ -29,6 +29,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import by_topic, make, respond, types_of
 from weir.log.errors import OffsetOutOfRangeError
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import RecordsRegion, Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from weir.replication.isr_manager import IsrManager
     from weir.replication.throttle import ReplicationThrottle
 
-API_KEY = 1
-VERSIONS = (4, 12)
 
 _EMPTY = b""
 
@@ -293,5 +292,5 @@ def _response(request: Request, reads: list[_PartitionRead]) -> Any:
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    API_KEY: (VERSIONS, handle),
+    ApiKey.FETCH: ((4, 12), handle),
 }

@@ -24,6 +24,7 @@ from weir.coordinator import (
 from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import make, respond, types_of
 from weir.handlers._group import group_shard, member_group
+from weir.protocol.api_keys import ApiKey
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     AclOperation,
@@ -38,14 +39,6 @@ if TYPE_CHECKING:
     from weir.protocol.codec import Request
     from weir.server import ConnectionContext
 
-FIND_COORDINATOR_KEY, FIND_COORDINATOR_VERSIONS = 10, (0, 4)
-JOIN_GROUP_KEY, JOIN_GROUP_VERSIONS = 11, (0, 9)
-HEARTBEAT_KEY, HEARTBEAT_VERSIONS = 12, (0, 4)
-LEAVE_GROUP_KEY, LEAVE_GROUP_VERSIONS = 13, (0, 5)
-SYNC_GROUP_KEY, SYNC_GROUP_VERSIONS = 14, (0, 5)
-DESCRIBE_GROUPS_KEY, DESCRIBE_GROUPS_VERSIONS = 15, (0, 5)
-LIST_GROUPS_KEY, LIST_GROUPS_VERSIONS = 16, (0, 4)
-DELETE_GROUPS_KEY, DELETE_GROUPS_VERSIONS = 42, (0, 2)
 
 _GROUP_KEY_TYPE = 0
 
@@ -407,12 +400,12 @@ async def handle_delete_groups(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    FIND_COORDINATOR_KEY: (FIND_COORDINATOR_VERSIONS, handle_find_coordinator),
-    JOIN_GROUP_KEY: (JOIN_GROUP_VERSIONS, handle_join_group),
-    SYNC_GROUP_KEY: (SYNC_GROUP_VERSIONS, handle_sync_group),
-    HEARTBEAT_KEY: (HEARTBEAT_VERSIONS, handle_heartbeat),
-    LEAVE_GROUP_KEY: (LEAVE_GROUP_VERSIONS, handle_leave_group),
-    DESCRIBE_GROUPS_KEY: (DESCRIBE_GROUPS_VERSIONS, handle_describe_groups),
-    LIST_GROUPS_KEY: (LIST_GROUPS_VERSIONS, handle_list_groups),
-    DELETE_GROUPS_KEY: (DELETE_GROUPS_VERSIONS, handle_delete_groups),
+    ApiKey.FIND_COORDINATOR: ((0, 4), handle_find_coordinator),
+    ApiKey.JOIN_GROUP: ((0, 9), handle_join_group),
+    ApiKey.SYNC_GROUP: ((0, 5), handle_sync_group),
+    ApiKey.HEARTBEAT: ((0, 4), handle_heartbeat),
+    ApiKey.LEAVE_GROUP: ((0, 5), handle_leave_group),
+    ApiKey.DESCRIBE_GROUPS: ((0, 5), handle_describe_groups),
+    ApiKey.LIST_GROUPS: ((0, 4), handle_list_groups),
+    ApiKey.DELETE_GROUPS: ((0, 2), handle_delete_groups),
 }

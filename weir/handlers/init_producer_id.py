@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import respond
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
 
-API_KEY = 22
-VERSIONS = (0, 4)
 
 _MAX_EPOCH = 32767
 
@@ -71,5 +70,5 @@ async def handle(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    API_KEY: (VERSIONS, handle),
+    ApiKey.INIT_PRODUCER_ID: ((0, 4), handle),
 }

@@ -13,36 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import per_partition, respond, types_of
-from weir.protocol.codec import Request
+from weir.handlers._leader import partition_leader_handler
+from weir.protocol.api_keys import ApiKey
 from weir.security.acl import AclOperation
-from weir.server import ConnectionContext
 
 if TYPE_CHECKING:
-    from weir.handlers._authz import Access
     from weir.handlers._leader import Leaders
 
-API_KEY = 2
-VERSIONS = (1, 7)
 
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
-
-
-async def handle(
-    ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
-) -> Any:
-    types = types_of(request)
-    topics = per_partition(
-        request.body.topics,
-        topic_cls=types.ListOffsetsTopicResponse,
-        partition_cls=types.ListOffsetsPartitionResponse,
-        allowed=lambda name: access.on_topic(ctx, AclOperation.DESCRIBE, name),
-        answer=lambda name, p: _result(*_lookup(leaders, name, p)),
-        denied=_result(ErrorCode.topic_authorization_failed),
-    )
-    return respond(request, topics=topics)
 
 
 def _result(
@@ -84,7 +65,15 @@ def _epoch(epochs: Any, offset: int) -> int:
     return -1 if epoch is None else epoch
 
 
+handle = partition_leader_handler(
+    topic_result="ListOffsetsTopicResponse",
+    partition_result="ListOffsetsPartitionResponse",
+    operation=AclOperation.DESCRIBE,
+    answer=lambda leaders, name, p: _result(*_lookup(leaders, name, p)),
+    denied=_result(ErrorCode.topic_authorization_failed),
+)
+
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    API_KEY: (VERSIONS, handle),
+    ApiKey.LIST_OFFSETS: ((1, 7), handle),
 }

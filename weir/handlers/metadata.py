@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import make, respond, types_of
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -29,10 +30,6 @@ if TYPE_CHECKING:
     from weir.metadata_view import MetadataView, TopicView
     from weir.topic_admin import TopicAdmin
 
-METADATA_KEY = 3
-METADATA_VERSIONS = (0, 12)
-DESCRIBE_CLUSTER_KEY = 60
-DESCRIBE_CLUSTER_VERSIONS = (0, 1)
 
 _NULL_UUID = uuid.UUID(int=0)
 
@@ -190,6 +187,6 @@ async def handle_describe_cluster(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    METADATA_KEY: (METADATA_VERSIONS, handle_metadata),
-    DESCRIBE_CLUSTER_KEY: (DESCRIBE_CLUSTER_VERSIONS, handle_describe_cluster),
+    ApiKey.METADATA: ((0, 12), handle_metadata),
+    ApiKey.DESCRIBE_CLUSTER: ((0, 1), handle_describe_cluster),
 }

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import per_partition, respond, types_of
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -19,9 +20,6 @@ from weir.server import ConnectionContext
 if TYPE_CHECKING:
     from weir.handlers._authz import Access
     from weir.handlers._leader import Leaders
-
-API_KEY = 23
-VERSIONS = (2, 4)
 
 
 async def handle(
@@ -62,5 +60,5 @@ def _lookup(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    API_KEY: (VERSIONS, handle),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ((2, 4), handle),
 }

@@ -16,6 +16,7 @@ from weir.coordinator import PartitionCommit
 from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import by_topic, make, respond, types_of
 from weir.handlers._group import group_shard
+from weir.protocol.api_keys import ApiKey
 from weir.security.acl import AclOperation
 
 if TYPE_CHECKING:
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
     from weir.metadata_view import MetadataView
     from weir.protocol.codec import Request
     from weir.server import ConnectionContext
-
-OFFSET_COMMIT_KEY, OFFSET_COMMIT_VERSIONS = 8, (2, 8)
-OFFSET_FETCH_KEY, OFFSET_FETCH_VERSIONS = 9, (1, 8)
-OFFSET_DELETE_KEY, OFFSET_DELETE_VERSIONS = 47, (0, 0)
 
 
 # OffsetCommit ---------------------------------------------------------------------------------
@@ -286,7 +283,7 @@ async def handle_offset_delete(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    OFFSET_COMMIT_KEY: (OFFSET_COMMIT_VERSIONS, handle_offset_commit),
-    OFFSET_FETCH_KEY: (OFFSET_FETCH_VERSIONS, handle_offset_fetch),
-    OFFSET_DELETE_KEY: (OFFSET_DELETE_VERSIONS, handle_offset_delete),
+    ApiKey.OFFSET_COMMIT: ((2, 8), handle_offset_commit),
+    ApiKey.OFFSET_FETCH: ((1, 8), handle_offset_fetch),
+    ApiKey.OFFSET_DELETE: ((0, 0), handle_offset_delete),
 }

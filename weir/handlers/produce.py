@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.handlers._leader import led_partition
 from weir.log.errors import LogError
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.protocol.records import CorruptBatchError, validate_batches
 from weir.purgatory import await_commit
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
     from weir.partition import Partition
     from weir.replica_manager import ReplicaManager
 
-API_KEY = 0
-VERSIONS = (3, 9)
 
 log = logging.getLogger("weir.produce")
 
@@ -50,7 +49,7 @@ async def handle(
 ) -> Any:
     body = request.body
     version = request.api_version
-    types = response_types(API_KEY, version)
+    types = response_types(ApiKey.PRODUCE, version)
     acks = body.acks
     results: list[tuple[str, list[list[Any]]]] = []
     waits: list[tuple[list[Any], Partition, int, int]] = []
@@ -84,7 +83,7 @@ async def handle(
         timeout_s = body.timeout.total_seconds()
         await asyncio.gather(*(_await_commit(metadata, w, timeout_s) for w in waits))
     return make(
-        response_class(API_KEY, version),
+        response_class(ApiKey.PRODUCE, version),
         responses=tuple(
             make(
                 types.TopicProduceResponse,
@@ -207,5 +206,5 @@ def _append_time(ms: int) -> datetime | None:
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    API_KEY: (VERSIONS, handle),
+    ApiKey.PRODUCE: ((3, 9), handle),
 }

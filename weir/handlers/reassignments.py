@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import make, respond, types_of
 from weir.handlers._controller import controller_epoch
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
@@ -21,10 +22,6 @@ if TYPE_CHECKING:
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
 
-ALTER_KEY = 45
-ALTER_VERSIONS = (0, 0)
-LIST_KEY = 46
-LIST_VERSIONS = (0, 0)
 
 _NOT_CONTROLLER = "this broker is not the controller"
 
@@ -112,6 +109,6 @@ async def handle_list(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    ALTER_KEY: (ALTER_VERSIONS, handle_alter),
-    LIST_KEY: (LIST_VERSIONS, handle_list),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: ((0, 0), handle_alter),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: ((0, 0), handle_list),
 }

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import make, response_class
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.sasl import MAX_TOKEN_BYTES, SUPPORTED_MECHANISMS, SaslFailure, SaslSession
 from weir.server import ConnectionContext
@@ -28,10 +29,6 @@ if TYPE_CHECKING:
     from weir.credential_store import ScramCredentialStore
     from weir.metadata_view import MetadataView
 
-HANDSHAKE_KEY = 17
-HANDSHAKE_VERSIONS = (0, 1)
-AUTHENTICATE_KEY = 36
-AUTHENTICATE_VERSIONS = (0, 2)
 
 log = logging.getLogger("weir.sasl")
 
@@ -50,7 +47,7 @@ async def handle_handshake(
     credentials: ScramCredentialStore,
 ) -> Any:
     mechanisms = enabled_mechanisms(metadata.config)
-    cls = response_class(HANDSHAKE_KEY, request.api_version)
+    cls = response_class(ApiKey.SASL_HANDSHAKE, request.api_version)
     if not ctx.security_protocol.startswith("SASL_") or ctx.sasl is not None:
         ctx.close_after_response = ctx.security_protocol.startswith("SASL_")
         return make(cls, error_code=ErrorCode.illegal_sasl_state, mechanisms=mechanisms)
@@ -64,7 +61,7 @@ async def handle_handshake(
 
 
 async def handle_authenticate(ctx: ConnectionContext, request: Request) -> Any:
-    cls = response_class(AUTHENTICATE_KEY, request.api_version)
+    cls = response_class(ApiKey.SASL_AUTHENTICATE, request.api_version)
     session = ctx.sasl
     if session is None or session.raw or ctx.authenticated:
         ctx.close_after_response = ctx.security_protocol.startswith("SASL_")
@@ -114,6 +111,6 @@ async def handle_authenticate(ctx: ConnectionContext, request: Request) -> Any:
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    HANDSHAKE_KEY: (HANDSHAKE_VERSIONS, handle_handshake),
-    AUTHENTICATE_KEY: (AUTHENTICATE_VERSIONS, handle_authenticate),
+    ApiKey.SASL_HANDSHAKE: ((0, 1), handle_handshake),
+    ApiKey.SASL_AUTHENTICATE: ((0, 2), handle_authenticate),
 }

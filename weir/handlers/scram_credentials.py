@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import make, respond, types_of
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.security.scram import (
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
     from weir.credential_store import ScramCredentialStore
     from weir.handlers._authz import Access
 
-DESCRIBE_KEY = 50
-DESCRIBE_VERSIONS = (0, 0)
-ALTER_KEY = 51
-ALTER_VERSIONS = (0, 0)
 
 # Kafka's errors for a whole alteration of one user.
 _TWICE = (
@@ -179,6 +176,6 @@ async def handle_alter(
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    DESCRIBE_KEY: (DESCRIBE_VERSIONS, handle_describe),
-    ALTER_KEY: (ALTER_VERSIONS, handle_alter),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ((0, 0), handle_describe),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ((0, 0), handle_alter),
 }

@@ -16,23 +16,17 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import make, respond, types_of
 from weir.handlers.configs import config_entries
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 from weir.topic_admin import TopicOutcome
 
 if TYPE_CHECKING:
-    from weir.controller_channel import ControllerChannel
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
     from weir.topic_admin import TopicAdmin
 
-CREATE_TOPICS_KEY = 19
-CREATE_TOPICS_VERSIONS = (2, 7)
-DELETE_TOPICS_KEY = 20
-DELETE_TOPICS_VERSIONS = (1, 6)
-CREATE_PARTITIONS_KEY = 37
-CREATE_PARTITIONS_VERSIONS = (0, 3)
 
 FORWARDED_CLIENT_PREFIX = "weir-broker-"
 _DENIED = "not authorized"
@@ -58,10 +52,9 @@ def _may(
     return access.on_topic(ctx, op, name)
 
 
-async def _forward(
-    admin: TopicAdmin, channel: ControllerChannel, request: Request, all_allowed: bool = True
-) -> Any | None:
-    """KIP-590: a broker that is not the controller forwards topic admin to the controller.
+async def _forward(admin: TopicAdmin, request: Request, all_allowed: bool = True) -> Any | None:
+    """KIP-590: a broker that is not the controller forwards topic admin to the controller
+    (over the topic admin's controller channel).
 
     Clients may send these to any broker (Kafka's own brokers forward since 2.8). A request
     that was itself forwarded is never forwarded again, so two brokers that disagree about
@@ -74,7 +67,7 @@ async def _forward(
         # broker): a request with a denied topic is answered here, the rest NOT_CONTROLLER.
         return None
     timeout_s = request.body.timeout.total_seconds() + 10
-    return await channel.forward(request.body, timeout_s)
+    return await admin.channel.forward(request.body, timeout_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +83,6 @@ class _Target:
 async def _answer(
     request: Request,
     admin: TopicAdmin,
-    channel: ControllerChannel,
     targets: list[_Target],
     *,
     field: str,
@@ -99,7 +91,7 @@ async def _answer(
     """Forward the request to the controller, or answer each target here as a ``result``
     entry of the response's ``field``: invalid, denied, NOT_CONTROLLER (a request answered
     here because it was not forwarded), or the admin call's outcome."""
-    forwarded = await _forward(admin, channel, request, all(t.allowed for t in targets))
+    forwarded = await _forward(admin, request, all(t.allowed for t in targets))
     if forwarded is not None:
         return forwarded
     types = types_of(request)
@@ -133,12 +125,7 @@ async def _answer(
 
 
 async def handle_create_topics(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    channel: ControllerChannel,
-    admin: TopicAdmin,
+    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
 ) -> Any:
     body = request.body
     counts = Counter(t.name for t in body.topics)
@@ -165,9 +152,7 @@ async def handle_create_topics(
         )
         for topic in body.topics
     ]
-    return await _answer(
-        request, admin, channel, targets, field="topics", result="CreatableTopicResult"
-    )
+    return await _answer(request, admin, targets, field="topics", result="CreatableTopicResult")
 
 
 async def handle_delete_topics(
@@ -176,7 +161,6 @@ async def handle_delete_topics(
     *,
     metadata: MetadataView,
     access: Access,
-    channel: ControllerChannel,
     admin: TopicAdmin,
 ) -> Any:
     body = request.body
@@ -196,18 +180,11 @@ async def handle_delete_topics(
         )
         for name, topic_id in named
     ]
-    return await _answer(
-        request, admin, channel, targets, field="responses", result="DeletableTopicResult"
-    )
+    return await _answer(request, admin, targets, field="responses", result="DeletableTopicResult")
 
 
 async def handle_create_partitions(
-    ctx: ConnectionContext,
-    request: Request,
-    *,
-    access: Access,
-    channel: ControllerChannel,
-    admin: TopicAdmin,
+    ctx: ConnectionContext, request: Request, *, access: Access, admin: TopicAdmin
 ) -> Any:
     body = request.body
 
@@ -231,13 +208,13 @@ async def handle_create_partitions(
         for topic in body.topics
     ]
     return await _answer(
-        request, admin, channel, targets, field="results", result="CreatePartitionsTopicResult"
+        request, admin, targets, field="results", result="CreatePartitionsTopicResult"
     )
 
 
 # API key -> (supported versions, handler), for weir.handlers.registry.
 HANDLERS = {
-    CREATE_TOPICS_KEY: (CREATE_TOPICS_VERSIONS, handle_create_topics),
-    DELETE_TOPICS_KEY: (DELETE_TOPICS_VERSIONS, handle_delete_topics),
-    CREATE_PARTITIONS_KEY: (CREATE_PARTITIONS_VERSIONS, handle_create_partitions),
+    ApiKey.CREATE_TOPICS: ((2, 7), handle_create_topics),
+    ApiKey.DELETE_TOPICS: ((1, 6), handle_delete_topics),
+    ApiKey.CREATE_PARTITIONS: ((0, 3), handle_create_partitions),
 }

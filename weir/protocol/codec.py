@@ -33,6 +33,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from weir.protocol.api_keys import ApiKey
 from weir.protocol.produce_request import read_produce_request
 
 __all__ = [
@@ -48,8 +49,8 @@ __all__ = [
     "encode_unsupported_api_versions",
 ]
 
-API_VERSIONS_KEY = 18
-PRODUCE_KEY = 0
+# The server answers an unsupported ApiVersions request itself (KIP-511).
+API_VERSIONS_KEY = ApiKey.API_VERSIONS
 _KEY_VERSION = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 
@@ -69,14 +70,17 @@ class ProtocolError(Exception):
     """The request cannot be parsed; the connection must be closed."""
 
 
+@dataclass(eq=False)  # eq=False: an exception stays hashable and compares by identity
 class UnsupportedVersionError(ProtocolError):
-    """A known API at a version Weir does not implement."""
+    """A known API at a version Weir does not implement; the correlation id is what an
+    ApiVersions request is answered with (KIP-511)."""
 
-    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
-        super().__init__(f"API {api_key} version {api_version} is not supported")
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+    def __str__(self) -> str:
+        return f"API {self.api_key} version {self.api_version} is not supported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +181,7 @@ def decode_request(frame: bytes | bytearray, supported: dict[int, tuple[int, int
     try:
         # kio's native readers refuse writable buffers; a read-only view costs no copy.
         header, offset = header_reader(view.toreadonly(), 0)
-        if api_key == PRODUCE_KEY:
+        if api_key == ApiKey.PRODUCE:
             body = read_produce_request(view, offset, api_version)
         else:
             body, _ = body_reader(view.toreadonly(), offset)

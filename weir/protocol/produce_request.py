@@ -24,10 +24,11 @@ from typing import Any
 
 from kio.index import load_request_schema
 
+from weir.protocol.api_keys import ApiKey
+
 __all__ = ["FIRST_FLEXIBLE_VERSION", "read_produce_request"]
 
 FIRST_FLEXIBLE_VERSION = 9
-_PRODUCE_KEY = 0
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
@@ -35,7 +36,7 @@ _ACKS_TIMEOUT = struct.Struct(">hi")
 
 @cache
 def _types(version: int) -> tuple[Any, Any, Any]:
-    request = load_request_schema(_PRODUCE_KEY, version)
+    request = load_request_schema(ApiKey.PRODUCE, version)
     module = sys.modules[request.__module__]
     return request, module.TopicProduceData, module.PartitionProduceData
 

@@ -9,9 +9,7 @@ clients send (header, body, record batches in every codec) and nothing is left o
 
 from __future__ import annotations
 
-import importlib
 import io
-import pkgutil
 import re
 import struct
 from pathlib import Path
@@ -21,7 +19,6 @@ from kio.index import load_request_schema
 from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
 
-import weir.handlers
 from tests.weir.protocol.vectors.capture import (
     BASE_TIMESTAMP,
     CLIENTS,
@@ -32,6 +29,7 @@ from tests.weir.protocol.vectors.capture import (
     records_for,
     topic_for,
 )
+from weir.handlers import supported_versions
 from weir.protocol.codec import Request, UnsupportedVersionError, decode_request
 from weir.protocol.inflate import iter_records
 from weir.protocol.records import MAGIC_V2, validate_batches
@@ -50,22 +48,7 @@ CLIENT_IDS = {
 API_KEYS = {name: key for key, name in api_key_map.items()}
 
 
-def supported_versions() -> dict[int, tuple[int, int]]:
-    """What the broker implements, from the handler modules' ``*KEY``/``*VERSIONS`` constants
-    (no broker needed): ``API_KEY`` pairs with ``VERSIONS``, ``X_KEY`` with ``X_VERSIONS``."""
-    table: dict[int, tuple[int, int]] = {}
-    for info in pkgutil.iter_modules(weir.handlers.__path__):
-        module = importlib.import_module(f"weir.handlers.{info.name}")
-        for attr, value in vars(module).items():
-            if not attr.endswith("KEY") or not isinstance(value, int):
-                continue
-            prefix = "" if attr == "API_KEY" else attr[: -len("KEY")]
-            versions = getattr(module, f"{prefix}VERSIONS", None)
-            if versions is not None:
-                table[value] = versions
-    return table
-
-
+# What the broker implements (no broker needed).
 SUPPORTED = supported_versions()
 ALL_VECTORS = sorted(VECTORS.glob("*.bin"))
 
