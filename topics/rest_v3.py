@@ -30,14 +30,18 @@ from rest_framework.views import APIView
 
 from brokers.rest.configs import ConfigOp, config_get
 from brokers.rest.selectors import broker_get
-from brokers.rest.v3 import ConfigWriteView, config_resource, config_resources
+from brokers.rest.v3 import (
+    ConfigWriteView,
+    config_resource,
+    config_resources,
+    config_serializers,
+)
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, NotFound
 from controlplane.rest_v3 import (
     V3,
     RelationshipSerializer,
     V3ReadView,
-    config_fields,
     parse_int,
     resource_serializer,
     v3_get,
@@ -73,13 +77,7 @@ TopicSerializer, TopicListSerializer = resource_serializer(
         "authorized_operations": serializers.ListField(child=serializers.CharField()),
     },
 )
-TopicConfigSerializer, TopicConfigListSerializer = resource_serializer(
-    "KafkaTopicConfig",
-    {
-        "topic_name": serializers.CharField(),
-        **config_fields(),
-    },
-)
+TopicConfigSerializer, TopicConfigListSerializer = config_serializers("topic")
 PartitionSerializer, PartitionListSerializer = resource_serializer(
     "KafkaPartition",
     {

@@ -53,11 +53,24 @@ __all__ = [
     "ClusterListView",
     "config_resource",
     "config_resources",
+    "config_serializers",
     "validated",
 ]
 
 TAG_CONFIGS = ["REST proxy v3: broker configs"]
 BROKER_ID = OpenApiParameter("broker_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+# The field naming the owner of a config in its resource (``KafkaTopicConfig.topic_name``).
+_CONFIG_OWNER_FIELD: dict[Kind, str] = {"topic": "topic_name", "broker": "broker_id"}
+
+
+def config_serializers(
+    kind: Kind,
+) -> tuple[type[serializers.Serializer], type[serializers.Serializer]]:
+    """The schema of :func:`config_resource`'s resources of ``kind``, and of their list."""
+    owner = serializers.CharField() if kind == "topic" else serializers.IntegerField()
+    fields = {_CONFIG_OWNER_FIELD[kind]: owner, **config_fields()}
+    return resource_serializer(f"Kafka{kind.title()}Config", fields)
 
 
 # -- schemas -------------------------------------------------------------------------------
@@ -83,9 +96,7 @@ BrokerSerializer, BrokerListSerializer = resource_serializer(
         "partition_replicas": RelationshipSerializer(),
     },
 )
-BrokerConfigSerializer, BrokerConfigListSerializer = resource_serializer(
-    "KafkaBrokerConfig", {"broker_id": serializers.IntegerField(), **config_fields()}
-)
+BrokerConfigSerializer, BrokerConfigListSerializer = config_serializers("broker")
 ClusterConfigSerializer, ClusterConfigListSerializer = resource_serializer(
     "KafkaClusterConfig", {"config_type": serializers.CharField(), **config_fields()}
 )
@@ -229,10 +240,6 @@ def broker_resource(v3: V3, broker: BrokerImage) -> dict[str, Any]:
         configs=v3.related("brokers", b, "configs"),
         partition_replicas=v3.related("brokers", b, "partition-replicas"),
     )
-
-
-# The field naming the owner of a config in its resource (``KafkaTopicConfig.topic_name``).
-_CONFIG_OWNER_FIELD: dict[Kind, str] = {"topic": "topic_name", "broker": "broker_id"}
 
 
 def config_resource(v3: V3, kind: Kind, owner: str | int, entry: ConfigEntry) -> dict[str, Any]:
