@@ -15,7 +15,7 @@ from rest_framework.permissions import AllowAny
 from brokers import urls as broker_urls
 from controlplane import api, jobs_api, scram_users_api
 from controlplane.metrics import MetricsView
-from controlplane.routes import routes
+from controlplane.routes import collection, routes
 from groups import urls as group_urls
 from topics import urls as topic_urls
 
@@ -26,18 +26,25 @@ api_urlpatterns = [
         "",
         [
             ("me/", api.MeView, "me"),
-            ("users/", api.UserListView, "users-list"),
-            ("users/<str:username>/", api.UserDetailView, "users-detail"),
+            *collection("users", api.UserListView, api.UserDetailView, "<str:username>"),
             ("token/", api.TokenView, "token-rotate"),
             ("audit/", api.AuditListView, "audit-list"),
-            ("scram-users/", scram_users_api.ScramUserListView, "scram-users-list"),
-            ("scram-users/<str:name>/", scram_users_api.ScramUserDetailView, "scram-users-detail"),
-            ("jobs/", jobs_api.JobListView, "jobs-list"),
-            ("jobs/<int:job_id>/", jobs_api.JobDetailView, "jobs-detail"),
-            ("schedules/", jobs_api.ScheduleListView, "schedules-list"),
-            ("schedules/<int:schedule_id>/", jobs_api.ScheduleDetailView, "schedules-detail"),
-            ("analytics/", jobs_api.AnalyticsListView, "analytics-list"),
-            ("analytics/<str:name>/", jobs_api.AnalyticsDetailView, "analytics-detail"),
+            *collection(
+                "scram-users",
+                scram_users_api.ScramUserListView,
+                scram_users_api.ScramUserDetailView,
+                "<str:name>",
+            ),
+            *collection("jobs", jobs_api.JobListView, jobs_api.JobDetailView, "<int:job_id>"),
+            *collection(
+                "schedules",
+                jobs_api.ScheduleListView,
+                jobs_api.ScheduleDetailView,
+                "<int:schedule_id>",
+            ),
+            *collection(
+                "analytics", jobs_api.AnalyticsListView, jobs_api.AnalyticsDetailView, "<str:name>"
+            ),
         ],
     ),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),

@@ -8,6 +8,7 @@ come from :mod:`groups.selectors` (committed offsets against the partitions' hig
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -29,6 +30,16 @@ from groups.selectors import GroupDetail, GroupMember, PartitionLag
 TAGS = ["REST proxy v3: consumer groups"]
 PARTITION_ID = OpenApiParameter("partition_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
+
+def _member_fields() -> dict[str, serializers.Field]:
+    """Who a group member is, in every resource that names one (a consumer, a lag)."""
+    return {
+        "consumer_id": serializers.CharField(),
+        "instance_id": serializers.CharField(allow_null=True),
+        "client_id": serializers.CharField(),
+    }
+
+
 GroupSerializer, GroupListSerializer = resource_serializer(
     "V3ConsumerGroup",
     {
@@ -45,9 +56,7 @@ ConsumerSerializer, ConsumerListSerializer = resource_serializer(
     "V3Consumer",
     {
         "consumer_group_id": serializers.CharField(),
-        "consumer_id": serializers.CharField(),
-        "instance_id": serializers.CharField(allow_null=True),
-        "client_id": serializers.CharField(),
+        **_member_fields(),
         "assignments": RelationshipSerializer(),
     },
 )
@@ -71,9 +80,7 @@ LagSerializer, LagListSerializer = resource_serializer(
         "current_offset": serializers.IntegerField(),
         "log_end_offset": serializers.IntegerField(),
         "lag": serializers.IntegerField(),
-        "consumer_id": serializers.CharField(),
-        "instance_id": serializers.CharField(allow_null=True),
-        "client_id": serializers.CharField(),
+        **_member_fields(),
     },
 )
 LagSummarySerializer, _ = resource_serializer(
@@ -144,19 +151,14 @@ def _assignment(v3: V3, group_id: str, m: GroupMember, topic: str, p: int) -> di
 
 
 def _lag(v3: V3, group_id: str, lag: PartitionLag) -> dict[str, Any]:
+    topic, partition = lag.topic_name, lag.partition_id
     return v3.resource(
         "KafkaConsumerLag",
-        ("consumer-groups", group_id, "lags", lag.topic, "partitions", lag.partition),
-        (f"consumer-group={group_id}", f"lag={lag.topic}", f"partition={lag.partition}"),
+        ("consumer-groups", group_id, "lags", topic, "partitions", partition),
+        (f"consumer-group={group_id}", f"lag={topic}", f"partition={partition}"),
         consumer_group_id=group_id,
-        topic_name=lag.topic,
-        partition_id=lag.partition,
-        current_offset=lag.current_offset,
-        log_end_offset=lag.log_end_offset,
-        lag=lag.lag,
-        consumer_id=lag.consumer_id,
-        instance_id=lag.instance_id,
-        client_id=lag.client_id,
+        # A PartitionLag's fields are the resource's, named as Confluent names them.
+        **asdict(lag),
     )
 
 
@@ -255,7 +257,7 @@ class LagDetailView(V3ReadView):
     def read(self, v3: V3, group_id: str, topic_name: str, partition_id: str) -> Any:
         partition = parse_int(partition_id, what="partition")
         for lag in selectors.consumer_group_lags(group_id=group_id):
-            if (lag.topic, lag.partition) == (topic_name, partition):
+            if (lag.topic_name, lag.partition_id) == (topic_name, partition):
                 return _lag(v3, group_id, lag)
         raise NotFound(f"group {group_id!r} has no committed offset for {topic_name}-{partition}")
 
@@ -269,7 +271,7 @@ class LagSummaryView(V3ReadView):
         lags = selectors.consumer_group_lags(group_id=group_id)
         if not lags:
             raise NotFound(f"group {group_id!r} has no committed offsets")
-        worst = max(lags, key=lambda lag: (lag.lag, -lag.partition))
+        worst = max(lags, key=lambda lag: (lag.lag, -lag.partition_id))
         return v3.resource(
             "KafkaConsumerGroupLagSummary",
             ("consumer-groups", group_id, "lag-summary"),
@@ -278,12 +280,14 @@ class LagSummaryView(V3ReadView):
             max_lag_consumer_id=worst.consumer_id,
             max_lag_instance_id=worst.instance_id,
             max_lag_client_id=worst.client_id,
-            max_lag_topic_name=worst.topic,
-            max_lag_partition_id=worst.partition,
+            max_lag_topic_name=worst.topic_name,
+            max_lag_partition_id=worst.partition_id,
             max_lag=worst.lag,
             total_lag=sum(lag.lag for lag in lags),
             max_lag_consumer=v3.related(
                 "consumer-groups", group_id, "consumers", worst.consumer_id
             ),
-            max_lag_partition=v3.related("topics", worst.topic, "partitions", worst.partition),
+            max_lag_partition=v3.related(
+                "topics", worst.topic_name, "partitions", worst.partition_id
+            ),
         )

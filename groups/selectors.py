@@ -69,8 +69,10 @@ class GroupDetail:
 
 @dataclass(frozen=True, slots=True)
 class PartitionLag:
-    topic: str
-    partition: int
+    """One partition's lag as a v3 ``KafkaConsumerLag`` has it, under the same names."""
+
+    topic_name: str
+    partition_id: int
     current_offset: int
     log_end_offset: int
     lag: int
@@ -273,8 +275,8 @@ def consumer_group_lags(*, group_id: str) -> list[PartitionLag]:
         owner = owners.get((topic, partition))
         lags.append(
             PartitionLag(
-                topic=topic,
-                partition=partition,
+                topic_name=topic,
+                partition_id=partition,
                 current_offset=offset,
                 log_end_offset=end,
                 lag=max(0, end - offset),

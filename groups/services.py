@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ from weir.coordinator.offset_reset import STRATEGIES, reset_target
 from weir.group_admin import force_group_rebalance
 
 if TYPE_CHECKING:
-    from groups.monitor import GroupLag
+    from groups.monitor import GroupLag, PartitionLag
 
 __all__ = [
     "RESET_STRATEGIES",
@@ -69,35 +69,30 @@ ADMIN_TIMEOUT_S = 15.0
 # lag history -----------------------------------------------------------------------------------
 
 
+def _lag_sample(group: GroupLag, lag: PartitionLag) -> LagSample:
+    """A partition's row: the monitor's numbers under the model's column names. Whether the
+    partition's window was full is left out: history keeps the numbers, not the window."""
+    columns = asdict(lag)
+    del columns["complete"]
+    columns["committed_offset"] = columns.pop("committed")
+    return LagSample(group=group.group, at=group.at, **columns)
+
+
 def lag_history_record(*, groups: Iterable[GroupLag]) -> int:
     """Store one tick's samples (one row per partition and one per group); rows written."""
     lag_rows: list[LagSample] = []
     status_rows: list[GroupStatusSample] = []
     for group in groups:
-        at = group.at
         status_rows.append(
             GroupStatusSample(
                 group=group.group,
-                at=at,
+                at=group.at,
                 status=group.status if group.status != "NOTFOUND" else "OK",
                 total_lag=group.total_lag,
                 max_lag_seconds=group.max_lag_seconds,
             )
         )
-        lag_rows.extend(
-            LagSample(
-                group=group.group,
-                topic=p.topic,
-                partition=p.partition,
-                at=at,
-                committed_offset=p.committed,
-                high_watermark=p.high_watermark,
-                lag=p.lag,
-                lag_seconds=p.lag_seconds,
-                status=p.status,
-            )
-            for p in group.partitions
-        )
+        lag_rows.extend(_lag_sample(group, p) for p in group.partitions)
     LagSample.objects.bulk_create(lag_rows, batch_size=500)
     GroupStatusSample.objects.bulk_create(status_rows, batch_size=500)
     return len(lag_rows) + len(status_rows)

@@ -6,7 +6,7 @@
 
 from django.urls import URLPattern, URLResolver
 
-from controlplane.routes import CLUSTER, routes
+from controlplane.routes import CLUSTER, collection, routes
 from groups import ops_api, rest_v2, rest_v3
 
 _G = "/<str:group_id>"
@@ -59,7 +59,8 @@ api: list[URLPattern | URLResolver] = routes(
             ops_api.GroupResetOffsetsView,
             "groups-reset-offsets",
         ),
-        ("webhooks/", ops_api.WebhookListView, "webhooks-list"),
-        ("webhooks/<int:webhook_id>/", ops_api.WebhookDetailView, "webhooks-detail"),
+        *collection(
+            "webhooks", ops_api.WebhookListView, ops_api.WebhookDetailView, "<int:webhook_id>"
+        ),
     ],
 )

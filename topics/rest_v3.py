@@ -28,16 +28,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers.rest.configs import ConfigEntry, ConfigOp, config_describe, config_get
+from brokers.rest.configs import ConfigOp, config_get
 from brokers.rest.selectors import broker_get
-from brokers.rest.v3 import ConfigWriteView
+from brokers.rest.v3 import (
+    ConfigWriteView,
+    config_resource,
+    config_resources,
+    config_serializers,
+)
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, NotFound
 from controlplane.rest_v3 import (
     V3,
     RelationshipSerializer,
     V3ReadView,
-    config_fields,
     parse_int,
     resource_serializer,
     v3_get,
@@ -73,13 +77,7 @@ TopicSerializer, TopicListSerializer = resource_serializer(
         "authorized_operations": serializers.ListField(child=serializers.CharField()),
     },
 )
-TopicConfigSerializer, TopicConfigListSerializer = resource_serializer(
-    "KafkaTopicConfig",
-    {
-        "topic_name": serializers.CharField(),
-        **config_fields(),
-    },
-)
+TopicConfigSerializer, TopicConfigListSerializer = config_serializers("topic")
 PartitionSerializer, PartitionListSerializer = resource_serializer(
     "KafkaPartition",
     {
@@ -193,21 +191,6 @@ def topic_resource(v3: V3, topic: TopicImage) -> dict[str, Any]:
         partition_reassignments=v3.related("topics", t, "partitions", "-", "reassignment"),
         authorized_operations=[],
     )
-
-
-def topic_config_resource(v3: V3, topic: str, entry: ConfigEntry) -> dict[str, Any]:
-    return v3.resource(
-        "KafkaTopicConfig",
-        ("topics", topic, "configs", entry.name),
-        (f"topic={topic}", f"config={entry.name}"),
-        topic_name=topic,
-        **entry.fields(),
-    )
-
-
-def topic_config_resources(v3: V3, topic: str) -> list[dict[str, Any]]:
-    """Every config of one topic, as v3 resources (404 if the topic is gone)."""
-    return [topic_config_resource(v3, topic, e) for e in config_describe(kind="topic", name=topic)]
 
 
 def partition_resource(v3: V3, topic: str, p: PartitionImage) -> dict[str, Any]:
@@ -363,7 +346,7 @@ class TopicConfigListView(V3ReadView):
 
     def read(self, v3: V3, topic_name: str) -> Any:
         selectors.topic_get(name=topic_name)
-        data = topic_config_resources(v3, topic_name)
+        data = config_resources(v3, "topic", topic_name)
         return v3.listing("KafkaTopicConfigList", ("topics", topic_name, "configs"), data)
 
 
@@ -376,7 +359,7 @@ class AllTopicsConfigListView(V3ReadView):
         data = []
         for topic in selectors.topic_list():
             try:
-                data += topic_config_resources(v3, topic.name)
+                data += config_resources(v3, "topic", topic.name)
             except NotFound:
                 continue  # deleted meanwhile
         return v3.listing("KafkaTopicConfigList", ("topics", "-", "configs"), data)
@@ -392,7 +375,7 @@ class TopicConfigDetailView(ConfigWriteView):
     def read(self, v3: V3, topic_name: str, name: str) -> Any:
         selectors.topic_get(name=topic_name)
         entry = config_get(kind="topic", name=topic_name, config=name)
-        return topic_config_resource(v3, topic_name, entry)
+        return config_resource(v3, "topic", topic_name, entry)
 
     put_schema = dict(operation_id="updateKafkaTopicConfig")
     delete_schema = dict(operation_id="deleteKafkaTopicConfig")

@@ -51,11 +51,26 @@ __all__ = [
     "ClusterConfigsAlterView",
     "ClusterDetailView",
     "ClusterListView",
+    "config_resource",
+    "config_resources",
+    "config_serializers",
     "validated",
 ]
 
 TAG_CONFIGS = ["REST proxy v3: broker configs"]
 BROKER_ID = OpenApiParameter("broker_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+# The field naming the owner of a config in its resource (``KafkaTopicConfig.topic_name``).
+_CONFIG_OWNER_FIELD: dict[Kind, str] = {"topic": "topic_name", "broker": "broker_id"}
+
+
+def config_serializers(
+    kind: Kind,
+) -> tuple[type[serializers.Serializer], type[serializers.Serializer]]:
+    """The schema of :func:`config_resource`'s resources of ``kind``, and of their list."""
+    owner = serializers.CharField() if kind == "topic" else serializers.IntegerField()
+    fields = {_CONFIG_OWNER_FIELD[kind]: owner, **config_fields()}
+    return resource_serializer(f"Kafka{kind.title()}Config", fields)
 
 
 # -- schemas -------------------------------------------------------------------------------
@@ -81,9 +96,7 @@ BrokerSerializer, BrokerListSerializer = resource_serializer(
         "partition_replicas": RelationshipSerializer(),
     },
 )
-BrokerConfigSerializer, BrokerConfigListSerializer = resource_serializer(
-    "KafkaBrokerConfig", {"broker_id": serializers.IntegerField(), **config_fields()}
-)
+BrokerConfigSerializer, BrokerConfigListSerializer = config_serializers("broker")
 ClusterConfigSerializer, ClusterConfigListSerializer = resource_serializer(
     "KafkaClusterConfig", {"config_type": serializers.CharField(), **config_fields()}
 )
@@ -229,20 +242,22 @@ def broker_resource(v3: V3, broker: BrokerImage) -> dict[str, Any]:
     )
 
 
-def broker_config_resource(v3: V3, broker_id: int, entry: ConfigEntry) -> dict[str, Any]:
+def config_resource(v3: V3, kind: Kind, owner: str | int, entry: ConfigEntry) -> dict[str, Any]:
+    """One config of a topic (``KafkaTopicConfig`` under ``/topics/<name>/configs/``) or of a
+    broker (``KafkaBrokerConfig`` under ``/brokers/<id>/configs/``), as a v3 resource."""
     return v3.resource(
-        "KafkaBrokerConfig",
-        ("brokers", broker_id, "configs", entry.name),
-        (f"broker={broker_id}", f"config={entry.name}"),
-        broker_id=broker_id,
+        f"Kafka{kind.title()}Config",
+        (f"{kind}s", owner, "configs", entry.name),
+        (f"{kind}={owner}", f"config={entry.name}"),
+        **{_CONFIG_OWNER_FIELD[kind]: owner},
         **entry.fields(),
     )
 
 
-def broker_config_resources(v3: V3, broker_id: int) -> list[dict[str, Any]]:
-    """Every config of one broker, as v3 resources."""
-    entries = config_describe(kind="broker", name=str(broker_id))
-    return [broker_config_resource(v3, broker_id, e) for e in entries]
+def config_resources(v3: V3, kind: Kind, owner: str | int) -> list[dict[str, Any]]:
+    """Every config of one topic (404 if the topic is gone) or broker, as v3 resources."""
+    entries = config_describe(kind=kind, name=str(owner))
+    return [config_resource(v3, kind, owner, e) for e in entries]
 
 
 def cluster_config_resource(v3: V3, entry: ConfigEntry) -> dict[str, Any]:
@@ -324,7 +339,7 @@ class BrokerConfigListView(V3ReadView):
 
     def read(self, v3: V3, broker_id: str) -> Any:
         b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
-        data = broker_config_resources(v3, b)
+        data = config_resources(v3, "broker", b)
         return v3.listing("KafkaBrokerConfigList", ("brokers", b, "configs"), data)
 
 
@@ -337,7 +352,7 @@ class AllBrokersConfigListView(V3ReadView):
         data = [
             config
             for broker in selectors.broker_list()
-            for config in broker_config_resources(v3, broker.broker_id)
+            for config in config_resources(v3, "broker", broker.broker_id)
             if config["source"] == "DYNAMIC_BROKER_CONFIG"
         ]
         return v3.listing("KafkaBrokerConfigList", ("brokers", "-", "configs"), data)
@@ -353,7 +368,7 @@ class BrokerConfigDetailView(ConfigWriteView):
     def read(self, v3: V3, broker_id: str, name: str) -> Any:
         b = selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id
         entry = config_get(kind="broker", name=str(b), config=name)
-        return broker_config_resource(v3, b, entry)
+        return config_resource(v3, "broker", b, entry)
 
     def target(self, *, broker_id: str) -> str:
         return str(selectors.broker_get(broker_id=parse_int(broker_id, what="broker")).broker_id)

@@ -13,38 +13,31 @@ from typing import Any
 
 from django.urls import URLPattern, path
 
-from frontend.pages.base import Page
-from frontend.pages.topics import topic_view
+from frontend.pages.topics import TopicTabPage
 from topics import messages
 
 __all__ = ["urlpatterns"]
 
 
-class TopicMessagesPage(Page):
+class TopicMessagesPage(TopicTabPage):
     template_name = "frontend/topics/messages.html"
     assets = ("topics.css", "messages.js")
     title = "Messages"
+    tab = "messages"
 
-    def page_context(self, **kwargs: Any) -> dict[str, Any]:
-        name = kwargs["name"]
-        # The topic page's view: its header, and its partition rows for the picker, which
-        # shows each one's offsets.
-        topic = topic_view(name=name)
+    def tab_context(self, topic: dict[str, Any]) -> dict[str, Any]:
+        # The topic's partition rows feed the picker, which shows each one's offsets.
         chosen = self.request.GET.get("partition", "")
-        return dict(
-            title=name,
-            tab="messages",
-            topic=topic,
-            page={
-                "topic": name,
-                "partitions": topic["partitions"],
-                "partition": int(chosen) if chosen.isdigit() else 0,
-                "default_limit": messages.DEFAULT_LIMIT,
-                "max_limit": messages.MAX_LIMIT,
-                "max_search_range": messages.MAX_SEARCH_RANGE,
-                "search_chunk": messages.DEFAULT_CHUNK,
-            },
-        )
+        page = {
+            "topic": topic["name"],
+            "partitions": topic["partitions"],
+            "partition": int(chosen) if chosen.isdigit() else 0,
+            "default_limit": messages.DEFAULT_LIMIT,
+            "max_limit": messages.MAX_LIMIT,
+            "max_search_range": messages.MAX_SEARCH_RANGE,
+            "search_chunk": messages.DEFAULT_CHUNK,
+        }
+        return {"page": page}
 
 
 urlpatterns: list[URLPattern] = [

@@ -27,7 +27,7 @@ from topics.health import health_counts, partition_health
 from weir.metadata.image import ClusterImage, TopicImage
 from weir.metadata.partition_state import PartitionStatus
 
-__all__ = ["partition_rows", "topic_rows", "urlpatterns"]
+__all__ = ["TopicTabPage", "partition_rows", "topic_rows", "urlpatterns"]
 
 States = Mapping[tuple[str, int], PartitionStatus]
 
@@ -129,26 +129,35 @@ class TopicListPage(Page):
         return {"topics": topic_rows(image=image, states=states), "brokers": len(image.brokers)}
 
 
-class TopicDetailPage(Page):
-    template_name = "frontend/topics/detail.html"
-    assets = ("topics.css", "topic.js")
-    title = "Topic"
+class TopicTabPage(Page):
+    """A tab of one topic's page (``_topic_page.html``): the header's topic view, the title
+    and the active tab are set here, what the tab itself shows by :meth:`tab_context`."""
+
+    tab = ""
 
     def page_context(self, **kwargs: Any) -> dict[str, Any]:
         name = kwargs["name"]
-        view = topic_view(name=name)
+        topic = topic_view(name=name)
+        return dict(title=name, tab=self.tab, topic=topic, **self.tab_context(topic))
+
+    def tab_context(self, topic: dict[str, Any]) -> dict[str, Any]:
+        """What this tab adds to the context; ``topic`` is :func:`topic_view`'s."""
+        return {}
+
+
+class TopicDetailPage(TopicTabPage):
+    template_name = "frontend/topics/detail.html"
+    assets = ("topics.css", "topic.js")
+    title = "Topic"
+    tab = "overview"
+
+    def tab_context(self, topic: dict[str, Any]) -> dict[str, Any]:
         try:
-            configs = [e.fields() for e in config_describe(kind="topic", name=name)]
+            configs = [e.fields() for e in config_describe(kind="topic", name=topic["name"])]
             configs_error = ""
         except ApiError as exc:  # the table says so; the rest of the page is still useful
             configs, configs_error = [], exc.message
-        return dict(
-            title=name,
-            topic=view,
-            configs=configs,
-            configs_error=configs_error,
-            tab="overview",
-        )
+        return dict(configs=configs, configs_error=configs_error)
 
 
 urlpatterns: list[URLPattern] = [
