@@ -41,7 +41,7 @@ from kio.serial import entity_reader
 
 from tests.conftest import RedisServer
 from tests.weir.clients.conftest import BrokerProcess
-from weir.client import BrokerClient, BrokerClientError, _encode
+from weir.client import BrokerClient, BrokerClientError, encode_request
 from weir.metadata.image import ControllerLease
 from weir.metadata.keys import KeyLayout
 from weir.protocol.records import BatchHeader, iter_batches
@@ -133,7 +133,7 @@ class RawConnection:
     def send(self, body: Any) -> int:
         self._correlation += 1
         # The frame Weir's own client writes (weir.client), sent on a socket of our own.
-        self.sock.sendall(_encode(body, self._correlation, "weir-cluster-test"))
+        self.sock.sendall(encode_request(body, self._correlation, "weir-cluster-test"))
         self._pending[self._correlation] = body
         return self._correlation
 
