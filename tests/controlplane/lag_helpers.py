@@ -4,6 +4,7 @@ timestamps), commit offsets."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -70,7 +71,17 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def lagging_group(cluster: Cluster, *, topic: str, group: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LaggingGroup:
+    """A consumer group with no members whose committed offsets trail ``topic``; ``base`` is
+    the CreateTime (ms) of partition 0's first record."""
+
+    topic: str
+    group: str
+    base: int
+
+
+def lagging_group(cluster: Cluster, *, topic: str, group: str) -> LaggingGroup:
     """Partition 0: 10 records 1 s apart (the oldest 60 s old), committed at 3 (7 behind);
     partition 1: 4 records, committed at 4 (caught up). What the lag tests measure."""
     cluster.create_topic(topic, partitions=2)
@@ -79,4 +90,4 @@ def lagging_group(cluster: Cluster, *, topic: str, group: str) -> dict[str, Any]
     produce_at(cluster, topic, 1, [base] * 4)
     commit(cluster, group, {(topic, 0): 3, (topic, 1): 4})
     wait_high_watermarks({(topic, 0): 10, (topic, 1): 4})
-    return {"topic": topic, "group": group, "base": base}
+    return LaggingGroup(topic, group, base)

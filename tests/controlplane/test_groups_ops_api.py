@@ -17,14 +17,14 @@ from rest_framework.test import APIClient
 
 from controlplane.cluster import gateway
 from groups.monitor import Monitor
-from tests.controlplane.lag_helpers import lagging_group, now_ms
+from tests.controlplane.lag_helpers import LaggingGroup, lagging_group, now_ms
 from tests.weir.cluster.conftest import Cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
 
 @pytest.fixture
-def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> dict[str, Any]:
+def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> LaggingGroup:
     """Partition 0: 10 records 1 s apart (oldest 60 s old), committed at 3; partition 1: 4
     records, committed at 4."""
     return lagging_group(cp_cluster, topic=unique("ops"), group=unique("ops-group"))
@@ -41,9 +41,9 @@ def committed(group: str) -> dict[tuple[str, int], int]:
 
 
 def test_lag_is_computed_on_demand_without_a_monitor(
-    viewer: APIClient, lagging: dict[str, Any]
+    viewer: APIClient, lagging: LaggingGroup
 ) -> None:
-    topic, group = lagging["topic"], lagging["group"]
+    topic, group = lagging.topic, lagging.group
     response = viewer.get(f"/api/groups/{group}/lag/")
     assert response.status_code == 200, response.json()
     body = response.json()
@@ -61,9 +61,9 @@ def test_lag_is_computed_on_demand_without_a_monitor(
 
 
 def test_group_list_lag_and_history_follow_the_monitor(
-    viewer: APIClient, lagging: dict[str, Any]
+    viewer: APIClient, lagging: LaggingGroup
 ) -> None:
-    group = lagging["group"]
+    group = lagging.group
     monitor = Monitor(gateway(), history_interval_ms=0)
     try:
         start = now_ms()
@@ -103,9 +103,9 @@ def test_unknown_group_is_404(viewer: APIClient, operator: APIClient, cp_cluster
 
 
 def test_reset_offsets_dry_run_then_execute(
-    operator: APIClient, viewer: APIClient, lagging: dict[str, Any]
+    operator: APIClient, viewer: APIClient, lagging: LaggingGroup
 ) -> None:
-    topic, group = lagging["topic"], lagging["group"]
+    topic, group = lagging.topic, lagging.group
     url = f"/api/groups/{group}/reset-offsets/"
     dry = operator.post(url, {"strategy": "earliest", "topics": [topic]}, format="json")
     assert dry.status_code == 200, dry.json()
@@ -122,7 +122,7 @@ def test_reset_offsets_dry_run_then_execute(
         url,
         {
             "strategy": "datetime",
-            "value": lagging["base"] + 5_500,
+            "value": lagging.base + 5_500,
             "partitions": [{"topic": topic, "partition": 0}],
         },
         format="json",
@@ -164,9 +164,9 @@ def test_reset_offsets_dry_run_then_execute(
     ],
 )
 def test_reset_offsets_bad_input_names_the_problem(
-    operator: APIClient, lagging: dict[str, Any], body: dict[str, Any], named: str
+    operator: APIClient, lagging: LaggingGroup, body: dict[str, Any], named: str
 ) -> None:
-    response = operator.post(f"/api/groups/{lagging['group']}/reset-offsets/", body, format="json")
+    response = operator.post(f"/api/groups/{lagging.group}/reset-offsets/", body, format="json")
     assert 400 <= response.status_code < 500, response.json()
     assert named in response.json()["message"]
 
@@ -230,6 +230,6 @@ def test_force_rebalance_makes_a_live_member_rejoin(
     assert "inactive, but the current state is Stable" in refused.json()["message"]
 
 
-def test_rebalancing_an_empty_group_is_409(operator: APIClient, lagging: dict[str, Any]) -> None:
-    response = operator.post(f"/api/groups/{lagging['group']}/rebalance/")
+def test_rebalancing_an_empty_group_is_409(operator: APIClient, lagging: LaggingGroup) -> None:
+    response = operator.post(f"/api/groups/{lagging.group}/rebalance/")
     assert response.status_code == 409 and "no members" in response.json()["message"]

@@ -34,16 +34,27 @@ def offsets(response: Any) -> list[int]:
     return [r["offset"] for r in response.json()["records"]]
 
 
+TopicHolding = Callable[..., str]
+
+
 @pytest.fixture
-def ten(cp_cluster: Cluster, unique: Callable[[str], str]) -> str:
-    """A topic whose partition 0 holds offsets 0..9, one second apart from T0."""
-    topic = cp_cluster.create_topic(unique("browse"), partitions=2)
-    produce_records(
-        cp_cluster,
-        topic,
-        [{"value": f"record-{i}".encode(), "timestamp": T0 + i * 1000} for i in range(10)],
-    )
-    return topic
+def topic_holding(cp_cluster: Cluster, unique: Callable[[str], str]) -> TopicHolding:
+    """Makes a new topic whose partition 0 holds ``records`` (``produce_records`` dicts)."""
+
+    def make(records: list[dict[str, Any]], *, partitions: int = 1) -> str:
+        topic = cp_cluster.create_topic(unique("messages"), partitions=partitions)
+        produce_records(cp_cluster, topic, records)
+        return topic
+
+    return make
+
+
+@pytest.fixture
+def ten(topic_holding: TopicHolding) -> str:
+    """A topic whose partition 0 holds offsets 0..9, one second apart from T0 (and whose
+    partition 1 is empty)."""
+    records = [{"value": f"record-{i}".encode(), "timestamp": T0 + i * 1000} for i in range(10)]
+    return topic_holding(records, partitions=2)
 
 
 def test_browse_from_the_end_the_beginning_an_offset_and_a_timestamp_in_both_orders(
@@ -86,12 +97,9 @@ def test_browse_from_the_end_the_beginning_an_offset_and_a_timestamp_in_both_ord
 
 
 def test_values_render_as_pretty_json_text_or_hex_and_base64_with_key_and_headers(
-    cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
+    viewer: APIClient, topic_holding: TopicHolding
 ) -> None:
-    topic = cp_cluster.create_topic(unique("render"))
-    produce_records(
-        cp_cluster,
-        topic,
+    topic = topic_holding(
         [
             {
                 "key": b"order-1",
@@ -129,12 +137,9 @@ def test_values_render_as_pretty_json_text_or_hex_and_base64_with_key_and_header
 
 
 def test_search_walks_the_range_in_chunks_and_finds_key_and_value_substrings(
-    cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
+    viewer: APIClient, topic_holding: TopicHolding
 ) -> None:
-    topic = cp_cluster.create_topic(unique("search"))
-    produce_records(
-        cp_cluster,
-        topic,
+    topic = topic_holding(
         [
             {
                 "key": f"user-{i % 3}".encode(),

@@ -27,7 +27,7 @@ from groups import lag
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
 from groups.monitor import GroupLag, Monitor
 from groups.services import lag_history_downsample
-from tests.controlplane.lag_helpers import commit, lagging_group, now_ms
+from tests.controlplane.lag_helpers import LaggingGroup, commit, lagging_group, now_ms
 from tests.weir.cluster.conftest import Cluster, wait_until
 
 pytestmark = [pytest.mark.integration]
@@ -47,7 +47,7 @@ def monitor(cp_cluster: Cluster) -> Iterator[Monitor]:
 
 
 @pytest.fixture
-def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> dict[str, Any]:
+def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> LaggingGroup:
     """A group 7 records behind on partition 0 (records 1 s apart, the oldest 60 s old) and
     caught up on partition 1."""
     return lagging_group(cp_cluster, topic=unique("lag"), group=unique("lag-group"))
@@ -55,69 +55,66 @@ def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> dict[str, Any]
 
 @pytest.mark.django_db
 def test_one_tick_measures_lag_in_offsets_and_seconds(
-    monitor: Monitor, lagging: dict[str, Any]
+    monitor: Monitor, lagging: LaggingGroup
 ) -> None:
-    topic, group = lagging["topic"], lagging["group"]
     before = now_ms()
-    found = find(monitor.tick(), group)
+    found = find(monitor.tick(), lagging.group)
     p0, p1 = found.partitions
-    assert (p0.topic, p0.partition, p0.committed, p0.high_watermark, p0.lag) == (topic, 0, 3, 10, 7)
+    assert p0.topic == lagging.topic
+    assert (p0.partition, p0.committed, p0.high_watermark, p0.lag) == (0, 3, 10, 7)
     # The first unconsumed record is offset 3, written at base + 3 s.
-    expected_age = (before - (lagging["base"] + 3_000)) / 1000
+    expected_age = (before - (lagging.base + 3_000)) / 1000
     assert expected_age - 0.5 <= p0.lag_seconds <= expected_age + 5
     assert (p1.committed, p1.high_watermark, p1.lag, p1.lag_seconds) == (4, 4, 0, 0.0)
     assert found.total_lag == 7 and found.state == "Empty" and found.members == 0
     assert found.status == "OK" and found.complete == 0.0
     # The snapshot is kept for the API and new websocket subscribers ...
-    snapshot = lag.group_snapshot(group=group)
+    snapshot = lag.group_snapshot(group=lagging.group)
     assert snapshot is not None and snapshot["total_lag"] == 7
     assert [p["lag"] for p in snapshot["partitions"]] == [7, 0]
     # ... and the history has one row per partition plus the group's status.
-    rows = list(LagSample.objects.filter(group=group).values_list("partition", "lag"))
+    rows = list(LagSample.objects.filter(group=lagging.group).values_list("partition", "lag"))
     assert sorted(rows) == [(0, 7), (1, 0)]
-    assert GroupStatusSample.objects.get(group=group).total_lag == 7
+    assert GroupStatusSample.objects.get(group=lagging.group).total_lag == 7
 
 
 @pytest.mark.django_db
 def test_groups_on_one_partition_each_get_the_age_of_their_own_first_unconsumed_record(
-    monitor: Monitor, lagging: dict[str, Any], cp_cluster: Cluster, unique: Callable[[str], str]
+    monitor: Monitor, lagging: LaggingGroup, cp_cluster: Cluster, unique: Callable[[str], str]
 ) -> None:
-    topic, behind = lagging["topic"], lagging["group"]
     ahead = unique("ahead")
-    commit(cp_cluster, ahead, {(topic, 0): 8})
+    commit(cp_cluster, ahead, {(lagging.topic, 0): 8})
     before = now_ms()
     groups = monitor.tick()
     # Offsets 3 and 8 were written at base + 3 s and base + 8 s: five seconds apart.
-    ages = {name: find(groups, name).partitions[0].lag_seconds for name in (behind, ahead)}
-    assert ages[behind] >= (before - (lagging["base"] + 3_000)) / 1000 - 0.5
-    assert ages[ahead] <= (now_ms() - (lagging["base"] + 8_000)) / 1000 + 0.5
-    assert ages[behind] - ages[ahead] == pytest.approx(5.0, abs=0.01)
+    ages = {name: find(groups, name).partitions[0].lag_seconds for name in (lagging.group, ahead)}
+    assert ages[lagging.group] >= (before - (lagging.base + 3_000)) / 1000 - 0.5
+    assert ages[ahead] <= (now_ms() - (lagging.base + 8_000)) / 1000 + 0.5
+    assert ages[lagging.group] - ages[ahead] == pytest.approx(5.0, abs=0.01)
 
 
 @pytest.mark.django_db
 def test_a_group_that_stopped_committing_with_lag_goes_stop_then_recovers(
-    monitor: Monitor, lagging: dict[str, Any], cp_cluster: Cluster
+    monitor: Monitor, lagging: LaggingGroup, cp_cluster: Cluster
 ) -> None:
-    topic, group = lagging["topic"], lagging["group"]
     start = now_ms()
-    assert find(monitor.tick(now_ms=start), group).status == "OK"
-    later = find(monitor.tick(now_ms=start + 5_000), group)
+    assert find(monitor.tick(now_ms=start), lagging.group).status == "OK"
+    later = find(monitor.tick(now_ms=start + 5_000), lagging.group)
     assert later.status == "ERR"
     assert [p.status for p in later.partitions] == ["STOP", "OK"]
     # The consumer catches up: lag 0 is always OK.
-    commit(cp_cluster, group, {(topic, 0): 10})
-    assert find(monitor.tick(now_ms=start + 6_000), group).status == "OK"
+    commit(cp_cluster, lagging.group, {(lagging.topic, 0): 10})
+    assert find(monitor.tick(now_ms=start + 6_000), lagging.group).status == "OK"
 
 
 @pytest.mark.django_db
 def test_rewound_offsets_are_rewind(
-    monitor: Monitor, lagging: dict[str, Any], cp_cluster: Cluster
+    monitor: Monitor, lagging: LaggingGroup, cp_cluster: Cluster
 ) -> None:
-    topic, group = lagging["topic"], lagging["group"]
     start = now_ms()
     monitor.tick(now_ms=start)
-    commit(cp_cluster, group, {(topic, 0): 1})
-    found = find(monitor.tick(now_ms=start + 2_000), group)
+    commit(cp_cluster, lagging.group, {(lagging.topic, 0): 1})
+    found = find(monitor.tick(now_ms=start + 2_000), lagging.group)
     assert found.partitions[0].status == "REWIND" and found.status == "ERR"
     assert found.partitions[0].lag == 9
 
@@ -159,9 +156,9 @@ def test_downsampling_keeps_one_sample_per_minute_after_an_hour_and_drops_old_on
 
 
 @pytest.mark.django_db
-def test_manage_py_monitor_once_runs_one_tick(lagging: dict[str, Any]) -> None:
+def test_manage_py_monitor_once_runs_one_tick(lagging: LaggingGroup) -> None:
     call_command("monitor", "--once")
-    snapshot = lag.group_snapshot(group=lagging["group"])
+    snapshot = lag.group_snapshot(group=lagging.group)
     assert snapshot is not None and snapshot["total_lag"] == 7
 
 
@@ -196,17 +193,16 @@ def receiver() -> Iterator[tuple[str, list[tuple[dict[str, str], bytes]]]]:
 @pytest.mark.django_db(transaction=True)
 def test_webhook_receives_a_signed_status_change_alert(
     monitor: Monitor,
-    lagging: dict[str, Any],
+    lagging: LaggingGroup,
     operator: APIClient,
     viewer: APIClient,
     receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
 ) -> None:
     url, received = receiver
-    group = lagging["group"]
     assert viewer.post("/api/webhooks/", {"url": url}, format="json").status_code == 403
     created = operator.post(
         "/api/webhooks/",
-        {"url": url, "group": group, "min_status": "ERR", "secret": "s3cret"},
+        {"url": url, "group": lagging.group, "min_status": "ERR", "secret": "s3cret"},
         format="json",
     )
     assert created.status_code == 201, created.json()
@@ -218,7 +214,7 @@ def test_webhook_receives_a_signed_status_change_alert(
     wait_until(lambda: received, 10, "no webhook delivery")
     headers, body = received[0]
     alert = json.loads(body)
-    assert alert["group"] == group
+    assert alert["group"] == lagging.group
     assert (alert["status"], alert["previous_status"], alert["total_lag"]) == ("ERR", "OK", 7)
     worst = alert["worst_partitions"][0]
     assert (worst["partition"], worst["lag"], worst["status"]) == (0, 7, "STOP")

@@ -23,7 +23,13 @@ from channels.testing import WebsocketCommunicator
 from controlplane.asgi import application
 from controlplane.cluster import gateway
 from groups.monitor import Monitor
-from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
+from tests.controlplane.lag_helpers import (
+    LaggingGroup,
+    commit,
+    now_ms,
+    produce_at,
+    wait_high_watermarks,
+)
 from tests.controlplane_fixtures import PASSWORD, Dashboard
 from tests.weir.cluster.conftest import Cluster
 
@@ -36,14 +42,15 @@ def basic_header(username: str, password: str = PASSWORD) -> tuple[bytes, bytes]
 
 
 @pytest.fixture
-def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> dict[str, Any]:
+def lagging(cp_cluster: Cluster, unique: Callable[[str], str]) -> LaggingGroup:
     """A group 5 records behind on a one-partition topic."""
     topic, group = unique("ws"), unique("ws-group")
     cp_cluster.create_topic(topic)
-    produce_at(cp_cluster, topic, 0, [now_ms() - 30_000] * 5)
+    base = now_ms() - 30_000
+    produce_at(cp_cluster, topic, 0, [base] * 5)
     commit(cp_cluster, group, {(topic, 0): 0})
     wait_high_watermarks({(topic, 0): 5})
-    return {"topic": topic, "group": group}
+    return LaggingGroup(topic, group, base)
 
 
 async def receive(communicator: WebsocketCommunicator, timeout: float = 10) -> dict[str, Any]:
@@ -53,26 +60,26 @@ async def receive(communicator: WebsocketCommunicator, timeout: float = 10) -> d
 @pytest.mark.django_db(transaction=True)
 async def test_group_socket_sends_the_snapshot_then_live_updates(
     cp_cluster: Cluster,
-    lagging: dict[str, Any],
+    lagging: LaggingGroup,
     make_user: Callable[[str, str], object],
 ) -> None:
-    topic, group = lagging["topic"], lagging["group"]
     await sync_to_async(make_user)("ws-viewer", "viewer")
     monitor = Monitor(gateway(), store_history=False)
     try:
         await sync_to_async(monitor.tick)()
         communicator = WebsocketCommunicator(
-            application, f"/ws/groups/{group}/", headers=[basic_header("ws-viewer")]
+            application, f"/ws/groups/{lagging.group}/", headers=[basic_header("ws-viewer")]
         )
         connected, _ = await communicator.connect(timeout=10)
         assert connected
         snapshot = await receive(communicator)
-        assert (snapshot["type"], snapshot["group"], snapshot["total_lag"]) == ("lag", group, 5)
+        assert (snapshot["type"], snapshot["total_lag"]) == ("lag", 5)
+        assert snapshot["group"] == lagging.group
         assert snapshot["partitions"][0]["lag"] == 5
         assert snapshot["partitions"][0]["lag_seconds"] >= 29
         # New records, one tick: the subscriber hears about it.
-        await sync_to_async(produce_at)(cp_cluster, topic, 0, [now_ms()] * 3)
-        await sync_to_async(wait_high_watermarks)({(topic, 0): 8})
+        await sync_to_async(produce_at)(cp_cluster, lagging.topic, 0, [now_ms()] * 3)
+        await sync_to_async(wait_high_watermarks)({(lagging.topic, 0): 8})
         await sync_to_async(monitor.tick)()
         # Another monitor (the dashboard fixture's) may publish to the same group first;
         # the subscriber must hear of the new records within a few messages.
@@ -90,9 +97,7 @@ async def test_group_socket_sends_the_snapshot_then_live_updates(
 
 @pytest.mark.django_db(transaction=True)
 async def test_cluster_socket_shows_brokers_controller_and_groups(
-    cp_cluster: Cluster,
-    lagging: dict[str, Any],
-    make_user: Callable[[str, str], object],
+    lagging: LaggingGroup, make_user: Callable[[str, str], object]
 ) -> None:
     await sync_to_async(make_user)("ws-cluster", "viewer")
     communicator = WebsocketCommunicator(
@@ -111,16 +116,16 @@ async def test_cluster_socket_shows_brokers_controller_and_groups(
         await sync_to_async(monitor.close)()
     update = await receive(communicator)
     for _ in range(20):  # another monitor's tick may come first, from before the group
-        if any(g["group"] == lagging["group"] for g in update.get("groups", [])):
+        if any(g["group"] == lagging.group for g in update.get("groups", [])):
             break
         update = await receive(communicator)
     assert update["controller"] in (1, 2, 3)
     assert update["partitions"]["count"] >= 1 and update["partitions"]["offline"] == 0
     summaries = {g["group"]: g for g in update["groups"]}
-    assert summaries[lagging["group"]]["status"] == "OK"
-    assert summaries[lagging["group"]]["total_lag"] == 5
-    assert summaries[lagging["group"]]["state"] == "Empty"
-    assert summaries[lagging["group"]]["members"] == 0
+    assert summaries[lagging.group]["status"] == "OK"
+    assert summaries[lagging.group]["total_lag"] == 5
+    assert summaries[lagging.group]["state"] == "Empty"
+    assert summaries[lagging.group]["members"] == 0
     await communicator.disconnect()
 
 
@@ -151,11 +156,10 @@ async def test_anonymous_and_roleless_sockets_are_refused(
 
 
 async def test_a_real_client_through_daphne_gets_lag_updates_from_the_monitor(
-    dashboard: Dashboard, cp_cluster: Cluster, lagging: dict[str, Any]
+    dashboard: Dashboard, cp_cluster: Cluster, lagging: LaggingGroup
 ) -> None:
-    topic, group = lagging["topic"], lagging["group"]
     token = base64.b64encode(f"viewer:{PASSWORD}".encode()).decode()
-    url = f"{dashboard.url.replace('http://', 'ws://')}/ws/groups/{group}/"
+    url = f"{dashboard.url.replace('http://', 'ws://')}/ws/groups/{lagging.group}/"
     async with websockets.connect(
         url, additional_headers={"Authorization": f"Basic {token}"}, open_timeout=20
     ) as client:
@@ -170,7 +174,7 @@ async def test_a_real_client_through_daphne_gets_lag_updates_from_the_monitor(
         try:
             await lag_reaching(5, 15)
             produced = time.monotonic()
-            await asyncio.to_thread(produce_at, cp_cluster, topic, 0, [now_ms()] * 4)
+            await asyncio.to_thread(produce_at, cp_cluster, lagging.topic, 0, [now_ms()] * 4)
             update = await lag_reaching(9, 10)
         except TimeoutError:
             pytest.fail("no lag update through daphne\n" + dashboard.log_tail())

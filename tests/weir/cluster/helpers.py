@@ -139,6 +139,23 @@ def others(broker_id: int, *exclude: int) -> list[int]:
     return [i for i in (1, 2, 3) if i != broker_id and i not in exclude]
 
 
+def create_led_topic(
+    cluster: Cluster,
+    topic: str,
+    leader: int | None = None,
+    *,
+    config: dict[str, str] | None = None,
+) -> tuple[int, list[int]]:
+    """Create one-partition ``topic`` whose preferred leader (first replica) is ``leader``, by
+    default a broker that is not the controller (so losing the leader does not also move the
+    controller), and the other two brokers its followers; ``(leader, followers)``."""
+    if leader is None:
+        leader = others(cluster.controller())[0]
+    followers = others(leader)
+    cluster.create_topic(topic, replica_assignment=[[leader, *followers]], config=config)
+    return leader, followers
+
+
 class KeyedWriter(threading.Thread):
     """An idempotent acks=all producer writing ``k<n>:<seq>`` records until stopped."""
 

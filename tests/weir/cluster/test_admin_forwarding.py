@@ -16,46 +16,37 @@ from tests.weir.cluster.helpers import others
 pytestmark = pytest.mark.integration
 
 
+TOPIC = "forwarded"
+DEADLINE = timedelta(seconds=10)  # the request's own timeout, for the controller
+
+CREATE = CreateTopicsRequest(
+    topics=(
+        CreatableTopic(
+            name=TOPIC, num_partitions=2, replication_factor=3, assignments=(), configs=()
+        ),
+    ),
+    timeout=DEADLINE,
+    validate_only=False,
+)
+GROW_TO_THREE = CreatePartitionsRequest(
+    topics=(CreatePartitionsTopic(name=TOPIC, count=3, assignments=None),),
+    timeout=DEADLINE,
+    validate_only=False,
+)
+DELETE = DeleteTopicsRequest(
+    topics=(DeleteTopicState(name=TOPIC, topic_id=None),), timeout=DEADLINE
+)
+
+
 def test_create_alter_and_delete_through_a_broker_that_is_not_the_controller(
     cluster: Cluster,
 ) -> None:
     follower = cluster[others(cluster.controller())[0]].port
-    created = raw_request(
-        follower,
-        CreateTopicsRequest(
-            topics=(
-                CreatableTopic(
-                    name="forwarded",
-                    num_partitions=2,
-                    replication_factor=3,
-                    assignments=(),
-                    configs=(),
-                ),
-            ),
-            timeout=timedelta(seconds=10),
-            validate_only=False,
-        ),
-        timeout=20,
-    )
+    created = raw_request(follower, CREATE, timeout=20)
     assert created.topics[0].error_code == ErrorCode.none, created
-    wait_until(lambda: cluster.agreed_partition("forwarded", 1), 20, cluster.describe)
-    grown = raw_request(
-        follower,
-        CreatePartitionsRequest(
-            topics=(CreatePartitionsTopic(name="forwarded", count=3, assignments=None),),
-            timeout=timedelta(seconds=10),
-            validate_only=False,
-        ),
-        timeout=20,
-    )
+    wait_until(lambda: cluster.agreed_partition(TOPIC, 1), 20, cluster.describe)
+    grown = raw_request(follower, GROW_TO_THREE, timeout=20)
     assert grown.results[0].error_code == ErrorCode.none, grown
-    wait_until(lambda: cluster.agreed_partition("forwarded", 2), 20, cluster.describe)
-    deleted = raw_request(
-        follower,
-        DeleteTopicsRequest(
-            topics=(DeleteTopicState(name="forwarded", topic_id=None),),
-            timeout=timedelta(seconds=10),
-        ),
-        timeout=20,
-    )
+    wait_until(lambda: cluster.agreed_partition(TOPIC, 2), 20, cluster.describe)
+    deleted = raw_request(follower, DELETE, timeout=20)
     assert deleted.responses[0].error_code == ErrorCode.none, deleted

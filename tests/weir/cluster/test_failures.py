@@ -31,6 +31,7 @@ from tests.weir.cluster.helpers import (
     assert_dense,
     assert_replicas_identical,
     assert_served_records_survived,
+    create_led_topic,
     others,
     produce,
     produce_ok,
@@ -109,10 +110,9 @@ def _first_inversion(seqs: list[int]) -> list[int]:
 def test_sigstop_leader_cannot_commit(cluster: Cluster, zombie_is_controller: bool) -> None:
     """A paused leader that lost its lease must not acknowledge acks=all writes on waking."""
     topic = "zombie"
-    controller = cluster.controller()
-    zombie = controller if zombie_is_controller else others(controller)[0]
-    followers = others(zombie)
-    cluster.create_topic(topic, replica_assignment=[[zombie, *followers]])
+    zombie, followers = create_led_topic(
+        cluster, topic, cluster.controller() if zombie_is_controller else None
+    )
     before = cluster.wait_full_isr(topic)
     assert before.leader == zombie
     first = [f"before-{i}".encode() for i in range(100)]
@@ -239,10 +239,7 @@ def test_divergent_follower_is_truncated(make_cluster: ClusterFactory) -> None:
         configs=["broker.session.timeout.ms=6000", "replica.lag.time.max.ms=10000"]
     )
     topic = "diverge"
-    controller = cluster.controller()
-    old_leader = others(controller)[0]
-    followers = others(old_leader)
-    cluster.create_topic(topic, replica_assignment=[[old_leader, *followers]])
+    old_leader, followers = create_led_topic(cluster, topic)
     committed = [f"committed-{i}".encode() for i in range(50)]
     produce_ok(cluster, topic, committed)
     cluster.wait_full_isr(topic)
@@ -386,9 +383,7 @@ def test_redis_restart(make_cluster: ClusterFactory, durable_redis: DurableRedis
 def test_preferred_leader_election(cluster: Cluster) -> None:
     """After a restart moved leadership away, ElectLeaders(PREFERRED) moves it back."""
     topic = "preferred"
-    controller = cluster.controller()
-    preferred = others(controller)[0]
-    cluster.create_topic(topic, replica_assignment=[[preferred, *others(preferred)]])
+    preferred, _ = create_led_topic(cluster, topic)
     produce_ok(cluster, topic, [b"a"] * 20)
 
     cluster.restart(preferred)  # SIGTERM: leadership moves to the next in-sync replica
@@ -416,9 +411,7 @@ def test_automatic_preferred_leader_rebalance(make_cluster: ClusterFactory) -> N
         configs=["auto.leader.rebalance.enable=true", "leader.imbalance.check.interval.seconds=1"]
     )
     topic = "auto-preferred"
-    controller = cluster.controller()
-    preferred = others(controller)[0]
-    cluster.create_topic(topic, replica_assignment=[[preferred, *others(preferred)]])
+    preferred, _ = create_led_topic(cluster, topic)
     cluster.stop(preferred)
     cluster.wait_partition(topic, lambda p: p.leader in others(preferred), what="failover")
     cluster[preferred].start()
@@ -559,12 +552,7 @@ def test_offline_partition_and_unclean_election(cluster: Cluster) -> None:
     tail, written while it was alone in the ISR, is then lost and truncated when it returns.
     """
     topic = "unclean"
-    controller = cluster.controller()
-    leader = others(controller)[0]
-    rest = others(leader)
-    cluster.create_topic(
-        topic, replica_assignment=[[leader, *rest]], config={"min.insync.replicas": "1"}
-    )
+    leader, rest = create_led_topic(cluster, topic, config={"min.insync.replicas": "1"})
     first = [f"first-{i}".encode() for i in range(10)]
     produce_ok(cluster, topic, first)
     for broker_id in rest:
@@ -616,10 +604,9 @@ def test_leader_cut_off_from_redis_cannot_commit(
     """
     cluster = make_cluster(redis_links=True)
     topic = "cut-off"
-    controller = cluster.controller()
-    zombie = controller if zombie_is_controller else others(controller)[0]
-    followers = others(zombie)
-    cluster.create_topic(topic, replica_assignment=[[zombie, *followers]])
+    zombie, followers = create_led_topic(
+        cluster, topic, cluster.controller() if zombie_is_controller else None
+    )
     first = [f"first-{i}".encode() for i in range(20)]
     produce_ok(cluster, topic, first)
 

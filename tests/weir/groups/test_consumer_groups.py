@@ -37,6 +37,17 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 6
 
 
+@pytest.fixture
+def bootstrap(group_broker: ThreadedBroker) -> str:
+    return group_broker.bootstrap
+
+
+@pytest.fixture
+def group() -> str:
+    """A consumer group id no other test uses."""
+    return f"group-{uuid.uuid4().hex[:8]}"
+
+
 def new_topic(bootstrap: str, partitions: int = PARTITIONS, records: int = 0) -> str:
     name = f"grp-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -125,12 +136,8 @@ def settled(members: list[Any], partitions: int = PARTITIONS) -> bool:
 
 
 # offsets ----------------------------------------------------------------------------------------
-def test_confluent_group_commits_and_resumes_where_it_left_off(
-    group_broker: ThreadedBroker,
-) -> None:
-    bootstrap = group_broker.bootstrap
+def test_confluent_group_commits_and_resumes_where_it_left_off(bootstrap: str, group: str) -> None:
     topic = new_topic(bootstrap, records=60)
-    group = f"g-{uuid.uuid4().hex[:6]}"
     member = ConfluentMember(bootstrap, topic, group)
     member.start()
     wait_until(lambda: len(member.values) >= 60, 30, lambda: f"read {len(member.values)}")
@@ -144,10 +151,8 @@ def test_confluent_group_commits_and_resumes_where_it_left_off(
     assert sorted(again.values) == sorted(f"v{i}".encode() for i in range(60, 70))
 
 
-def test_kafka_python_group_commits_and_resumes(group_broker: ThreadedBroker) -> None:
-    bootstrap = group_broker.bootstrap
+def test_kafka_python_group_commits_and_resumes(bootstrap: str, group: str) -> None:
     topic = new_topic(bootstrap, records=40)
-    group = f"kp-{uuid.uuid4().hex[:6]}"
 
     def consume(expected: int) -> list[bytes]:
         consumer = kafka.KafkaConsumer(
@@ -180,10 +185,8 @@ def test_kafka_python_group_commits_and_resumes(group_broker: ThreadedBroker) ->
     assert sum(tp.offset for tp in offsets.topic_partitions) == 45
 
 
-def test_aiokafka_group_commits_and_resumes(group_broker: ThreadedBroker) -> None:
-    bootstrap = group_broker.bootstrap
+def test_aiokafka_group_commits_and_resumes(bootstrap: str, group: str) -> None:
     topic = new_topic(bootstrap, records=30)
-    group = f"aio-{uuid.uuid4().hex[:6]}"
 
     async def consume(expected: int) -> list[bytes]:
         consumer = AIOKafkaConsumer(
@@ -284,11 +287,9 @@ def test_offsets_past_their_retention_expire_and_take_the_empty_group_along(
 # assignors ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
 def test_confluent_assignors_share_partitions_without_overlap(
-    group_broker: ThreadedBroker, strategy: str
+    bootstrap: str, group: str, strategy: str
 ) -> None:
-    bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
-    group = f"{strategy}-{uuid.uuid4().hex[:6]}"
     config = {"partition.assignment.strategy": strategy}
     members = [ConfluentMember(bootstrap, topic, group, **config) for _ in range(3)]
     try:
@@ -310,11 +311,9 @@ def test_confluent_assignors_share_partitions_without_overlap(
             member.stop()
 
 
-def test_kafka_python_and_aiokafka_members_share_one_group(group_broker: ThreadedBroker) -> None:
+def test_kafka_python_and_aiokafka_members_share_one_group(bootstrap: str, group: str) -> None:
     """Two client libraries in one group agree on the roundrobin protocol."""
-    bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
-    group = f"mixed-{uuid.uuid4().hex[:6]}"
     rr = kafka.coordinator.assignors.roundrobin.RoundRobinPartitionAssignor
     kp = kafka.KafkaConsumer(
         topic,
@@ -366,11 +365,9 @@ def test_kafka_python_and_aiokafka_members_share_one_group(group_broker: Threade
 
 # static membership ------------------------------------------------------------------------------
 def test_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
-    group_broker: ThreadedBroker,
+    bootstrap: str, group: str
 ) -> None:
-    bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
-    group = f"static-{uuid.uuid4().hex[:6]}"
     a = ConfluentMember(bootstrap, topic, group, **{"group.instance.id": "a"})
     b = ConfluentMember(bootstrap, topic, group, **{"group.instance.id": "b"})
     a.start()
@@ -411,11 +408,9 @@ while True:
 
 
 def test_a_member_killed_with_sigkill_loses_its_partitions_after_its_session(
-    group_broker: ThreadedBroker,
+    bootstrap: str, group: str
 ) -> None:
-    bootstrap = group_broker.bootstrap
     topic = new_topic(bootstrap)
-    group = f"kill-{uuid.uuid4().hex[:6]}"
     child = subprocess.Popen(
         [sys.executable, "-c", MEMBER_SCRIPT, bootstrap, topic, group],
         stdout=subprocess.PIPE,
@@ -445,10 +440,10 @@ def test_a_member_killed_with_sigkill_loses_its_partitions_after_its_session(
 
 
 # bad input ---------------------------------------------------------------------------------------
-def test_wrong_member_or_generation_is_refused(group_broker: ThreadedBroker) -> None:
-    bootstrap = group_broker.bootstrap
+def test_wrong_member_or_generation_is_refused(
+    group_broker: ThreadedBroker, bootstrap: str, group: str
+) -> None:
     topic = new_topic(bootstrap)
-    group = f"raw-{uuid.uuid4().hex[:6]}"
     member = ConfluentMember(bootstrap, topic, group)
     member.start()
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -32,9 +33,28 @@ HOUR_MS = 3_600_000
 PAD = b"x" * 200  # ~270-byte batches: three or so per 1000-byte segment
 
 
-def _small_segment_topic(cluster: Cluster, name: str, config: dict[str, str]) -> str:
-    """Topic ``name`` with 1000-byte segments and ``config`` (its retention settings)."""
-    return cluster.create_topic(name, config={"segment.bytes": "1000", **config})
+SmallSegmentTopic = Callable[[dict[str, str]], str]
+
+
+@pytest.fixture
+def small_segment_topic(hk_cluster: Cluster, unique: Callable[[str], str]) -> SmallSegmentTopic:
+    """Makes a new topic with 1000-byte segments and ``config`` (its retention settings)."""
+
+    def make(config: dict[str, str]) -> str:
+        return hk_cluster.create_topic(
+            unique("retention"), config={"segment.bytes": "1000", **config}
+        )
+
+    return make
+
+
+def _aged(
+    prefix: bytes, count: int, age_ms: int, *, key: bytes | None = None
+) -> list[tuple[bytes | None, bytes, int]]:
+    """``count`` padded records ``<prefix>-00``, ``<prefix>-01``, ... whose CreateTime is
+    ``age_ms`` before now, for ``produce_records``."""
+    created = int(time.time() * 1000) - age_ms
+    return [(key, b"%s-%02d" % (prefix, i) + PAD, created) for i in range(count)]
 
 
 def _check_every_replica(
@@ -71,9 +91,12 @@ def _reset_seen(consumer: Consumer, lines: _Lines, where: str) -> bool:
 
 
 def test_retention_ms_deletes_exactly_the_expired_segments_and_consumers_reset(
-    hk_cluster: Cluster, gw: ClusterGateway, unique
+    hk_cluster: Cluster,
+    gw: ClusterGateway,
+    unique: Callable[[str], str],
+    small_segment_topic: SmallSegmentTopic,
 ) -> None:
-    topic = _small_segment_topic(hk_cluster, unique("ret-time"), {"retention.ms": str(HOUR_MS)})
+    topic = small_segment_topic({"retention.ms": str(HOUR_MS)})
     now = int(time.time() * 1000)
     old = [(None, b"old-%02d" % i + PAD, now - 2 * HOUR_MS + i) for i in range(12)]
     new = [(None, b"new-%02d" % i + PAD, now) for i in range(6)]
@@ -169,14 +192,11 @@ def test_retention_ms_deletes_exactly_the_expired_segments_and_consumers_reset(
 
 
 def test_retention_bytes_removes_the_oldest_segments(
-    hk_cluster: Cluster, gw: ClusterGateway, unique
+    hk_cluster: Cluster, gw: ClusterGateway, small_segment_topic: SmallSegmentTopic
 ) -> None:
-    topic = _small_segment_topic(hk_cluster, unique("ret-bytes"), {"retention.ms": "-1"})
-    now = int(time.time() * 1000)
+    topic = small_segment_topic({"retention.ms": "-1"})
     # Ancient timestamps: with retention.ms=-1 they must not matter.
-    produce_records(
-        hk_cluster, topic, [(None, b"r-%02d" % i + PAD, now - 1000 * HOUR_MS) for i in range(20)]
-    )
+    produce_records(hk_cluster, topic, _aged(b"r", 20, 1000 * HOUR_MS))
     wait_replicas_caught_up(gw, topic, 20)
     leader = hk_cluster.leader(topic)
     files = segment_files(hk_cluster, leader, topic)
@@ -209,15 +229,10 @@ def test_retention_bytes_removes_the_oldest_segments(
 
 
 def test_the_active_segment_is_never_deleted(
-    hk_cluster: Cluster, gw: ClusterGateway, unique
+    hk_cluster: Cluster, gw: ClusterGateway, small_segment_topic: SmallSegmentTopic
 ) -> None:
-    topic = _small_segment_topic(
-        hk_cluster, unique("ret-active"), {"retention.ms": "1", "retention.bytes": "1"}
-    )
-    now = int(time.time() * 1000)
-    produce_records(
-        hk_cluster, topic, [(None, b"a-%02d" % i + PAD, now - HOUR_MS) for i in range(10)]
-    )
+    topic = small_segment_topic({"retention.ms": "1", "retention.bytes": "1"})
+    produce_records(hk_cluster, topic, _aged(b"a", 10, HOUR_MS))
     wait_replicas_caught_up(gw, topic, 10)
     leader = hk_cluster.leader(topic)
     active = segment_bases(hk_cluster, leader, topic)[-1]
@@ -233,16 +248,10 @@ def test_the_active_segment_is_never_deleted(
 
 
 def test_a_replica_that_missed_a_run_catches_up_with_its_leader(
-    hk_cluster: Cluster, gw: ClusterGateway, unique
+    hk_cluster: Cluster, gw: ClusterGateway, small_segment_topic: SmallSegmentTopic
 ) -> None:
-    topic = _small_segment_topic(hk_cluster, unique("ret-missed"), {"retention.ms": str(HOUR_MS)})
-    now = int(time.time() * 1000)
-    produce_records(
-        hk_cluster,
-        topic,
-        [(None, b"m-%02d" % i + PAD, now - 2 * HOUR_MS) for i in range(12)]
-        + [(None, b"fresh" + PAD, now)],
-    )
+    topic = small_segment_topic({"retention.ms": str(HOUR_MS)})
+    produce_records(hk_cluster, topic, _aged(b"m", 12, 2 * HOUR_MS) + _aged(b"fresh", 1, 0))
     wait_replicas_caught_up(gw, topic, 13)
     leader = hk_cluster.leader(topic)
     absent = next(b for b in BROKER_IDS if b != leader)
@@ -274,15 +283,10 @@ def test_a_replica_that_missed_a_run_catches_up_with_its_leader(
 
 
 def test_compacted_topics_are_left_to_compaction(
-    hk_cluster: Cluster, gw: ClusterGateway, unique
+    hk_cluster: Cluster, gw: ClusterGateway, small_segment_topic: SmallSegmentTopic
 ) -> None:
-    topic = _small_segment_topic(
-        hk_cluster, unique("ret-compact-only"), {"retention.ms": "1", "cleanup.policy": "compact"}
-    )
-    now = int(time.time() * 1000)
-    produce_records(
-        hk_cluster, topic, [(b"k", b"c-%02d" % i + PAD, now - HOUR_MS) for i in range(8)]
-    )
+    topic = small_segment_topic({"retention.ms": "1", "cleanup.policy": "compact"})
+    produce_records(hk_cluster, topic, _aged(b"c", 8, HOUR_MS, key=b"k"))
     result = run_retention(gw=gw, topics=[topic])
     assert (result.partitions_examined, result.partitions_acted, result.errors) == (0, 0, [])
     assert hk_cluster.watermarks(topic)[0] == 0
