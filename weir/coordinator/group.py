@@ -83,7 +83,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.coordinator.config import GroupConfig
 from weir.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE
-from weir.coordinator.member import Member, Protocols, copy_fields
+from weir.coordinator.member import Member, Protocols
 from weir.coordinator.rebalance import (
     AwaitAssignment,
     AwaitStaticJoin,
@@ -105,6 +105,7 @@ from weir.coordinator.results import (
     SyncResponse,
 )
 from weir.coordinator.state import GroupState
+from weir.dataclass_util import copy_fields
 
 __all__ = ["Group", "append_error_to_response_error"]
 

@@ -15,28 +15,18 @@ so the parked request counts as a heartbeat; a brand-new member gets no such gra
 
 A member's identity and timeouts travel under the same field names through its JoinGroup
 request, the ``Member``, its ``GroupMetadataValue`` entry (``MemberSnapshot``) and its
-DescribeGroups entry; ``copy_fields`` carries them from one to the next by name.
+DescribeGroups entry; ``weir.dataclass_util.copy_fields`` carries them from one to the next.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from dataclasses import dataclass
 
-__all__ = ["Member", "Protocols", "copy_fields"]
-
-T = TypeVar("T")
+__all__ = ["Member", "Protocols"]
 
 Protocols = tuple[tuple[str, bytes], ...]
 """``(protocol name, metadata)`` pairs in the member's preference order."""
-
-
-def copy_fields(cls: type[T], source: Any, **values: Any) -> T:
-    """A ``cls`` dataclass with every field ``source`` (a dataclass) has under the same name,
-    then ``values`` for the rest or instead."""
-    shared = {f.name for f in fields(source)} & {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    return cls(**{**{name: getattr(source, name) for name in shared}, **values})
 
 
 @dataclass(slots=True)

@@ -26,8 +26,9 @@ from weir.coordinator.consumer_protocol import (
     ConsumerProtocolError,
     decode_subscription,
 )
-from weir.coordinator.member import Member, copy_fields
+from weir.coordinator.member import Member
 from weir.coordinator.results import JoinMember, MemberDescription, MemberSnapshot
+from weir.dataclass_util import copy_fields
 
 __all__ = ["Membership"]
 
