@@ -99,15 +99,9 @@ class MetadataChange:
 
 
 def log_config_of(config: TopicConfig) -> LogConfig:
-    """The log layer's part of an effective topic config."""
-    return LogConfig(
-        segment_bytes=config.segment_bytes,
-        segment_ms=config.segment_ms,
-        index_interval_bytes=config.index_interval_bytes,
-        segment_index_bytes=config.segment_index_bytes,
-        message_timestamp_type=config.message_timestamp_type,
-        max_message_bytes=config.max_message_bytes,
-    )
+    """The log layer's part of an effective topic config (the configs named alike)."""
+    # file.delete.delay.ms has never been taken from the topic: the log keeps its default.
+    return copy_fields(LogConfig, config, file_delete_delay_ms=LogConfig().file_delete_delay_ms)
 
 
 class MetadataView:
