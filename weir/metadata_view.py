@@ -35,6 +35,7 @@ from weir.config import (
     describe_topic_config,
     effective_topic_config,
 )
+from weir.dataclass_util import copy_fields
 from weir.log.log import LogConfig
 from weir.metadata.errors import MetadataUnavailableError
 from weir.metadata.image import BrokerImage, ClusterImage, ListenerEndpoint
@@ -98,15 +99,9 @@ class MetadataChange:
 
 
 def log_config_of(config: TopicConfig) -> LogConfig:
-    """The log layer's part of an effective topic config."""
-    return LogConfig(
-        segment_bytes=config.segment_bytes,
-        segment_ms=config.segment_ms,
-        index_interval_bytes=config.index_interval_bytes,
-        segment_index_bytes=config.segment_index_bytes,
-        message_timestamp_type=config.message_timestamp_type,
-        max_message_bytes=config.max_message_bytes,
-    )
+    """The log layer's part of an effective topic config (the configs named alike)."""
+    # file.delete.delay.ms has never been taken from the topic: the log keeps its default.
+    return copy_fields(LogConfig, config, file_delete_delay_ms=LogConfig().file_delete_delay_ms)
 
 
 class MetadataView:
@@ -151,27 +146,20 @@ class MetadataView:
         for topic in image.topics.values():
             parts = []
             for p in sorted(topic.partitions.values(), key=lambda p: p.partition):
+                # Views and assignments take the image's leader, epochs and replica sets as
+                # they are; the image calls the partition's index ``partition``.
+                offline = tuple(r for r in p.replicas if r not in live)
                 parts.append(
-                    PartitionView(
-                        index=p.partition,
-                        leader=p.leader,
-                        leader_epoch=p.leader_epoch,
-                        replicas=tuple(p.replicas),
-                        isr=tuple(p.isr),
-                        offline_replicas=tuple(r for r in p.replicas if r not in live),
-                    )
+                    copy_fields(PartitionView, p, index=p.partition, offline_replicas=offline)
                 )
                 if self.broker_id in p.replicas:
                     placed.append(
-                        Assignment(
+                        copy_fields(
+                            Assignment,
+                            p,
                             topic=topic.name,
                             index=p.partition,
                             topic_id=str(topic.topic_id),
-                            leader=p.leader,
-                            leader_epoch=p.leader_epoch,
-                            partition_epoch=p.partition_epoch,
-                            replicas=tuple(p.replicas),
-                            isr=tuple(p.isr),
                         )
                     )
             views[topic.name] = TopicView(

@@ -105,6 +105,7 @@ from weir.coordinator.results import (
     SyncResponse,
 )
 from weir.coordinator.state import GroupState
+from weir.dataclass_util import copy_fields
 
 __all__ = ["Group", "append_error_to_response_error"]
 
@@ -232,16 +233,11 @@ class Group(RebalanceCycle):
         if snapshot.members and snapshot.protocol_name is None:
             raise ValueError(f"group {snapshot.group_id} has members but no protocol")
         for m in snapshot.members:
-            member = Member(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout_ms=m.rebalance_timeout_ms,
-                session_timeout_ms=m.session_timeout_ms,
+            member = copy_fields(
+                Member,
+                m,
                 protocol_type=snapshot.protocol_type,
                 protocols=((snapshot.protocol_name or "", m.subscription),),
-                assignment=m.assignment,
             )
             group._m.members[m.member_id] = member
             if m.group_instance_id is not None:
@@ -367,18 +363,9 @@ class Group(RebalanceCycle):
 
     def _add_member_and_rebalance(self, req: _JoinRequest, member_id: str) -> Pending:
         ticket = next(self._tickets)
-        member = Member(
-            member_id=member_id,
-            group_instance_id=req.group_instance_id,
-            client_id=req.client_id,
-            client_host=req.client_host,
-            rebalance_timeout_ms=req.rebalance_timeout_ms,
-            session_timeout_ms=req.session_timeout_ms,
-            protocol_type=req.protocol_type,
-            protocols=req.protocols,
-            join_ticket=ticket,
-            is_new=True,
-        )
+        # The request's member id is "" or one the coordinator handed out; ``member_id`` is
+        # the one this member gets.
+        member = copy_fields(Member, req, member_id=member_id, join_ticket=ticket, is_new=True)
         if self._state is _S.PREPARING_REBALANCE and self._previous_state is _S.EMPTY:
             self._new_member_added = True
         self._m.add(member)

@@ -12,6 +12,10 @@ JoinGroup waiting for the join phase (``join_ticket``) and a SyncGroup waiting f
 ``has_satisfied_heartbeat`` is Kafka's rule for an expiring session: an established member
 that is parked in JoinGroup or SyncGroup cannot heartbeat (its client waits on the response),
 so the parked request counts as a heartbeat; a brand-new member gets no such grace.
+
+A member's identity and timeouts travel under the same field names through its JoinGroup
+request, the ``Member``, its ``GroupMetadataValue`` entry (``MemberSnapshot``) and its
+DescribeGroups entry; ``weir.dataclass_util.copy_fields`` carries them from one to the next.
 """
 
 from __future__ import annotations

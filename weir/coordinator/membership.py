@@ -28,6 +28,7 @@ from weir.coordinator.consumer_protocol import (
 )
 from weir.coordinator.member import Member
 from weir.coordinator.results import JoinMember, MemberDescription, MemberSnapshot
+from weir.dataclass_util import copy_fields
 
 __all__ = ["Membership"]
 
@@ -196,13 +197,9 @@ class Membership:
     def snapshots(self, assignment: Mapping[str, bytes] | None) -> tuple[MemberSnapshot, ...]:
         """Members as ``GroupMetadataValue`` stores them (``assignment`` overrides theirs)."""
         return tuple(
-            MemberSnapshot(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout_ms=m.rebalance_timeout_ms,
-                session_timeout_ms=m.session_timeout_ms,
+            copy_fields(
+                MemberSnapshot,
+                m,
                 subscription=self._metadata(m),
                 assignment=m.assignment if assignment is None else assignment.get(m.member_id, b""),
             )
@@ -212,11 +209,9 @@ class Membership:
     def descriptions(self, *, with_data: bool) -> tuple[MemberDescription, ...]:
         """Members as DescribeGroups shows them; metadata and assignment only ``with_data``."""
         return tuple(
-            MemberDescription(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
+            copy_fields(
+                MemberDescription,
+                m,
                 metadata=self._metadata(m) if with_data else b"",
                 assignment=m.assignment if with_data else b"",
             )

@@ -140,6 +140,31 @@ class IndexFile:
                 f"not a multiple of {self.entry_size}"
             )
 
+    # -- lookups ---------------------------------------------------------------------------
+
+    def entry(self, slot: int) -> tuple[int, int]:
+        """Entry ``slot`` in absolute terms (the subclass adds the base offset)."""
+        raise NotImplementedError
+
+    @property
+    def empty_entry(self) -> tuple[int, int]:
+        """What a lookup answers when no entry qualifies (the segment's start)."""
+        raise NotImplementedError
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """The last entry, or ``empty_entry`` when the index is empty."""
+        if self._entries == 0:
+            return self.empty_entry
+        return self.entry(self._entries - 1)
+
+    def _lookup(self, target: int, key: Callable[[int], int]) -> tuple[int, int]:
+        """The largest entry whose ``key`` is <= ``target``, or ``empty_entry``."""
+        slot = self._largest_lower_bound_slot(target, key)
+        if slot < 0:
+            return self.empty_entry
+        return self.entry(slot)
+
     def _largest_lower_bound_slot(self, target: int, key: Callable[[int], int]) -> int:
         """Slot of the largest entry whose key is <= ``target``; -1 if there is none."""
         n = self._entries

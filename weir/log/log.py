@@ -48,14 +48,13 @@ from weir.log.errors import (
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
-from weir.log.leader_epoch import LeaderEpochCache
 from weir.log.loader import (
     CLEAN_SHUTDOWN_FILE,
     SWAP_SUFFIX,
+    LoadedLog,
     LogLoader,
     replay_producer_state,
 )
-from weir.log.producer_state import ProducerStateManager
 from weir.log.segment import BatchInfo, FileSlice, LogSegment
 from weir.log.time_index import NO_TIMESTAMP
 from weir.protocol.records import (
@@ -134,23 +133,19 @@ class Log:
         *,
         config: LogConfig,
         time_ms: Callable[[], int],
-        segments: Sequence[LogSegment],
-        log_start_offset: int,
-        log_end_offset: int,
-        recovery_point: int,
-        leader_epoch_cache: LeaderEpochCache,
-        producer_state: ProducerStateManager,
+        loaded: LoadedLog,
     ) -> None:
+        """Take over what ``LogLoader`` recovered; the log mutates it from here on."""
         self.directory = directory
         self.config = config
         self._time_ms = time_ms
-        self._segments = list(segments)
+        self._segments = list(loaded.segments)
         self._bases = [s.base_offset for s in self._segments]
-        self.log_start_offset = log_start_offset
-        self.log_end_offset = log_end_offset
-        self.recovery_point = recovery_point
-        self.leader_epoch_cache = leader_epoch_cache
-        self.producer_state = producer_state
+        self.log_start_offset = loaded.log_start_offset
+        self.log_end_offset = loaded.log_end_offset
+        self.recovery_point = loaded.recovery_point
+        self.leader_epoch_cache = loaded.leader_epoch_cache
+        self.producer_state = loaded.producer_state
         self.size_bytes = sum(s.size for s in self._segments)
         self._retired: list[tuple[int, BinaryIO]] = []
         self._dir_dirty = False
@@ -182,17 +177,7 @@ class Log:
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
         ).load()
-        opened = cls(
-            directory,
-            config=config,
-            time_ms=time_ms,
-            segments=loaded.segments,
-            log_start_offset=loaded.log_start_offset,
-            log_end_offset=loaded.log_end_offset,
-            recovery_point=loaded.recovery_point,
-            leader_epoch_cache=loaded.leader_epoch_cache,
-            producer_state=loaded.producer_state,
-        )
+        opened = cls(directory, config=config, time_ms=time_ms, loaded=loaded)
         if synced:
             opened._synced = opened._sync_state()
         return opened

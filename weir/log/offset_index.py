@@ -48,26 +48,18 @@ class OffsetIndex(IndexFile):
         return self.base_offset + relative, position
 
     @property
-    def last_entry(self) -> tuple[int, int]:
-        """The last entry, or ``(base_offset, 0)`` when the index is empty."""
-        if self._entries == 0:
-            return self.base_offset, 0
-        return self.entry(self._entries - 1)
+    def empty_entry(self) -> tuple[int, int]:
+        """``(base_offset, 0)``: the segment's first batch is at its first byte."""
+        return self.base_offset, 0
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """Largest entry with offset <= ``target_offset``, or ``(base_offset, 0)``."""
         relative = target_offset - self.base_offset
-        slot = self._largest_lower_bound_slot(min(relative, INT32_MAX), self._offset_at)
-        if slot < 0:
-            return self.base_offset, 0
-        return self.entry(slot)
+        return self._lookup(min(relative, INT32_MAX), self._offset_at)
 
     def lookup_by_position(self, position: int) -> tuple[int, int]:
         """Largest entry with position <= ``position``, or ``(base_offset, 0)``."""
-        slot = self._largest_lower_bound_slot(position, self._position_at)
-        if slot < 0:
-            return self.base_offset, 0
-        return self.entry(slot)
+        return self._lookup(position, self._position_at)
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry; offsets and positions must grow and the index must have room."""

@@ -55,18 +55,13 @@ class TimeIndex(IndexFile):
         return self._entries >= self.max_entries - 1
 
     @property
-    def last_entry(self) -> tuple[int, int]:
-        """The last entry, or ``(-1, base_offset)`` when the index is empty."""
-        if self._entries == 0:
-            return NO_TIMESTAMP, self.base_offset
-        return self.entry(self._entries - 1)
+    def empty_entry(self) -> tuple[int, int]:
+        """``(-1, base_offset)``: no timestamp seen yet, search from the segment's start."""
+        return NO_TIMESTAMP, self.base_offset
 
     def lookup(self, target_timestamp: int) -> tuple[int, int]:
         """Largest entry with timestamp <= target, or ``(-1, base_offset)``."""
-        slot = self._largest_lower_bound_slot(target_timestamp, self._timestamp_at)
-        if slot < 0:
-            return NO_TIMESTAMP, self.base_offset
-        return self.entry(slot)
+        return self._lookup(target_timestamp, self._timestamp_at)
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
         """Append ``(timestamp, offset)`` if the timestamp is larger than the last entry's.

@@ -19,10 +19,11 @@ import json
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from weir.dataclass_util import copy_fields
 from weir.metadata.records import (
     ConfigRecord,
     ListenerEndpoint,
@@ -167,13 +168,11 @@ class PartitionImage:
     @classmethod
     def from_record(cls, record: PartitionRecord) -> PartitionImage:
         """The partition a PartitionRecord creates: the record's fields but its topic id."""
-        return cls(**{f.name: getattr(record, f.name) for f in fields(cls)})
+        return copy_fields(cls, record)
 
     def to_record(self, topic_id: uuid.UUID) -> PartitionRecord:
         """The PartitionRecord that creates this partition in topic ``topic_id``."""
-        return PartitionRecord(
-            topic_id=topic_id, **{f.name: getattr(self, f.name) for f in fields(self)}
-        )
+        return copy_fields(PartitionRecord, self, topic_id=topic_id)
 
     def changed_by(self, change: PartitionChangeRecord) -> PartitionImage:
         return replace(
@@ -340,14 +339,7 @@ class _Builder:
     def apply(self, record: Record) -> None:
         match record:
             case RegisterBrokerRecord():
-                self.registrations[record.broker_id] = BrokerImage(
-                    broker_id=record.broker_id,
-                    epoch=record.epoch,
-                    host=record.host,
-                    port=record.port,
-                    rack=record.rack,
-                    endpoints=record.endpoints,
-                )
+                self.registrations[record.broker_id] = copy_fields(BrokerImage, record)
             case UnregisterBrokerRecord():
                 current = self.registrations.get(record.broker_id)
                 if current is not None and current.epoch <= record.epoch:
