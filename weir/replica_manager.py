@@ -14,6 +14,15 @@ Kafka's checkpoint files live in the data directory root: ``recovery-point-offse
 are written periodically and on shutdown, and read at start so recovery only rescans what may
 not have reached the disk and a restarted replica knows its last HW.
 
+A partition whose log cannot be opened (an unreadable file, an error the loader could not
+repair: ``LogLoader`` truncates what it can, so what reaches here is a disk or a directory
+it cannot trust) goes **offline on this broker**: one error line names it and the cause,
+it is kept out of the hosted partitions (handlers answer NOT_LEADER_OR_FOLLOWER, the
+fetcher does not follow it, so its leader shrinks it out of the ISR) and it is not
+retried until the broker restarts, as Kafka does with a log on an offline log directory.
+Every other partition opens and serves as usual: one partition's disk never stops the
+process. ``offline_partitions`` lists them with their causes.
+
 ``cleaner-offset-checkpoint`` is Kafka's log cleaner checkpoint: per compacted partition, the
 first dirty offset (everything below it was compacted). It is written whenever a clean
 finishes or retention moves a log start (housekeeping), and read at start; an entry outside
@@ -24,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +89,8 @@ class ReplicaManager:
         self._time_ms = time_ms
         self._log_config_for = log_config_for
         self._partitions: dict[tuple[str, int], Partition] = {}
+        # Partitions whose log failed to open, with why; see the module docstring.
+        self._offline: dict[tuple[str, int], str] = {}
         data_dir.mkdir(parents=True, exist_ok=True)
         self._recovery_points = self._read_checkpoint(RECOVERY_POINT_FILE)
         self._log_starts = self._read_checkpoint(LOG_START_FILE)
@@ -99,6 +110,10 @@ class ReplicaManager:
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self._partitions.get((topic, index))
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        """Assigned partitions whose log could not be opened here, with the cause."""
+        return dict(self._offline)
 
     def in_sync_replica_count(self, topic: str, index: int) -> int:
         """The size of the ISR of a local replica (0 when there is none here)."""
@@ -127,7 +142,11 @@ class ReplicaManager:
         for key, assignment in wanted.items():
             partition = self._partitions.get(key)
             if partition is None:
-                partition = self._open(assignment)
+                if key in self._offline:
+                    continue
+                partition = self._open_or_offline(assignment)
+                if partition is None:
+                    continue
                 self._partitions[key] = partition
             if assignment.leader == self.broker_id:
                 if not partition.is_leader:
@@ -150,6 +169,9 @@ class ReplicaManager:
                     unfollow.append(key)
                     if assignment.leader >= 0:
                         follow.append(partition)
+        for key in [k for k in self._offline if k not in wanted]:
+            # Deleted or moved away: forget it (its directory stays for the operator).
+            del self._offline[key]
         for key in list(self._partitions):
             if key in wanted:
                 continue
@@ -169,6 +191,25 @@ class ReplicaManager:
                 log.info("replica %s-%d moved away: removing %s", *key, partition.log.directory)
                 partition.delete()
         return RoleChanges(follow=tuple(follow), unfollow=tuple(unfollow))
+
+    def _open_or_offline(self, assignment: Assignment) -> Partition | None:
+        """The opened partition, or None after marking it offline on this broker."""
+        try:
+            return self._open(assignment)
+        except Exception as exc:  # any failure is this partition's alone
+            key = (assignment.topic, assignment.index)
+            cause = f"{type(exc).__name__}: {exc}"
+            self._offline[key] = cause
+            log.error(
+                "%s-%d is offline on broker %d: its log in %s cannot be opened (%s); "
+                "other replicas must serve it until this broker restarts",
+                assignment.topic,
+                assignment.index,
+                self.broker_id,
+                self.data_dir / f"{assignment.topic}-{assignment.index}",
+                cause,
+            )
+            return None
 
     def _open(self, assignment: Assignment) -> Partition:
         key = (assignment.topic, assignment.index)

@@ -13,15 +13,27 @@ LEO and a producer state that matches the log:
    segments it covers are deleted and it is renamed to ``<base>.log``; its indexes are
    rebuilt later.
 2. Load the segments, sorted by base offset; delete index files without a ``.log``.
-3. Check the indexes of the segments pass 4 will not scan: a missing index, or one that
-   fails its sanity check, is rebuilt from the log.
+3. Check the segments pass 4 will not scan (below the recovery point, or all of them after
+   a clean shutdown): a missing index, or one that fails its sanity check, is rebuilt from
+   the log; and the data after each segment's last index entry must be whole, CRC-valid
+   batches whose offsets follow on (``LogSegment.check_tail``, one or two reads). A clean
+   shutdown marker is a claim, not a proof: a disk that lied about a write or a data
+   directory copied while in use still ends inside a batch, so the first segment whose
+   tail fails the check is recovered by pass 4 as after a crash, with every segment after
+   it.
 4. Unless the partition was closed cleanly, CRC-scan every segment from the one holding the
    recovery point (everything below it was fsynced), rebuilding its indexes; the first
-   invalid batch truncates the segment there and every later segment is deleted.
+   invalid batch truncates the segment there and every later segment is deleted (Kafka's
+   rule: a log has no holes, so nothing after invalid data is kept).
 5. Load the producer state: the latest snapshot at or below the recovery point, then a
    replay of the batch headers from there to the LEO.
 6. Truncate the leader-epoch cache to [log start offset, LEO] (rebuilding it from the batch
    headers if its checkpoint was unreadable).
+
+Whatever was truncated is reported in one warning per partition naming the file, the
+position and offset of the first invalid batch, what was removed and the new LEO. After
+damage the recovery point is at most the damaged segment's base offset, so a crash before
+the next flush scans the repaired files again.
 
 A clean close (``Log.close``) fsyncs everything and leaves a ``.clean_shutdown`` marker;
 opening consumes it, so the next crash is recovered again.
@@ -32,7 +44,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from weir.log.checkpoint import fsync_directory
@@ -128,6 +140,11 @@ class LogLoader:
     time_ms: Callable[[], int]
     recovery_point: int
     log_start_offset: int
+    # Base offset of the first segment found damaged (truncated or failing its tail check).
+    _damaged_from: int | None = field(init=False, default=None)
+    # Pass 3's finding on a segment it hands to pass 4, and whether pass 4 truncated.
+    _tail_problem: str | None = field(init=False, default=None)
+    _truncated_any: bool = field(init=False, default=False)
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         return LogSegment(
@@ -154,8 +171,14 @@ class LogLoader:
         first_unflushed = (
             len(segments) if clean else self._floor_index(segments, self.recovery_point)
         )
-        self._pass3_rebuild_indexes(segments[:first_unflushed])
+        segments, first_unflushed = self._pass3_check_segments(segments, first_unflushed)
         segments = self._pass4_recover(segments, first_unflushed, cache)
+        if self._tail_problem is not None and not self._truncated_any:
+            log.warning(
+                "%s, but a CRC scan from offset %d found only valid batches; indexes rebuilt",
+                self._tail_problem,
+                self._damaged_from,
+            )
         if not segments:
             segments = [self._new_segment(self.log_start_offset)]
         log_end_offset = segments[-1].read_next_offset()
@@ -173,6 +196,8 @@ class LogLoader:
             segments = [self._new_segment(log_start_offset)]
             log_end_offset = log_start_offset
         recovery_point = log_end_offset if clean else min(self.recovery_point, log_end_offset)
+        if self._damaged_from is not None:
+            recovery_point = min(recovery_point, self._damaged_from)
         producer_state = self._pass5_load_producer_state(segments, recovery_point, log_end_offset)
         self._pass6_truncate_leader_epochs(
             cache, cache_lost, segments, log_start_offset, log_end_offset
@@ -253,10 +278,41 @@ class LogLoader:
                 path.unlink()
         return [self._new_segment(base) for base in sorted(bases)]
 
+    def _truncated(self, segments: list[LogSegment], i: int, truncated: int) -> list[LogSegment]:
+        """Segment ``i`` lost ``truncated`` bytes of invalid data: delete every later
+        segment and log the one line an operator sees; returns the segments kept."""
+        self._truncated_any = True
+        segment = segments[i]
+        later = segments[i + 1 :]
+        for dropped in later:
+            dropped.close_handlers()
+            dropped.delete()
+        self._damaged_from = min(self._damaged_from or segment.base_offset, segment.base_offset)
+        deleted = (
+            f"; deleted {len(later)} later segment(s) from offset {later[0].base_offset} "
+            f"to {later[-1].base_offset}"
+            if later
+            else ""
+        )
+        log.warning(
+            "%s: %s; truncated %d bytes at position %d%s; log now ends at offset %d",
+            segment.log_path,
+            segment.recovery_problem or "invalid data",
+            truncated,
+            segment.size,
+            deleted,
+            segment.read_next_offset(),
+        )
+        return segments[: i + 1]
+
     # -- pass 3 ----------------------------------------------------------------------------
 
-    def _pass3_rebuild_indexes(self, segments: list[LogSegment]) -> None:
-        for segment in segments:
+    def _pass3_check_segments(
+        self, segments: list[LogSegment], first_unflushed: int
+    ) -> tuple[list[LogSegment], int]:
+        """Check the indexes and tails of ``segments[:first_unflushed]``; returns the
+        segments kept and the index pass 4 scans from."""
+        for i, segment in enumerate(segments[:first_unflushed]):
             missing = segment.offset_index.newly_created or segment.time_index.newly_created
             if missing:
                 if segment.size == 0:
@@ -265,19 +321,23 @@ class LogLoader:
             else:
                 try:
                     segment.sanity_check()
+                except CorruptIndexError as exc:
+                    reason = str(exc)
+                else:
+                    problem = segment.check_tail()
+                    if problem is not None:
+                        # Pass 4 recovers from here; ``load`` logs the outcome.
+                        self._tail_problem = f"{segment.log_path}: {problem}"
+                        self._damaged_from = segment.base_offset
+                        return segments, i
                     # Checked: release the mappings until someone reads the indexes.
                     segment.release_indexes()
                     continue
-                except CorruptIndexError as exc:
-                    reason = str(exc)
             log.warning("rebuilding the indexes of %s: %s", segment.log_path, reason)
             truncated = segment.recover()
             if truncated:
-                log.error(
-                    "%s: %d bytes of invalid data below the recovery point were truncated",
-                    segment.log_path,
-                    truncated,
-                )
+                return self._truncated(segments, i, truncated), i + 1
+        return segments, first_unflushed
 
     # -- pass 4 ----------------------------------------------------------------------------
 
@@ -291,25 +351,9 @@ class LogLoader:
                 cache.assign(epoch, header.base_offset)
 
         for i in range(first, len(segments)):
-            segment = segments[i]
-            truncated = segment.recover(on_batch)
-            if not truncated:
-                continue
-            log.warning(
-                "%s: truncated %d bytes of torn or corrupt data; log now ends at offset %d",
-                segment.log_path,
-                truncated,
-                segment.read_next_offset(),
-            )
-            for later in segments[i + 1 :]:
-                log.warning(
-                    "deleting %s (base offset %d), which follows corrupt data",
-                    later.log_path,
-                    later.base_offset,
-                )
-                later.close_handlers()
-                later.delete()
-            return segments[: i + 1]
+            truncated = segments[i].recover(on_batch)
+            if truncated:
+                return self._truncated(segments, i, truncated)
         return segments
 
     # -- pass 5 ----------------------------------------------------------------------------

@@ -140,6 +140,8 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None
         self._rolling_based_loaded = self.size == 0
         self._closed = False
+        # What the last ``recover`` found wrong (None: every byte was a valid batch).
+        self.recovery_problem: str | None = None
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size={self.size})"
@@ -179,11 +181,14 @@ class LogSegment:
             yield pos, header
             pos += header.size
 
-    def _iter_checked_batches(self, chunk_size: int) -> Iterator[tuple[int, BatchHeader]]:
-        """Yield every whole batch with a valid CRC; CorruptBatchError at the first bad one."""
+    def _iter_checked_batches(
+        self, chunk_size: int, start: int = 0
+    ) -> Iterator[tuple[int, BatchHeader]]:
+        """Yield every whole batch from ``start`` with a valid CRC; CorruptBatchError at the
+        first bad one."""
         end = os.fstat(self._fd).st_size
         chunk_size = max(chunk_size, BATCH_HEADER_SIZE)
-        pos = 0
+        pos = start
         while pos < end:
             chunk = os.pread(self._fd, min(chunk_size, end - pos), pos)
             at = 0
@@ -403,6 +408,51 @@ class LogSegment:
 
     # -- recovery and truncation -----------------------------------------------------------
 
+    def _offset_problem(self, position: int, header: BatchHeader, expected: int) -> str | None:
+        """Why ``header`` cannot follow a batch ending before ``expected``, or None."""
+        if header.base_offset < expected:
+            return (
+                f"batch at position {position} has offset {header.base_offset}, "
+                f"below the expected {expected}"
+            )
+        if not self.can_convert_to_relative_offset(header.last_offset):
+            return (
+                f"batch at position {position} has offset {header.last_offset}, "
+                f"too far above the base offset"
+            )
+        return None
+
+    def check_tail(self) -> str | None:
+        """Why the data after the offset index's last entry is not whole, valid batches
+        (or None when it is).
+
+        The loader's check of a segment it does not CRC-scan: a clean shutdown marker or a
+        recovery point claims the file is whole, but a disk that lied about a write, or a
+        data directory copied while in use, can still end inside a batch. The bytes after
+        the last index entry are at most about ``index.interval.bytes`` plus one batch, so
+        checking them (structure, offsets and CRC) costs one or two reads per segment.
+        """
+        offset, position = self.offset_index.last_entry
+        # An index entry names a batch's last offset; the batch at its position must be
+        # the one holding it, and the batches after it follow on.
+        expected = self.base_offset
+        first = position > 0
+        try:
+            for pos, header in self._iter_checked_batches(RECOVERY_CHUNK, position):
+                if first and header.last_offset != offset:
+                    return (
+                        f"the last offset index entry (offset {offset}, position {pos}) "
+                        f"points at a batch ending at offset {header.last_offset}"
+                    )
+                first = False
+                problem = self._offset_problem(pos, header, expected)
+                if problem is not None:
+                    return problem
+                expected = header.next_offset
+        except CorruptBatchError as exc:
+            return str(exc)
+        return None
+
     def sanity_check(self) -> None:
         """Raise CorruptIndexError if either index is not a trimmed, valid index."""
         self.offset_index.sanity_check(self.size)
@@ -421,21 +471,15 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self.recovery_problem = None
         valid = since = 0
         timestamp, offset = NO_TIMESTAMP, self.base_offset
         next_offset = self.base_offset
         try:
             for pos, header in self._iter_checked_batches(chunk_size):
-                if header.base_offset < next_offset:
-                    raise CorruptBatchError(
-                        f"batch at position {pos} has offset {header.base_offset}, "
-                        f"below the expected {next_offset}"
-                    )
-                if not self.can_convert_to_relative_offset(header.last_offset):
-                    raise CorruptBatchError(
-                        f"batch at position {pos} has offset {header.last_offset}, "
-                        f"too far above the base offset"
-                    )
+                problem = self._offset_problem(pos, header, next_offset)
+                if problem is not None:
+                    raise CorruptBatchError(problem)
                 if header.max_timestamp > timestamp:
                     timestamp, offset = header.max_timestamp, header.last_offset
                 if since > self.index_interval_bytes:
@@ -449,13 +493,9 @@ class LogSegment:
                 if on_batch is not None:
                     on_batch(header)
         except CorruptBatchError as exc:
-            log.warning(
-                "%s: invalid data at position %d, after offset %d: %s; truncating",
-                self.log_path,
-                valid,
-                next_offset - 1,
-                exc,
-            )
+            # The caller (the loader) logs the one line an operator sees.
+            self.recovery_problem = str(exc)
+            log.debug("%s: invalid data at position %d: %s", self.log_path, valid, exc)
         truncated = os.fstat(self._fd).st_size - valid
         if truncated:
             os.ftruncate(self._fd, valid)

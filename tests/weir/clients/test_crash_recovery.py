@@ -5,6 +5,9 @@
   with, offsets stay dense, and the log takes new writes.
 * A torn or garbled tail of the active segment (written while the broker is down) is cut
   at the last whole, CRC-valid batch; everything before it is served.
+* The same after a clean shutdown (SIGTERM): a tail torn while the broker is down (a disk
+  that lied about a write, a restored copy) does not keep it from starting; the damaged
+  partition serves what precedes the cut and every other partition is untouched.
 * SIGTERM leaves the clean-shutdown markers and checkpoints Kafka leaves, and a restart
   serves everything.
 """
@@ -305,6 +308,42 @@ def test_recovery_truncates_a_damaged_tail_and_serves_what_precedes_it(
         assert [(o, r.value) for o, r in after] == [
             (survivors + i, b"record-%d" % i) for i in range(5)
         ], topic
+
+
+def test_torn_tail_after_a_clean_shutdown_is_cut_and_other_partitions_serve(
+    start_broker: StartBroker,
+) -> None:
+    """Issue 16: the broker used to exit at start with ``runs past position N``. A process
+    test because the point is that the real ``runbroker`` starts and serves."""
+    broker = start_broker(configs=CRASH_CONFIGS)
+    create_topic(broker.bootstrap, "torn-clean")
+    create_topic(broker.bootstrap, "intact", partitions=2)
+    write_batches(broker, "torn-clean", batches=10, per_batch=10)
+    intact = {p: make_records(f"intact-{p}", 30) for p in (0, 1)}
+    for partition, records in intact.items():
+        produce_confluent(broker.bootstrap, "intact", records, partition=partition)
+    assert broker.stop() == 0
+    segment = segment_file(broker, "torn-clean")
+    assert (segment.parent / ".clean_shutdown").exists()
+    data = segment.read_bytes()
+    last_position = list(iter_batches(data))[-1][0]
+    segment.write_bytes(data[: len(data) - 7])  # the last batch (offsets 90-99) is torn
+
+    broker.start()
+    assert broker.alive()
+    assert watermarks(broker.bootstrap, "torn-clean", 0) == (0, 90)
+    assert read_partition(broker.bootstrap, "torn-clean", 0) == [
+        (i, b"record-%d" % i) for i in range(90)
+    ]
+    assert len(segment.read_bytes()) == last_position
+    for partition, records in intact.items():
+        received = consume_confluent(broker.bootstrap, "intact", 30, partition=partition)
+        assert [rec.value for _, rec in received] == [r.value for r in records]
+    lines = [line for line in broker.log_text().splitlines() if str(segment) in line]
+    assert len(lines) == 1 and "truncated" in lines[0], lines
+    write_batches(broker, "torn-clean", batches=1, per_batch=5)
+    after = consume_confluent(broker.bootstrap, "torn-clean", 5, start=90)
+    assert [o for o, _ in after] == list(range(90, 95))
 
 
 def test_sigterm_leaves_clean_shutdown_markers_and_checkpoints(
