@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.management.kafka_admin import add_bootstrap_argument
+from brokers.management.kafka_admin import add_bootstrap_argument, tool_target
 from brokers.management.protocol_admin import request_timeout, send_to_controller
 from brokers.ops.requests import ELECTION_TYPES, elect_leaders_request
 
@@ -41,7 +41,7 @@ class Command(BaseCommand):
             election_type=ELECTION_TYPES[options["election_type"]],
             timeout=request_timeout(options["timeout"]),
         )
-        response = send_to_controller(options["bootstrap_server"], request)
+        response = send_to_controller(tool_target(options), request)
         if response.error_code != ErrorCode.none:
             raise CommandError(f"Error completing leader election: {response.error_code.name}")
         done, valid, failed = [], [], []
