@@ -24,7 +24,9 @@ Every client authenticates as the gateway's :class:`~controlplane.kafka_security
 says (``WEIR_KAFKA_*``): librdkafka gets its ``security.protocol``/``sasl.*``/``ssl.*``
 properties, kio clients a ``ClientSecurity``, and registered endpoints are those of the
 listener ``WEIR_KAFKA_LISTENER`` names (the primary when empty). The security object is passed
-in rather than read from settings here, so tests can run gateways with other credentials.
+in rather than read from settings here, so tests can run gateways with other credentials, and
+anything with the same three members (:class:`ClientCredentials`) will do: ``manage.py
+scram-users --command-config FILE`` runs a gateway with the file's credentials.
 
 ``gateway()`` returns the process-wide gateway for the current settings.
 """
@@ -36,7 +38,7 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import redis
 from confluent_kafka import Producer
@@ -53,7 +55,10 @@ from weir.metadata.keys import KeyLayout
 from weir.metadata.partition_state import PartitionStatus, ReplicaStatus, read_partition_states
 from weir.metadata.store import MetadataStore
 
-__all__ = ["ClusterGateway", "gateway", "reset_gateways"]
+if TYPE_CHECKING:
+    from weir.client import BrokerClient as _BrokerClient
+
+__all__ = ["ClientCredentials", "ClusterGateway", "gateway", "reset_gateways"]
 
 T = TypeVar("T")
 
@@ -61,6 +66,27 @@ T = TypeVar("T")
 STALE_STATE_MS = 5_000
 # How long the registered brokers' endpoints are reused for client bootstrap.
 ENDPOINTS_TTL_S = 5.0
+
+
+class ClientCredentials(Protocol):
+    """How a client of the cluster authenticates: what the gateway and the admin tools need.
+
+    :class:`~controlplane.kafka_security.KafkaSecurity` (the ``WEIR_KAFKA_*`` settings) and the
+    admin tools' ``--command-config`` (``brokers.management.command_config.ToolSecurity``)
+    both provide it."""
+
+    @property
+    def listener(self) -> str:
+        """The registered listener to connect to ("" for each broker's primary endpoint)."""
+        ...
+
+    def librdkafka_config(self) -> dict[str, str]:
+        """confluent-kafka's ``security.protocol``/``sasl.*``/``ssl.*`` properties."""
+        ...
+
+    def broker_client(self, host: str, port: int, *, client_id: str) -> _BrokerClient:
+        """A kio client of one broker that authenticates so."""
+        ...
 
 
 class ClusterGateway:
@@ -72,10 +98,10 @@ class ClusterGateway:
         redis_url: str,
         cluster_id: str,
         bootstrap_servers: str = "",
-        security: KafkaSecurity | None = None,
+        security: ClientCredentials | None = None,
     ) -> None:
         self.redis_url = redis_url
-        self.security = security or KafkaSecurity()
+        self.security: ClientCredentials = security or KafkaSecurity()
         self.cluster_id = cluster_id
         self.keys = KeyLayout(cluster_id)
         self._configured_bootstrap = bootstrap_servers

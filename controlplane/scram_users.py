@@ -21,18 +21,25 @@ straight into the cluster's Redis, for the first users of a cluster whose broker
 or be reached without them (inter-broker SASL, SASL-only listeners). It is Kafka's
 ``kafka-configs --zookeeper`` / ``kafka-storage format --add-scram`` and is only reachable from
 ``manage.py scram-users --redis-url``, never from the web app.
+
+The services go through the process-wide gateway (the control plane's ``WEIR_KAFKA_*``
+principal) unless given one: ``manage.py scram-users --command-config FILE`` passes a gateway
+that logs in with the file's credentials, so the brokers authorize the operator's principal.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rest_framework import status
 
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
 from weir.security.scram import MAX_ITERATIONS, MECHANISM_BY_ID, MIN_ITERATIONS
 from weir.security.scram import MECHANISMS as SCRAM_MECHANISMS
+
+if TYPE_CHECKING:
+    from controlplane.cluster import ClusterGateway
 
 __all__ = [
     "DEFAULT_ITERATIONS",
@@ -68,10 +75,10 @@ class ScramUser:
         }
 
 
-def _admin() -> Any:
+def _gateway(given: ClusterGateway | None) -> ClusterGateway:
     from controlplane.cluster import gateway
 
-    return gateway().admin()
+    return given if given is not None else gateway()
 
 
 def _mechanism(name: str) -> Any:
@@ -107,7 +114,7 @@ def _result(future: Any, *, user: str | None = None) -> Any:
         raise KafkaUnavailable(f"SCRAM credentials: no answer in {TIMEOUT:g} s") from None
 
 
-def _describe(users: list[str] | None) -> dict[str, dict[str, int]]:
+def _describe(users: list[str] | None, cluster: ClusterGateway | None) -> dict[str, dict[str, int]]:
     """user → {mechanism: iterations} as the brokers describe ``users`` (None: everyone).
 
     Sent with the gateway's kio client, not the AdminClient: confluent-kafka 2.x aborts the
@@ -120,10 +127,8 @@ def _describe(users: list[str] | None) -> dict[str, dict[str, int]]:
     )
     from kio.schema.errors import ErrorCode
 
-    from controlplane.cluster import gateway
-
     wanted = None if users is None else tuple(UserName(name=u) for u in users)
-    response = gateway().request_any(
+    response = _gateway(cluster).request_any(
         DescribeUserScramCredentialsRequest(users=wanted), timeout=TIMEOUT
     )
     _raise_for(ErrorCode(response.error_code), response.error_message)
@@ -157,38 +162,52 @@ def _raise_for(code: Any, message: str | None, *, user: str | None = None) -> No
     raise BadRequest(f"SCRAM credentials: {text}")
 
 
-def scram_user_list() -> list[ScramUser]:
+def scram_user_list(*, gateway: ClusterGateway | None = None) -> list[ScramUser]:
     """Every user with a SCRAM credential, by name."""
-    return [ScramUser(name=n, credentials=c) for n, c in sorted(_describe(None).items())]
+    found = _describe(None, gateway)
+    return [ScramUser(name=n, credentials=c) for n, c in sorted(found.items())]
 
 
-def scram_user_get(*, name: str) -> ScramUser:
+def scram_user_get(*, name: str, gateway: ClusterGateway | None = None) -> ScramUser:
     """One user's credentials; 404 when it has none."""
-    credentials = _describe([name]).get(name) or {}
+    credentials = _describe([name], gateway).get(name) or {}
     if not credentials:
         raise NotFound(f"SCRAM user {name!r} has no credentials")
     return ScramUser(name=name, credentials=credentials)
 
 
-def scram_user_upsert(*, name: str, mechanism: str, password: str, iterations: int) -> ScramUser:
+def scram_user_upsert(
+    *,
+    name: str,
+    mechanism: str,
+    password: str,
+    iterations: int,
+    gateway: ClusterGateway | None = None,
+) -> ScramUser:
     """Create or replace ``name``'s credential for ``mechanism``; the user as it now is."""
     from confluent_kafka.admin import ScramCredentialInfo, UserScramCredentialUpsertion
 
     upsert = UserScramCredentialUpsertion(
         name, ScramCredentialInfo(_mechanism(mechanism), iterations), password.encode()
     )
-    futures = _admin().alter_user_scram_credentials([upsert], request_timeout=TIMEOUT)
+    admin = _gateway(gateway).admin()
+    futures = admin.alter_user_scram_credentials([upsert], request_timeout=TIMEOUT)
     _result(futures[name], user=name)
-    return scram_user_get(name=name)
+    return scram_user_get(name=name, gateway=gateway)
 
 
-def scram_user_delete(*, name: str, mechanism: str | None) -> list[str]:
+def scram_user_delete(
+    *, name: str, mechanism: str | None, gateway: ClusterGateway | None = None
+) -> list[str]:
     """Delete one credential of ``name`` (or all of them); the mechanisms deleted."""
     from confluent_kafka.admin import UserScramCredentialDeletion
 
-    mechanisms = [mechanism] if mechanism else sorted(scram_user_get(name=name).credentials)
+    mechanisms = (
+        [mechanism] if mechanism else sorted(scram_user_get(name=name, gateway=gateway).credentials)
+    )
     deletions = [UserScramCredentialDeletion(name, _mechanism(m)) for m in mechanisms]
-    futures = _admin().alter_user_scram_credentials(deletions, request_timeout=TIMEOUT)
+    admin = _gateway(gateway).admin()
+    futures = admin.alter_user_scram_credentials(deletions, request_timeout=TIMEOUT)
     _result(futures[name], user=name)
     return mechanisms
 

@@ -4,7 +4,8 @@
 ListPartitionReassignments and ElectLeaders. These helpers find the controller with a
 Metadata request to a bootstrap broker and send the request there with Weir's own kio-based
 client, so the commands work against any cluster that speaks the protocol. The client
-authenticates as the control plane does (``WEIR_KAFKA_*``, see controlplane/kafka_security.py).
+authenticates as the tool's :class:`~brokers.management.kafka_admin.ToolTarget` says (its
+``--command-config``, else the control plane's ``WEIR_KAFKA_*`` settings).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from kio.schema.metadata.v12.request import MetadataRequest
 
+from brokers.management.kafka_admin import ToolTarget
 from weir.client import BrokerClient, BrokerClientError
 
 __all__ = [
@@ -40,13 +42,9 @@ class ClusterInfo:
         }
 
 
-def _client(host: str, port: int) -> BrokerClient:
-    """A kio client with the control plane's credentials (``WEIR_KAFKA_*`` settings)."""
-    from django.conf import settings
-
-    from controlplane.kafka_security import KafkaSecurity
-
-    return KafkaSecurity.from_settings(settings).broker_client(host, port, client_id="weir-admin")
+def _client(target: ToolTarget, host: str, port: int) -> BrokerClient:
+    """A kio client of one broker with the tool's credentials."""
+    return target.security.broker_client(host, port, client_id="weir-admin")
 
 
 def _bootstrap(bootstrap: str) -> list[tuple[str, int]]:
@@ -59,10 +57,10 @@ def _bootstrap(bootstrap: str) -> list[tuple[str, int]]:
     return endpoints
 
 
-async def _metadata(bootstrap: str) -> ClusterInfo:
+async def _metadata(target: ToolTarget) -> ClusterInfo:
     errors = []
-    for host, port in _bootstrap(bootstrap):
-        client = _client(host, port)
+    for host, port in _bootstrap(target.bootstrap):
+        client = _client(target, host, port)
         try:
             response = await client.request(
                 MetadataRequest(
@@ -80,13 +78,13 @@ async def _metadata(bootstrap: str) -> ClusterInfo:
     raise CommandError(f"no broker answered: {'; '.join(errors)}")
 
 
-def cluster_info(bootstrap: str) -> ClusterInfo:
-    return asyncio.run(_metadata(bootstrap))
+def cluster_info(target: ToolTarget) -> ClusterInfo:
+    return asyncio.run(_metadata(target))
 
 
-async def _request(host: str, port: int, body: Any, timeout: float) -> Any:
+async def _request(target: ToolTarget, host: str, port: int, body: Any, timeout: float) -> Any:
     """One request to one broker on a connection of its own; its errors as CommandError."""
-    client = _client(host, port)
+    client = _client(target, host, port)
     try:
         return await client.request(body, timeout=timeout)
     except BrokerClientError as exc:
@@ -95,23 +93,23 @@ async def _request(host: str, port: int, body: Any, timeout: float) -> Any:
         await client.close()
 
 
-async def _send(bootstrap: str, body: Any, timeout: float) -> Any:
-    info = await _metadata(bootstrap)
+async def _send(target: ToolTarget, body: Any, timeout: float) -> Any:
+    info = await _metadata(target)
     endpoint = info.brokers.get(info.controller_id)
     if endpoint is None:
         raise CommandError("the cluster has no controller right now; retry in a few seconds")
-    return await _request(*endpoint, body, timeout)
+    return await _request(target, *endpoint, body, timeout)
 
 
-def send_to_controller(bootstrap: str, body: Any, *, timeout: float = 30.0) -> Any:
+def send_to_controller(target: ToolTarget, body: Any, *, timeout: float = 30.0) -> Any:
     """Send a kio request to the controller and return its response."""
-    return asyncio.run(_send(bootstrap, body, timeout))
+    return asyncio.run(_send(target, body, timeout))
 
 
-async def _send_any(bootstrap: str, body: Any, timeout: float) -> Any:
+async def _send_any(target: ToolTarget, body: Any, timeout: float) -> Any:
     errors = []
-    for host, port in _bootstrap(bootstrap):
-        client = _client(host, port)
+    for host, port in _bootstrap(target.bootstrap):
+        client = _client(target, host, port)
         try:
             return await client.request(body, timeout=timeout)
         except BrokerClientError as exc:
@@ -121,26 +119,26 @@ async def _send_any(bootstrap: str, body: Any, timeout: float) -> Any:
     raise CommandError(f"no broker answered: {'; '.join(errors)}")
 
 
-def send_to_any_broker(bootstrap: str, body: Any, *, timeout: float = 30.0) -> Any:
+def send_to_any_broker(target: ToolTarget, body: Any, *, timeout: float = 30.0) -> Any:
     """Send a kio request to the first bootstrap broker that answers."""
-    return asyncio.run(_send_any(bootstrap, body, timeout))
+    return asyncio.run(_send_any(target, body, timeout))
 
 
-async def _send_coordinator(bootstrap: str, group: str, body: Any, timeout: float) -> Any:
+async def _send_coordinator(target: ToolTarget, group: str, body: Any, timeout: float) -> Any:
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
     found = await _send_any(
-        bootstrap, FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)), timeout
+        target, FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)), timeout
     )
     (coordinator,) = found.coordinators
     if coordinator.error_code != 0:
         raise CommandError(f"no coordinator for group {group}: error {coordinator.error_code}")
-    return await _request(coordinator.host, coordinator.port, body, timeout)
+    return await _request(target, coordinator.host, coordinator.port, body, timeout)
 
 
-def send_to_coordinator(bootstrap: str, group: str, body: Any, *, timeout: float = 30.0) -> Any:
+def send_to_coordinator(target: ToolTarget, group: str, body: Any, *, timeout: float = 30.0) -> Any:
     """Send a kio request to the coordinator of ``group`` (found with FindCoordinator)."""
-    return asyncio.run(_send_coordinator(bootstrap, group, body, timeout))
+    return asyncio.run(_send_coordinator(target, group, body, timeout))
 
 
 def request_timeout(seconds: float) -> timedelta:

@@ -32,7 +32,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brokers.management.kafka_admin import add_tool_arguments, admin_client
+from brokers.management.kafka_admin import add_tool_arguments, admin_client, tool_target
 from brokers.rest.acls import acl_sort_key, confluent_resource_type, kafka_resource_type
 
 CLUSTER_NAME = "kafka-cluster"
@@ -263,7 +263,7 @@ class Command(BaseCommand):
         from confluent_kafka.admin import AclBinding
 
         per_resource = self._acls(options)
-        admin = admin_client(options["bootstrap_server"])
+        admin = admin_client(tool_target(options))
         for (rtype, name), ops in per_resource.items():
             bindings = [
                 AclBinding(
@@ -308,7 +308,7 @@ class Command(BaseCommand):
                 )
                 for (rtype, name), _ in resources
             ]
-        admin = admin_client(options["bootstrap_server"])
+        admin = admin_client(tool_target(options))
         futures = admin.delete_acls(filters, request_timeout=options["timeout"])
         removed: list[Any] = []
         for future in futures.values():
@@ -325,7 +325,7 @@ class Command(BaseCommand):
         if principal:
             _principal(principal, "--principal")
         resources = self._resources(options) or [("ANY", None)]
-        admin = admin_client(options["bootstrap_server"])
+        admin = admin_client(tool_target(options))
         seen: list[Any] = []
         for rtype, name in resources:
             flt = AclBindingFilter(

@@ -19,7 +19,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.management.kafka_admin import add_bootstrap_argument, api_errors, kafka_error_text
+from brokers.management.kafka_admin import (
+    add_bootstrap_argument,
+    api_errors,
+    kafka_error_text,
+    tool_target,
+)
 from brokers.management.protocol_admin import send_to_any_broker
 from brokers.rest.configs import (
     SOURCES,
@@ -138,7 +143,7 @@ class Command(BaseCommand):
 
 
 def _send(request: Any, options: dict[str, Any]) -> Any:
-    return send_to_any_broker(options["bootstrap_server"], request, timeout=options["timeout"])
+    return send_to_any_broker(tool_target(options), request, timeout=options["timeout"])
 
 
 def _check(result: Any) -> None:

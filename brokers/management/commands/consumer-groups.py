@@ -26,7 +26,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.management.kafka_admin import add_tool_arguments, admin_client, api_errors
+from brokers.management.kafka_admin import (
+    add_tool_arguments,
+    admin_client,
+    api_errors,
+    tool_target,
+)
 from groups.selectors import (
     group_committed_offsets,
     group_description,
@@ -125,7 +130,8 @@ class Command(BaseCommand):
         check_options(options)
         self.options = options
         self.timeout = options["timeout"]
-        self.admin = admin_client(options["bootstrap_server"])
+        self.target = tool_target(options)
+        self.admin = admin_client(self.target)
         if options["list"]:
             self._list()
             return
@@ -409,9 +415,7 @@ class Command(BaseCommand):
                 for topic, parts in by_topic.items()
             ),
         )
-        response = send_to_coordinator(
-            self.options["bootstrap_server"], group, request, timeout=self.timeout
-        )
+        response = send_to_coordinator(self.target, group, request, timeout=self.timeout)
         if response.error_code != ErrorCode.none:
             raise CommandError(
                 f"Encountered some issues while trying to delete offsets of group {group}: "

@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 
-from brokers.management.kafka_admin import add_bootstrap_argument
+from brokers.management.kafka_admin import add_bootstrap_argument, kafka_error_text, tool_target
 from brokers.management.protocol_admin import request_timeout, send_to_controller
 from brokers.ops.requests import ELECTION_TYPES, elect_leaders_request
 
@@ -41,9 +41,10 @@ class Command(BaseCommand):
             election_type=ELECTION_TYPES[options["election_type"]],
             timeout=request_timeout(options["timeout"]),
         )
-        response = send_to_controller(options["bootstrap_server"], request)
+        response = send_to_controller(tool_target(options), request)
         if response.error_code != ErrorCode.none:
-            raise CommandError(f"Error completing leader election: {response.error_code.name}")
+            text = kafka_error_text(response.error_code, getattr(response, "error_message", None))
+            raise CommandError(f"Error completing leader election: {text}")
         done, valid, failed = [], [], []
         for topic in response.replica_election_results:
             for result in topic.partition_result:
@@ -53,7 +54,8 @@ class Command(BaseCommand):
                 elif result.error_code == ErrorCode.election_not_needed:
                     valid.append(name)
                 else:
-                    failed.append(f"{name}: {ErrorCode(result.error_code).name}")
+                    text = kafka_error_text(result.error_code, result.error_message)
+                    failed.append(f"{name}: {text}")
         kind = options["election_type"].upper()
         if done:
             self.stdout.write(

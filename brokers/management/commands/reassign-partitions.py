@@ -25,7 +25,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kio.schema.errors import ErrorCode
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
-from brokers.management.kafka_admin import add_tool_arguments, admin_client
+from brokers.management.kafka_admin import (
+    ToolTarget,
+    add_tool_arguments,
+    admin_client,
+    tool_target,
+)
 from brokers.management.protocol_admin import (
     ClusterInfo,
     cluster_info,
@@ -108,24 +113,24 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=30.0)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        bootstrap = options["bootstrap_server"]
+        cluster = tool_target(options)
         if options["generate"]:
-            self._generate(bootstrap, options)
+            self._generate(cluster, options)
         elif options["list"]:
-            self._list(bootstrap)
+            self._list(cluster)
         else:
             if not options["reassignment_json_file"]:
                 raise CommandError("--reassignment-json-file is required for this action")
             plan = parse_plan(options["reassignment_json_file"])
             if options["execute"]:
-                self._execute(bootstrap, plan, options)
+                self._execute(cluster, plan, options)
             elif options["verify"]:
-                self._verify(bootstrap, plan)
+                self._verify(cluster, plan)
             else:
-                self._cancel(bootstrap, plan)
+                self._cancel(cluster, plan)
 
     # --generate --------------------------------------------------------------------------
-    def _generate(self, bootstrap: str, options: dict[str, Any]) -> None:
+    def _generate(self, cluster: ToolTarget, options: dict[str, Any]) -> None:
         if not options["topics_to_move_json_file"] or not options["broker_list"]:
             raise CommandError("--generate needs --topics-to-move-json-file and --broker-list")
         data = _load_json(options["topics_to_move_json_file"], "--topics-to-move-json-file")
@@ -134,7 +139,7 @@ class Command(BaseCommand):
             brokers = [int(b) for b in options["broker_list"].split(",") if b.strip()]
         except (KeyError, TypeError, ValueError) as exc:
             raise CommandError(f"bad --generate input: {exc!r}") from None
-        info = cluster_info(bootstrap)
+        info = cluster_info(cluster)
         unknown = [b for b in brokers if b not in info.brokers]
         if unknown:
             raise CommandError(f"--broker-list names brokers that are not live: {unknown}")
@@ -164,9 +169,9 @@ class Command(BaseCommand):
 
     # --execute ---------------------------------------------------------------------------
     def _execute(
-        self, bootstrap: str, plan: list[tuple[str, int, list[int]]], options: dict[str, Any]
+        self, cluster: ToolTarget, plan: list[tuple[str, int, list[int]]], options: dict[str, Any]
     ) -> None:
-        info = cluster_info(bootstrap)
+        info = cluster_info(cluster)
         current = []
         for topic, partition, _ in plan:
             replicas = info.topics.get(topic, {}).get(partition)
@@ -179,16 +184,16 @@ class Command(BaseCommand):
             "\nSave this to use as the --reassignment-json-file option during rollback"
         )
         if options["throttle"] >= 0:
-            self._set_throttles(bootstrap, info, plan, options["throttle"])
-        self._alter(bootstrap, [(t, p, r) for t, p, r in plan], options["timeout"])
+            self._set_throttles(cluster, info, plan, options["throttle"])
+        self._alter(cluster, [(t, p, r) for t, p, r in plan], options["timeout"])
         names = ",".join(f"{t}-{p}" for t, p, _ in plan)
         self.stdout.write(f"Successfully started partition reassignments for {names}")
 
     def _alter(
-        self, bootstrap: str, plan: list[tuple[str, int, list[int] | None]], timeout: float
+        self, cluster: ToolTarget, plan: list[tuple[str, int, list[int] | None]], timeout: float
     ) -> None:
         response = send_to_controller(
-            bootstrap, alter_reassignments_request(plan, timeout=request_timeout(timeout))
+            cluster, alter_reassignments_request(plan, timeout=request_timeout(timeout))
         )
         if response.error_code != ErrorCode.none:
             raise CommandError(
@@ -205,7 +210,7 @@ class Command(BaseCommand):
 
     def _set_throttles(
         self,
-        bootstrap: str,
+        cluster: ToolTarget,
         info: ClusterInfo,
         plan: list[tuple[str, int, list[int]]],
         rate: int,
@@ -215,13 +220,13 @@ class Command(BaseCommand):
             for topic, partition, target in plan
         ]
         resources = throttle_resources(moves, rate, live_brokers=info.brokers)
-        _alter_configs(admin_client(bootstrap), resources)
+        _alter_configs(admin_client(cluster), resources)
         self.stdout.write(f"The inter-broker throttle limit was set to {rate} B/s")
 
     # --verify / --cancel / --list ----------------------------------------------------------
-    def _ongoing(self, bootstrap: str) -> dict[tuple[str, int], Any]:
+    def _ongoing(self, cluster: ToolTarget) -> dict[tuple[str, int], Any]:
         response = send_to_controller(
-            bootstrap, ListPartitionReassignmentsRequest(timeout=request_timeout(30), topics=None)
+            cluster, ListPartitionReassignmentsRequest(timeout=request_timeout(30), topics=None)
         )
         if response.error_code != ErrorCode.none:
             raise CommandError(
@@ -229,9 +234,9 @@ class Command(BaseCommand):
             )
         return {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
 
-    def _verify(self, bootstrap: str, plan: list[tuple[str, int, list[int]]]) -> None:
-        ongoing = self._ongoing(bootstrap)
-        info = cluster_info(bootstrap)
+    def _verify(self, cluster: ToolTarget, plan: list[tuple[str, int, list[int]]]) -> None:
+        ongoing = self._ongoing(cluster)
+        info = cluster_info(cluster)
         self.stdout.write("Status of partition reassignment:")
         all_done = True
         for topic, partition, target in plan:
@@ -250,10 +255,10 @@ class Command(BaseCommand):
                     f"{target}."
                 )
         if all_done:
-            self._clear_throttles(bootstrap, info, {t for t, _, _ in plan})
+            self._clear_throttles(cluster, info, {t for t, _, _ in plan})
 
-    def _clear_throttles(self, bootstrap: str, info: ClusterInfo, topics: set[str]) -> None:
-        admin = admin_client(bootstrap)
+    def _clear_throttles(self, cluster: ToolTarget, info: ClusterInfo, topics: set[str]) -> None:
+        admin = admin_client(cluster)
         resources = clear_throttle_resources(brokers=info.brokers, topics=topics)
         _alter_configs(admin, resources)
         self.stdout.write(
@@ -261,18 +266,18 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Clearing topic-level throttles on topics {','.join(sorted(topics))}")
 
-    def _cancel(self, bootstrap: str, plan: list[tuple[str, int, list[int]]]) -> None:
-        ongoing = self._ongoing(bootstrap)
+    def _cancel(self, cluster: ToolTarget, plan: list[tuple[str, int, list[int]]]) -> None:
+        ongoing = self._ongoing(cluster)
         targets: list[tuple[str, int, list[int] | None]] = [
             (t, p, None) for t, p, _ in plan if (t, p) in ongoing
         ]
         if targets:
-            self._alter(bootstrap, targets, 30.0)
+            self._alter(cluster, targets, 30.0)
         names = ",".join(f"{t}-{p}" for t, p, _ in targets) or "(none were in progress)"
         self.stdout.write(f"Successfully cancelled partition reassignments for: {names}")
 
-    def _list(self, bootstrap: str) -> None:
-        ongoing = self._ongoing(bootstrap)
+    def _list(self, cluster: ToolTarget) -> None:
+        ongoing = self._ongoing(cluster)
         if not ongoing:
             self.stdout.write("No partition reassignments found.")
             return

@@ -14,13 +14,17 @@ The command is a thin shell over :mod:`controlplane.scram_users`, the service be
 ``/api/scram-users/``: credentials are changed with AlterUserScramCredentials and read with
 DescribeUserScramCredentials (KIP-554) through the brokers, as ``kafka-configs.sh
 --bootstrap-server ... --entity-type users`` does in current Kafka. So a secured cluster
-authorizes the change (Alter on the cluster) against the control plane's principal
-(``WEIR_KAFKA_*``), and the brokers salt and store the credential exactly as for the REST API
-and any Kafka AdminClient; the password itself is never stored.
+authorizes the change (Alter on the cluster) against the principal the command logs in as --
+that of ``--command-config FILE`` (Kafka's client properties, as for every admin tool), else the
+control plane's (``WEIR_KAFKA_*``) -- and the brokers store the credential exactly as for the
+REST API and any Kafka AdminClient; the password itself is never stored.
 
 The brokers are those of ``--bootstrap-server`` or, without it, the brokers registered in the
 cluster's Redis (``WEIR_REDIS_URL``, ``WEIR_CLUSTER_ID``), so at least one broker must be
-running. The one exception is Kafka's ``--zookeeper`` bootstrap: ``--alter --redis-url URL``
+running. The command runs a gateway of its own (closed when it ends) rather than the
+process-wide one, since its credentials and brokers are its own.
+
+The one exception is Kafka's ``--zookeeper`` bootstrap: ``--alter --redis-url URL``
 writes the credential straight into that Redis without brokers, for the users a cluster needs
 before its brokers can start or be reached (the inter-broker user, the first admin of a
 SASL-only cluster); see docs/security.md, "SCRAM users".
@@ -37,8 +41,13 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brokers.management.kafka_admin import api_errors
+from brokers.management.kafka_admin import (
+    add_command_config_argument,
+    api_errors,
+    command_security,
+)
 from controlplane import scram_users
+from controlplane.cluster import ClusterGateway
 from controlplane.errors import NotFound
 from weir.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 
@@ -99,6 +108,7 @@ class Command(BaseCommand):
             "--bootstrap-server",
             help="HOST:PORT[,HOST:PORT] of brokers (default: the brokers registered in Redis)",
         )
+        add_command_config_argument(parser)
         parser.add_argument(
             "--redis-url",
             help="with --alter: write into this Redis without brokers, only to create users "
@@ -106,16 +116,39 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["redis_url"] and not options["alter"]:
-            raise CommandError("--redis-url is only for --alter (bootstrap before brokers start)")
-        if options["bootstrap_server"]:
-            # The gateway the services use is keyed by this setting: one process, one cluster.
-            settings.WEIR_BOOTSTRAP_SERVERS = options["bootstrap_server"]
-        with api_errors():
-            if options["describe"]:
-                self._describe(options["entity_name"])
-            else:
-                self._alter(options)
+        if options["redis_url"]:
+            if not options["alter"]:
+                raise CommandError(
+                    "--redis-url is only for --alter (bootstrap before brokers start)"
+                )
+            for flag in ("bootstrap_server", "command_config"):
+                if options[flag]:
+                    raise CommandError(
+                        f"--redis-url writes without brokers; --{flag.replace('_', '-')} "
+                        "is for the brokers' path (drop one)"
+                    )
+        self.gateway: ClusterGateway | None = None
+        try:
+            with api_errors():
+                if options["describe"]:
+                    self._describe(options["entity_name"], options)
+                else:
+                    self._alter(options)
+        finally:
+            if self.gateway is not None:
+                self.gateway.close()
+
+    def _cluster(self, options: dict[str, Any]) -> ClusterGateway:
+        """A gateway to the brokers with the command's credentials (opened once)."""
+        if self.gateway is None:
+            security = command_security(options)
+            self.gateway = ClusterGateway(
+                redis_url=settings.WEIR_REDIS_URL,
+                cluster_id=settings.WEIR_CLUSTER_ID,
+                bootstrap_servers=options["bootstrap_server"] or "",
+                security=security,
+            )
+        return self.gateway
 
     def _alter(self, options: dict[str, Any]) -> None:
         user = options["entity_name"]
@@ -139,20 +172,26 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"Completed updating config for user {user}.")
             return
+        cluster = self._cluster(options)
         for mechanism in deletions:
-            scram_users.scram_user_delete(name=user, mechanism=mechanism)
+            scram_users.scram_user_delete(name=user, mechanism=mechanism, gateway=cluster)
         for mechanism, (password, iterations) in additions.items():
             scram_users.scram_user_upsert(
-                name=user, mechanism=mechanism, password=password, iterations=iterations
+                name=user,
+                mechanism=mechanism,
+                password=password,
+                iterations=iterations,
+                gateway=cluster,
             )
         self.stdout.write(f"Completed updating config for user {user}.")
 
-    def _describe(self, user: str | None) -> None:
+    def _describe(self, user: str | None, options: dict[str, Any]) -> None:
+        cluster = self._cluster(options)
         if user is None:
-            found = scram_users.scram_user_list()
+            found = scram_users.scram_user_list(gateway=cluster)
         else:
             try:
-                found = [scram_users.scram_user_get(name=user)]
+                found = [scram_users.scram_user_get(name=user, gateway=cluster)]
             except NotFound:
                 # kafka-configs prints the line with nothing after "are" for such a user.
                 self.stdout.write(f"SCRAM credential configs for user-principal '{user}' are ")

@@ -30,6 +30,7 @@ from brokers.management.kafka_admin import (
     add_tool_arguments,
     kafka_error_text,
     parse_config_pairs,
+    tool_target,
 )
 from brokers.management.protocol_admin import request_timeout, send_to_any_broker
 from brokers.rest.configs import describe_configs_request
@@ -87,6 +88,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.options = options
+        self.target = tool_target(options)
         if options["create"]:
             self._create()
         elif options["list"]:
@@ -100,9 +102,7 @@ class Command(BaseCommand):
             self._delete()
 
     def _send(self, request: Any) -> Any:
-        return send_to_any_broker(
-            self.options["bootstrap_server"], request, timeout=self.options["timeout"]
-        )
+        return send_to_any_broker(self.target, request, timeout=self.options["timeout"])
 
     def _check(self, result: Any, *, tolerated: ErrorCode | None = None) -> bool:
         """False for a tolerated error (``--if-exists``/``--if-not-exists``), else raise it."""
