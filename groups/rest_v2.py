@@ -17,6 +17,7 @@ import contextlib
 import json
 import time
 import uuid
+from datetime import datetime
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
@@ -31,13 +32,16 @@ from controlplane.content import (
     KafkaBinaryV2JsonRenderer,
     KafkaJsonV2JsonRenderer,
 )
-from controlplane.errors import ApiError, BadRequest, KafkaUnavailable
+from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
 from controlplane.proxy import KafkaV2View
 from controlplane.roles import OPERATOR, VIEWER
 from groups.consumer_instances import FORMATS, ConsumerInstance, registry
 
 TAGS = ["REST proxy v2: consumers"]
-MAX_WAIT_S = 30.0
+MAX_BYTES = 64 * 1024 * 1024  # Confluent's consumer.request.max.bytes default
+DEFAULT_WAIT_MS = 1000  # Confluent's consumer.request.timeout.ms default
+# A read holds one of the web process's worker threads: an instance may wait at most this long.
+MAX_WAIT_MS = 30_000
 
 
 def _body(request: Request) -> dict[str, Any]:
@@ -105,7 +109,8 @@ class CreateInstanceView(_V2View):
                 error_code=42204,
                 status_code=422,
             )
-        name = body.get("name") or f"rest-consumer-{uuid.uuid4().hex[:12]}"
+        # Confluent's legacy "id" overrides "name" (KafkaConsumerManager.getConsumerInstanceName).
+        name = body.get("id") or body.get("name") or f"rest-consumer-{uuid.uuid4().hex[:12]}"
         if not isinstance(name, str) or not name.strip() or "/" in name:
             raise ApiError("name must be a non-empty string", error_code=42201, status_code=422)
         reset = str(body.get("auto.offset.reset", "latest"))
@@ -115,8 +120,21 @@ class CreateInstanceView(_V2View):
                 error_code=42201,
                 status_code=422,
             )
+        wait_ms = body.get("consumer.request.timeout.ms", DEFAULT_WAIT_MS)
+        if (
+            not isinstance(wait_ms, int)
+            or isinstance(wait_ms, bool)
+            or not 0 < wait_ms <= MAX_WAIT_MS
+        ):
+            raise ApiError(
+                f"consumer.request.timeout.ms must be an integer from 1 to {MAX_WAIT_MS}",
+                error_code=42204,
+                status_code=422,
+            )
         try:
-            registry.create(group=group, name=name, fmt=fmt, config=body)
+            registry.create(
+                group=group, name=name, fmt=fmt, config=body, request_timeout_ms=wait_ms
+            )
         except (KafkaException, ValueError) as exc:
             raise ApiError(
                 f"invalid consumer config: {exc}", error_code=42201, status_code=422
@@ -216,21 +234,53 @@ class OffsetsSerializer(serializers.Serializer):
     offsets = OffsetRef(many=True)
 
 
-def _offsets(body: dict[str, Any]) -> list[tuple[str, int, int]]:
-    items = body.get("offsets")
+def _offsets(body: dict[str, Any], key: str = "offsets") -> list[tuple[str, int, int, str | None]]:
+    """``body[key]``: ``[{topic, partition, offset, metadata?}]`` as (topic, partition, offset,
+    metadata or None)."""
+    items = body.get(key)
     if not isinstance(items, list):
-        raise ApiError("'offsets' must be a list", error_code=42201, status_code=422)
+        raise ApiError(f"{key!r} must be a list", error_code=42201, status_code=422)
     result = []
     for index, item in enumerate(items):
         offset = item.get("offset") if isinstance(item, dict) else None
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ApiError(
-                f"offsets[{index}] needs a non-negative integer 'offset'",
+                f"{key}[{index}] needs a non-negative integer 'offset'",
                 error_code=42201,
                 status_code=422,
             )
-        ((topic, partition),) = _partitions({"p": [item]}, "p")
-        result.append((topic, partition, offset))
+        metadata = item.get("metadata")
+        if metadata is not None and not isinstance(metadata, str):
+            raise ApiError(
+                f"{key}[{index}].metadata must be a string", error_code=42201, status_code=422
+            )
+        ((topic, partition),) = _partitions({key: [item]}, key)
+        result.append((topic, partition, offset, metadata))
+    return result
+
+
+def _timestamps(body: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """``body["timestamps"]``: ``[{topic, partition, timestamp}]`` (ISO 8601, as Confluent's
+    Jackson ``Instant``) as (topic, partition, epoch milliseconds)."""
+    items = body.get("timestamps")
+    if not isinstance(items, list):
+        raise ApiError("'timestamps' must be a list", error_code=42201, status_code=422)
+    result = []
+    for index, item in enumerate(items):
+        raw = item.get("timestamp") if isinstance(item, dict) else None
+        try:
+            moment = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+        except ValueError:
+            moment = None
+        if moment is None or moment.tzinfo is None:
+            raise ApiError(
+                f"timestamps[{index}] needs an ISO 8601 'timestamp' with a time zone "
+                "(e.g. 2026-01-31T12:00:00Z)",
+                error_code=42201,
+                status_code=422,
+            )
+        ((topic, partition),) = _partitions({"timestamps": [item]}, "timestamps")
+        result.append((topic, partition, int(moment.timestamp() * 1000)))
     return result
 
 
@@ -244,22 +294,32 @@ class OffsetsView(_V2View):
         body = _body(request)
         with registry.use(group=group, name=instance) as consumer:
             if body.get("offsets") is not None:
-                # The given offsets are committed as they are: the next offset to read.
-                commits = [TopicPartition(t, p, o) for t, p, o in _offsets(body)]
+                # Confluent's proxy takes each given offset as the last record read and commits
+                # offset + 1, the next one to read (KafkaConsumerState.commitOffsets): a client
+                # that commits what it has read must not re-read it after a restart.
+                commits = [TopicPartition(t, p, o + 1, metadata=m) for t, p, o, m in _offsets(body)]
             else:
+                # No body (or no "offsets"): what this instance has returned so far.
                 commits = [TopicPartition(t, p, o) for (t, p), o in consumer.consumed.items()]
             if commits:
                 try:
                     consumer.consumer.commit(offsets=commits, asynchronous=False)
                 except KafkaException as exc:
                     raise KafkaUnavailable(f"commit failed: {exc.args[0].str()}") from None
-        return Response(status=200)
+        # Confluent answers with an (always empty) JSON list of offsets.
+        return Response([])
 
     @extend_schema(request=PartitionsSerializer, responses=OffsetsSerializer, tags=TAGS)
     def get(self, request: Request, group: str, instance: str) -> Response:
         body = _body(request)
         if "partitions" not in body and request.query_params.get("partitions"):
-            body = {"partitions": json.loads(request.query_params["partitions"])}
+            try:
+                body = {"partitions": json.loads(request.query_params["partitions"])}
+            except ValueError:
+                raise BadRequest("the partitions parameter must be JSON") from None
+        if "partitions" not in body:
+            # Confluent's answer to a request that names no partitions.
+            raise NotFound("Partition not found.", error_code=40402)
         partitions = _partitions(body)
         with registry.use(group=group, name=instance) as consumer:
             try:
@@ -268,6 +328,8 @@ class OffsetsView(_V2View):
                 )
             except KafkaException as exc:
                 raise KafkaUnavailable(f"reading offsets failed: {exc.args[0].str()}") from None
+        # The committed offset is the next one to read (the given last-read offset + 1);
+        # partitions the group has never committed are left out, as Confluent's proxy does.
         return Response(
             {
                 "offsets": [
@@ -278,6 +340,7 @@ class OffsetsView(_V2View):
                         "metadata": tp.metadata or "",
                     }
                     for tp in committed
+                    if tp.offset >= 0
                 ]
             }
         )
@@ -329,15 +392,41 @@ def _seek(consumer: ConsumerInstance, targets: list[tuple[str, int, int]]) -> No
                 consumer.consumer.poll(0.05)
 
 
-class PositionsView(_V2View):
-    """Seek to given offsets."""
+class SeekSerializer(serializers.Serializer):
+    offsets = OffsetRef(many=True, required=False)
+    timestamps = serializers.ListField(child=serializers.DictField(), required=False)
 
-    @extend_schema(request=OffsetsSerializer, responses={204: None}, tags=TAGS)
+
+class PositionsView(_V2View):
+    """Seek to given offsets and/or to the first records at or after given timestamps."""
+
+    @extend_schema(request=SeekSerializer, responses={204: None}, tags=TAGS)
     def post(self, request: Request, group: str, instance: str) -> Response:
-        targets = _offsets(_body(request))
+        body = _body(request)
+        if body.get("offsets") is None and body.get("timestamps") is None:
+            raise ApiError("give 'offsets' and/or 'timestamps'", error_code=42201, status_code=422)
+        # Seek metadata is accepted and, as in Kafka's consumer.seek, not stored anywhere.
+        targets = [(t, p, o) for t, p, o, _ in _offsets(body)] if "offsets" in body else []
+        times = _timestamps(body) if body.get("timestamps") is not None else []
         with registry.use(group=group, name=instance) as consumer:
+            if times:
+                targets += _offsets_for_times(consumer, times)
             _seek(consumer, targets)
         return Response(status=204)
+
+
+def _offsets_for_times(
+    consumer: ConsumerInstance, times: list[tuple[str, int, int]]
+) -> list[tuple[str, int, int]]:
+    """The first offset at or after each timestamp; past the last record, the log end (the
+    next record produced is the first one at or after it)."""
+    try:
+        found = consumer.consumer.offsets_for_times(
+            [TopicPartition(t, p, ms) for t, p, ms in times], timeout=10
+        )
+    except KafkaException as exc:
+        raise KafkaUnavailable(f"offsets for times: {exc.args[0].str()}") from None
+    return [(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_END) for tp in found]
 
 
 class _SeekToView(_V2View):
@@ -427,12 +516,15 @@ class RecordsView(_V2View):
     )
     def get(self, request: Request, group: str, instance: str) -> Response:
         try:
-            timeout_ms = int(request.query_params.get("timeout", "1000"))
-            max_bytes = int(request.query_params.get("max_bytes", str(64 * 1024 * 1024)))
+            timeout_ms = int(request.query_params.get("timeout", "-1"))
+            max_bytes = int(request.query_params.get("max_bytes", "-1"))
         except ValueError:
             raise BadRequest("timeout and max_bytes must be integers") from None
-        if timeout_ms < 0 or max_bytes < 1:
-            raise BadRequest("timeout must be >= 0 and max_bytes >= 1")
+        # Confluent's KafkaConsumerReadTask: a timeout <= 0 means the instance's
+        # consumer.request.timeout.ms, and a larger one is capped by it; max_bytes <= 0 means
+        # the server's limit (consumer.request.max.bytes, 64 MiB).
+        if max_bytes <= 0 or max_bytes > MAX_BYTES:
+            max_bytes = MAX_BYTES
         with registry.use(group=group, name=instance) as consumer:
             accepted = request.accepted_media_type or ""
             expected = f"application/vnd.kafka.{consumer.format}.v2+json"
@@ -448,7 +540,10 @@ class RecordsView(_V2View):
                 )
             records: list[dict[str, Any]] = []
             size = 0
-            deadline = time.monotonic() + min(timeout_ms / 1000, MAX_WAIT_S)
+            wait_ms = consumer.request_timeout_ms
+            if timeout_ms > 0:
+                wait_ms = min(timeout_ms, wait_ms)
+            deadline = time.monotonic() + wait_ms / 1000
             while size < max_bytes:
                 remaining = deadline - time.monotonic()
                 messages = consumer.consumer.consume(num_messages=500, timeout=max(0, remaining))
