@@ -245,7 +245,12 @@ class LagListView(V3ReadView):
     read_schema = v3_get("listKafkaConsumerLags", LagListSerializer, TAGS)
 
     def read(self, v3: V3, group_id: str) -> Any:
-        data = [_lag(v3, group_id, lag) for lag in selectors.consumer_group_lags(group_id=group_id)]
+        lags = selectors.consumer_group_lags(group_id=group_id)
+        if not lags:
+            # Confluent's ConsumerLagManagerImpl answers 404 for a group that exists but has
+            # committed nothing (its checkOffsetsExist), as the lag summary does.
+            raise NotFound(f"Consumer group {group_id!r} offsets could not be found.")
+        data = [_lag(v3, group_id, lag) for lag in lags]
         return v3.listing("KafkaConsumerLagList", ("consumer-groups", group_id, "lags"), data)
 
 
