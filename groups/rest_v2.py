@@ -86,9 +86,24 @@ class _V2View(KafkaV2View):
     roles = {"POST": VIEWER, "DELETE": VIEWER, "GET": VIEWER}
 
 
-class CreateInstanceSerializer(serializers.Serializer):
-    name = serializers.CharField(required=False)
-    format = serializers.CharField(required=False)
+# Confluent's keys have dots, which cannot be Python attribute names: build the class from a dict.
+CreateInstanceSerializer = serializers.SerializerMetaclass(
+    "CreateInstanceSerializer",
+    (serializers.Serializer,),
+    {
+        "name": serializers.CharField(required=False),
+        "id": serializers.CharField(required=False, help_text="Confluent's legacy name"),
+        "format": serializers.ChoiceField(choices=FORMATS, required=False, default="binary"),
+        "auto.offset.reset": serializers.ChoiceField(
+            choices=["earliest", "latest", "smallest", "largest", "none"], required=False
+        ),
+        "auto.commit.enable": serializers.CharField(required=False, default="false"),
+        "fetch.min.bytes": serializers.IntegerField(required=False, min_value=1),
+        "consumer.request.timeout.ms": serializers.IntegerField(
+            required=False, min_value=1, max_value=MAX_WAIT_MS, default=DEFAULT_WAIT_MS
+        ),
+    },
+)
 
 
 class InstanceSerializer(serializers.Serializer):
@@ -153,7 +168,8 @@ class InstanceView(_V2View):
 
 
 class SubscriptionSerializer(serializers.Serializer):
-    topics = serializers.ListField(child=serializers.CharField())
+    topics = serializers.ListField(child=serializers.CharField(), required=False)
+    topic_pattern = serializers.CharField(required=False)
 
 
 class SubscriptionView(_V2View):
@@ -226,8 +242,15 @@ class AssignmentsView(_V2View):
 
 class OffsetRef(serializers.Serializer):
     topic = serializers.CharField()
-    partition = serializers.IntegerField()
-    offset = serializers.IntegerField()
+    partition = serializers.IntegerField(min_value=0)
+    offset = serializers.IntegerField(min_value=0)
+    metadata = serializers.CharField(required=False)
+
+
+class TimestampRef(serializers.Serializer):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField(min_value=0)
+    timestamp = serializers.DateTimeField()
 
 
 class OffsetsSerializer(serializers.Serializer):
@@ -289,7 +312,11 @@ class OffsetsView(_V2View):
 
     roles = {"POST": OPERATOR, "GET": VIEWER}
 
-    @extend_schema(request=OffsetsSerializer, responses={200: None}, tags=TAGS)
+    @extend_schema(
+        request=OffsetsSerializer,
+        responses={200: {"type": "array", "items": {"type": "object"}}},
+        tags=TAGS,
+    )
     def post(self, request: Request, group: str, instance: str) -> Response:
         body = _body(request)
         with registry.use(group=group, name=instance) as consumer:
@@ -394,7 +421,7 @@ def _seek(consumer: ConsumerInstance, targets: list[tuple[str, int, int]]) -> No
 
 class SeekSerializer(serializers.Serializer):
     offsets = OffsetRef(many=True, required=False)
-    timestamps = serializers.ListField(child=serializers.DictField(), required=False)
+    timestamps = TimestampRef(many=True, required=False)
 
 
 class PositionsView(_V2View):
