@@ -172,6 +172,17 @@ class SubscriptionSerializer(serializers.Serializer):
     topic_pattern = serializers.CharField(required=False)
 
 
+def _forget_revoked(instance: ConsumerInstance) -> Any:
+    """A rebalance callback dropping the positions of partitions this instance no longer owns:
+    the next owner commits them, and a stale one must not be committed over its progress."""
+
+    def on_revoke(_consumer: Any, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            instance.consumed.pop((tp.topic, tp.partition), None)
+
+    return on_revoke
+
+
 class SubscriptionView(_V2View):
     """Subscribe to topics (or a pattern), read or drop the subscription."""
 
@@ -192,7 +203,10 @@ class SubscriptionView(_V2View):
         if pattern is not None and not isinstance(pattern, str):
             raise ApiError("'topic_pattern' must be a string", error_code=42201, status_code=422)
         with registry.use(group=group, name=instance) as consumer:
-            consumer.consumer.subscribe(topics if topics is not None else ["^" + pattern])
+            consumer.consumer.subscribe(
+                topics if topics is not None else ["^" + pattern],
+                on_revoke=_forget_revoked(consumer),
+            )
             consumer.subscription = list(topics or [])
             consumer.pattern = pattern
         return Response(status=204)
@@ -324,10 +338,23 @@ class OffsetsView(_V2View):
                 # Confluent's proxy takes each given offset as the last record read and commits
                 # offset + 1, the next one to read (KafkaConsumerState.commitOffsets): a client
                 # that commits what it has read must not re-read it after a restart.
-                commits = [TopicPartition(t, p, o + 1, metadata=m) for t, p, o, m in _offsets(body)]
+                commits = [
+                    # confluent-kafka takes no None for metadata: leave it out when not given.
+                    TopicPartition(t, p, o + 1, metadata=m)
+                    if m is not None
+                    else TopicPartition(t, p, o + 1)
+                    for t, p, o, m in _offsets(body)
+                ]
             else:
-                # No body (or no "offsets"): what this instance has returned so far.
-                commits = [TopicPartition(t, p, o) for (t, p), o in consumer.consumed.items()]
+                # No body (or no "offsets"): the positions of the partitions this instance owns
+                # now, as Java's commitSync() in Confluent's proxy (never a partition another
+                # member has taken over since).
+                owned = {(tp.topic, tp.partition) for tp in consumer.consumer.assignment()}
+                commits = [
+                    TopicPartition(t, p, o)
+                    for (t, p), o in consumer.consumed.items()
+                    if (t, p) in owned
+                ]
             if commits:
                 try:
                     consumer.consumer.commit(offsets=commits, asynchronous=False)

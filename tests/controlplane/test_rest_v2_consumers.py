@@ -287,6 +287,19 @@ def test_empty_commit_commits_what_was_returned_and_committed_lists_only_committ
         {"topic": topic, "partition": 0, "offset": 0, "metadata": ""},
         {"topic": topic, "partition": 1, "offset": 2, "metadata": ""},
     ]
+    # A partition the instance no longer owns keeps its committed offset: 0 is committed at
+    # 5 by hand, the instance is reassigned to 1 alone and seeks back there, and an empty commit
+    # moves 1 only (its stale position on 0 would rewind 0's owner).
+    p0_at_5 = {"offsets": [{"topic": topic, "partition": 0, "offset": 4}]}
+    assert _post(operator, f"{base}/offsets", p0_at_5).status_code == 200
+    only_one = {"partitions": parts[1:]}
+    assert _post(operator, f"{base}/assignments", only_one).status_code == 204
+    assert _post(operator, f"{base}/positions/beginning", only_one).status_code == 204
+    assert _post(operator, f"{base}/offsets", {}).status_code == 200
+    assert sorted(_committed(operator, base, parts), key=lambda o: o["partition"]) == [
+        {"topic": topic, "partition": 0, "offset": 5, "metadata": ""},
+        {"topic": topic, "partition": 1, "offset": 0, "metadata": ""},
+    ]
     # A request that names no partitions: Confluent's 40402.
     nothing = operator.generic("GET", f"{base}/offsets", "", content_type=V2)
     assert (nothing.status_code, nothing.json()["error_code"]) == (404, 40402)
