@@ -183,6 +183,19 @@ def _forget_revoked(instance: ConsumerInstance) -> Any:
     return on_revoke
 
 
+class _MixedError(ApiError):
+    """Confluent's answer (Java's IllegalStateException) to subscribing an instance that has
+    partitions assigned by hand, or assigning partitions to a subscribed one."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Illegal state: Subscription to topics, partitions and pattern are mutually "
+            "exclusive (DELETE the subscription first)",
+            error_code=40903,
+            status_code=409,
+        )
+
+
 class SubscriptionView(_V2View):
     """Subscribe to topics (or a pattern), read or drop the subscription."""
 
@@ -203,6 +216,8 @@ class SubscriptionView(_V2View):
         if pattern is not None and not isinstance(pattern, str):
             raise ApiError("'topic_pattern' must be a string", error_code=42201, status_code=422)
         with registry.use(group=group, name=instance) as consumer:
+            if consumer.assignment:
+                raise _MixedError()
             consumer.consumer.subscribe(
                 topics if topics is not None else ["^" + pattern],
                 on_revoke=_forget_revoked(consumer),
@@ -219,8 +234,12 @@ class SubscriptionView(_V2View):
     @extend_schema(responses={204: None}, tags=TAGS)
     def delete(self, request: Request, group: str, instance: str) -> Response:
         with registry.use(group=group, name=instance) as consumer:
+            # Java's unsubscribe(), behind Confluent's proxy, also drops a manual assignment.
             consumer.consumer.unsubscribe()
-            consumer.subscription, consumer.pattern = [], None
+            if consumer.assignment:
+                consumer.consumer.unassign()
+            consumer.subscription, consumer.pattern, consumer.assignment = [], None, []
+            consumer.consumed.clear()
         return Response(status=204)
 
 
@@ -241,6 +260,8 @@ class AssignmentsView(_V2View):
         partitions = _partitions(_body(request))
         _check_topics(sorted({t for t, _ in partitions}))
         with registry.use(group=group, name=instance) as consumer:
+            if consumer.subscription or consumer.pattern:
+                raise _MixedError()
             consumer.consumer.assign([TopicPartition(t, p) for t, p in partitions])
             consumer.assignment = partitions
         return Response(status=204)

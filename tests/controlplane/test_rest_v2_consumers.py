@@ -368,3 +368,25 @@ def test_read_timeout_and_max_bytes_follow_confluent_defaults(
         records = response.json()
     assert [base64.b64decode(r["value"]) for r in records] == [b"x"]
     assert operator.delete(base).status_code == 204
+
+
+def test_subscription_and_manual_assignment_are_mutually_exclusive(
+    cp_cluster, operator: APIClient, unique
+) -> None:
+    """As behind Confluent's proxy (Java's IllegalStateException): 409 with 40903 until the
+    subscription is deleted, which also drops a manual assignment."""
+    topic, group = unique("v2-mixed"), unique("v2-mixed-group")
+    cp_cluster.create_topic(topic, partitions=1, replication_factor=3)
+    assert _post(operator, f"/kafka/consumers/{group}", {"name": "m"}).status_code == 200
+    base = f"/kafka/consumers/{group}/instances/m"
+    parts = {"partitions": [{"topic": topic, "partition": 0}]}
+    assert _post(operator, f"{base}/assignments", parts).status_code == 204
+    mixed = _post(operator, f"{base}/subscription", {"topics": [topic]})
+    assert (mixed.status_code, mixed.json()["error_code"]) == (409, 40903)
+    assert "mutually exclusive" in mixed.json()["message"]
+    assert operator.delete(f"{base}/subscription").status_code == 204
+    assert operator.get(f"{base}/assignments").json() == {"partitions": []}
+    assert _post(operator, f"{base}/subscription", {"topics": [topic]}).status_code == 204
+    mixed = _post(operator, f"{base}/assignments", parts)
+    assert (mixed.status_code, mixed.json()["error_code"]) == (409, 40903)
+    assert operator.delete(base).status_code == 204
