@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import re
 import time
 import uuid
 from datetime import datetime
@@ -213,13 +214,26 @@ class SubscriptionView(_V2View):
             not isinstance(topics, list) or not all(isinstance(t, str) for t in topics)
         ):
             raise ApiError("'topics' must be a list of names", error_code=42201, status_code=422)
-        if pattern is not None and not isinstance(pattern, str):
-            raise ApiError("'topic_pattern' must be a string", error_code=42201, status_code=422)
+        if pattern is not None:
+            if not isinstance(pattern, str):
+                raise ApiError(
+                    "'topic_pattern' must be a string", error_code=42201, status_code=422
+                )
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ApiError(
+                    f"'topic_pattern' is not a regular expression: {exc}",
+                    error_code=42201,
+                    status_code=422,
+                ) from None
         with registry.use(group=group, name=instance) as consumer:
             if consumer.assignment:
                 raise _MixedError()
             consumer.consumer.subscribe(
-                topics if topics is not None else ["^" + pattern],
+                # Java's Pattern.matcher(topic).matches() is a whole-name match; librdkafka's
+                # "^..." regex subscription matches a prefix unless it is anchored at both ends.
+                topics if topics is not None else [f"^({pattern})$"],
                 on_revoke=_forget_revoked(consumer),
             )
             consumer.subscription = list(topics or [])
@@ -229,7 +243,11 @@ class SubscriptionView(_V2View):
     @extend_schema(responses=SubscriptionSerializer, tags=TAGS)
     def get(self, request: Request, group: str, instance: str) -> Response:
         with registry.use(group=group, name=instance) as consumer:
-            return Response({"topics": consumer.subscription})
+            subscription, pattern = list(consumer.subscription), consumer.pattern
+        if pattern is not None:
+            # Java's subscription() for a pattern: the topics it matches now.
+            subscription = sorted(t for t in gateway().image().topics if re.fullmatch(pattern, t))
+        return Response({"topics": subscription})
 
     @extend_schema(responses={204: None}, tags=TAGS)
     def delete(self, request: Request, group: str, instance: str) -> Response:

@@ -390,3 +390,31 @@ def test_subscription_and_manual_assignment_are_mutually_exclusive(
     mixed = _post(operator, f"{base}/assignments", parts)
     assert (mixed.status_code, mixed.json()["error_code"]) == (409, 40903)
     assert operator.delete(base).status_code == 204
+
+
+def test_topic_pattern_matches_whole_names_as_javas_pattern(
+    cp_cluster, operator: APIClient, unique
+) -> None:
+    """Confluent's proxy subscribes with java.util.regex: the pattern must match the whole
+    topic name, so "prefix-orders" does not take "prefix-orders-eu"."""
+    prefix = unique("v2-pattern")
+    orders, eu = (
+        cp_cluster.create_topic(f"{prefix}-orders"),
+        cp_cluster.create_topic(f"{prefix}-orders-eu"),
+    )
+    _produce(cp_cluster, orders, [b"wanted"])
+    _produce(cp_cluster, eu, [b"not-wanted"])
+    group = unique("v2-pattern-group")
+    body = {"name": "p", "format": "binary", "auto.offset.reset": "earliest"}
+    assert _post(operator, f"/kafka/consumers/{group}", body).status_code == 200
+    base = f"/kafka/consumers/{group}/instances/p"
+    pattern = {"topic_pattern": f"{prefix}-ord[a-z]+"}
+    assert _post(operator, f"{base}/subscription", pattern).status_code == 204
+    assert operator.get(f"{base}/subscription").json() == {"topics": [orders]}
+    accept = "application/vnd.kafka.binary.v2+json"
+    records = _read_all(operator, base, 1, accept)
+    records += operator.get(f"{base}/records?timeout=1000", HTTP_ACCEPT=accept).json()
+    assert [(r["topic"], base64.b64decode(r["value"])) for r in records] == [(orders, b"wanted")]
+    bad = _post(operator, f"{base}/subscription", {"topic_pattern": "("})
+    assert (bad.status_code, bad.json()["error_code"]) == (422, 42201)
+    assert operator.delete(base).status_code == 204
