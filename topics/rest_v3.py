@@ -88,6 +88,22 @@ PartitionSerializer, PartitionListSerializer = resource_serializer(
         "reassignment": RelationshipSerializer(),
     },
 )
+PartitionOffsetsSerializer, _ = resource_serializer(
+    "KafkaPartitionWithOffsets",
+    {
+        "topic_name": serializers.CharField(),
+        "partition_id": serializers.IntegerField(),
+        "earliest_offset": serializers.IntegerField(),
+        "latest_offset": serializers.IntegerField(),
+    },
+)
+OFFSET_TYPE = OpenApiParameter(
+    "offset_type",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    enum=["earliest_and_latest"],
+    description="the only type Confluent's proxy knows (its default)",
+)
 ReplicaSerializer, ReplicaListSerializer = resource_serializer(
     "KafkaReplica",
     {
@@ -426,6 +442,35 @@ class PartitionDetailView(V3ReadView):
     def read(self, v3: V3, topic_name: str, partition_id: str) -> dict[str, Any]:
         p = selectors.partition_at(topic_name=topic_name, partition=partition_id)
         return partition_resource(v3, topic_name, p)
+
+
+class PartitionOffsetsView(V3ReadView):
+    """A partition's earliest and latest offsets (log start and high watermark), as Confluent's
+    ListPartitionOffsetsAction: ``offset_type`` is ``earliest_and_latest`` or absent."""
+
+    read_schema = v3_get(
+        "listKafkaPartitionOffsets",
+        PartitionOffsetsSerializer,
+        TAG_PARTITIONS,
+        PARTITION_ID,
+        OFFSET_TYPE,
+    )
+
+    def read(self, v3: V3, topic_name: str, partition_id: str) -> dict[str, Any]:
+        offset_type = v3.request.query_params.get("offset_type", "earliest_and_latest")
+        if offset_type != "earliest_and_latest":
+            raise BadRequest(f"offset_type:{offset_type} is invalid (only earliest_and_latest)")
+        p = selectors.partition_at(topic_name=topic_name, partition=partition_id)
+        found = selectors.partition_offsets(topic=topic_name, partition=p.partition)
+        return v3.resource(
+            "KafkaPartitionWithOffsets",
+            ("topics", topic_name, "partitions", p.partition, "offset"),
+            (f"topic={topic_name}", f"partition={p.partition}", f"offset_type={offset_type}"),
+            topic_name=topic_name,
+            partition_id=p.partition,
+            earliest_offset=found.beginning_offset,
+            latest_offset=found.end_offset,
+        )
 
 
 class ReplicaListView(V3ReadView):

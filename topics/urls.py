@@ -35,6 +35,7 @@ kafka_v3: list[URLPattern | URLResolver] = routes(
             "v3-topic-reassignments",
         ),
         (_P, rest_v3.PartitionDetailView, "v3-partition"),
+        (f"{_P}/offset", rest_v3.PartitionOffsetsView, "v3-partition-offsets"),
         (f"{_P}/replicas", rest_v3.ReplicaListView, "v3-replicas"),
         (f"{_P}/replicas/<str:broker_id>", rest_v3.ReplicaDetailView, "v3-replica"),
         (f"{_P}/reassignment", rest_v3.PartitionReassignmentView, "v3-partition-reassignment"),
