@@ -595,6 +595,19 @@ def _rewind(consumer: ConsumerInstance, messages: list[Any]) -> None:
             consumer.consumer.seek(TopicPartition(topic, partition, offset))
 
 
+def _within(messages: list[Any], max_bytes: int) -> list[Any]:
+    """The first of ``messages`` whose keys and values together stay under ``max_bytes``, as
+    Confluent's KafkaConsumerReadTask counts them (a record that would reach the limit is left
+    for the next read). Unlike Confluent's proxy, a first record larger than the limit is
+    returned alone, as a Kafka fetch does (KIP-74), rather than blocking the instance forever."""
+    size = 0
+    for index, message in enumerate(messages):
+        size += len(message.value() or b"") + len(message.key() or b"")
+        if size >= max_bytes:
+            return messages[: max(index, 1)]
+    return messages
+
+
 class RecordsView(_V2View):
     """Read records (waits up to ``timeout`` ms, returns at most ``max_bytes``)."""
 
@@ -631,27 +644,25 @@ class RecordsView(_V2View):
                     error_code=40601,
                     status_code=406,
                 )
-            records: list[dict[str, Any]] = []
-            size = 0
             wait_ms = consumer.request_timeout_ms
             if timeout_ms > 0:
                 wait_ms = min(timeout_ms, wait_ms)
             deadline = time.monotonic() + wait_ms / 1000
-            while size < max_bytes:
+            records: list[dict[str, Any]] = []
+            while not records:
                 remaining = deadline - time.monotonic()
-                messages = consumer.consumer.consume(num_messages=500, timeout=max(0, remaining))
+                polled = consumer.consumer.consume(num_messages=500, timeout=max(0, remaining))
+                messages = [m for m in polled if m.error() is None]
+                taken = _within(messages, max_bytes)
                 try:
-                    batch = _records(messages, consumer.format)
+                    records = _records(taken, consumer.format)
                 except ApiError:
                     _rewind(consumer, messages)  # the undecodable records stay unread
                     raise
-                for message in messages:
-                    if message.error() is not None:
-                        continue
-                    size += len(message.value() or b"") + len(message.key() or b"")
+                _rewind(consumer, messages[len(taken) :])  # the next read returns these
+                for message in taken:
                     consumer.consumed[(message.topic(), message.partition())] = message.offset() + 1
-                records += batch
-                if records or remaining <= 0:
+                if remaining <= 0:
                     break
         renderer = (
             KafkaBinaryV2JsonRenderer if consumer.format == "binary" else (KafkaJsonV2JsonRenderer)

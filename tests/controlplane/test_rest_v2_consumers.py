@@ -418,3 +418,37 @@ def test_topic_pattern_matches_whole_names_as_javas_pattern(
     bad = _post(operator, f"{base}/subscription", {"topic_pattern": "("})
     assert (bad.status_code, bad.json()["error_code"]) == (422, 42201)
     assert operator.delete(base).status_code == 204
+
+
+def test_max_bytes_bounds_each_response_and_leaves_the_rest_for_the_next_read(
+    cp_cluster, operator: APIClient, unique
+) -> None:
+    """Confluent's read task adds a record only while keys and values stay under max_bytes;
+    the records left over come in the next reads, none lost or repeated. A single record over
+    the limit is still returned alone (a Kafka fetch's rule) rather than never."""
+    topic, group = unique("v2-max-bytes"), unique("v2-max-bytes-group")
+    cp_cluster.create_topic(topic, partitions=1, replication_factor=3)
+    _produce(cp_cluster, topic, [bytes([65 + i]) * 100 for i in range(5)] + [b"z" * 500])
+    assert _post(operator, f"/kafka/consumers/{group}", {"name": "b"}).status_code == 200
+    base = f"/kafka/consumers/{group}/instances/b"
+    parts = {"partitions": [{"topic": topic, "partition": 0}]}
+    assert _post(operator, f"{base}/assignments", parts).status_code == 204
+    assert _post(operator, f"{base}/positions/beginning", parts).status_code == 204
+    accept = "application/vnd.kafka.binary.v2+json"
+    responses: list[list[dict]] = []
+    deadline = time.monotonic() + 30
+    while sum(map(len, responses)) < 6 and time.monotonic() < deadline:
+        got = operator.get(f"{base}/records?max_bytes=350", HTTP_ACCEPT=accept).json()
+        if got:
+            responses.append(got)
+    offsets = [r["offset"] for response in responses for r in response]
+    assert offsets == list(range(6))
+    for response in responses:
+        size = sum(
+            len(base64.b64decode(r["value"])) + len(base64.b64decode(r["key"])) for r in response
+        )
+        assert size < 350 or len(response) == 1, [r["offset"] for r in response]
+    # Each record is 102 bytes with its key: three fit under 350, never four.
+    assert max(map(len, responses)) <= 3
+    assert responses[-1] == [responses[-1][0]] and responses[-1][0]["offset"] == 5
+    assert operator.delete(base).status_code == 204
