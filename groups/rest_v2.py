@@ -5,6 +5,15 @@ Confluent's paths, bodies, content types (``application/vnd.kafka.v2+json``; rec
 instance exists, 40601 Accept does not match the instance's format, 42204 bad format). The
 instances live in this process (:mod:`groups.consumer_instances`).
 
+Behaviour follows Confluent's implementation (confluentinc/kafka-rest ``KafkaConsumerState``,
+``KafkaConsumerReadTask``), not only its paths: a commit of given offsets takes each as the
+last record read and commits ``offset + 1``; a commit with no offsets commits the positions of
+the partitions the instance owns; committed offsets are listed only where the group has one;
+a read waits at most ``consumer.request.timeout.ms`` and keeps under ``max_bytes``; a pattern
+subscription matches whole topic names (Java's regex); subscription and manual assignment
+exclude each other. Where Weir deliberately differs (a record over ``max_bytes`` is returned
+alone rather than never) the code says so.
+
 Roles: reading is a viewer's right, so a viewer may create an instance, subscribe or assign,
 seek, read records and delete the instance; committing offsets moves the group's position and
 needs an operator.
