@@ -89,6 +89,9 @@ class InstanceRegistry:
                         "client.id": f"weir-rest-{name}",
                         "auto.offset.reset": config.get("auto.offset.reset", "latest"),
                         "enable.auto.commit": auto_commit,
+                        # Auto-commit commits only what a read returned (stored by the view),
+                        # never records librdkafka fetched that a read left for the next one.
+                        "enable.auto.offset.store": False,
                         "fetch.min.bytes": int(config.get("fetch.min.bytes", 1)),
                         "enable.partition.eof": False,
                     }

@@ -671,6 +671,11 @@ class RecordsView(_V2View):
                 _rewind(consumer, messages[len(taken) :])  # the next read returns these
                 for message in taken:
                     consumer.consumed[(message.topic(), message.partition())] = message.offset() + 1
+                if taken and consumer.auto_commit:
+                    read = {(m.topic(), m.partition()) for m in taken}
+                    consumer.consumer.store_offsets(
+                        offsets=[TopicPartition(t, p, consumer.consumed[(t, p)]) for t, p in read]
+                    )
                 if remaining <= 0:
                     break
         renderer = (

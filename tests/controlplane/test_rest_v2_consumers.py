@@ -452,3 +452,31 @@ def test_max_bytes_bounds_each_response_and_leaves_the_rest_for_the_next_read(
     assert max(map(len, responses)) <= 3
     assert responses[-1] == [responses[-1][0]] and responses[-1][0]["offset"] == 5
     assert operator.delete(base).status_code == 204
+
+
+def test_auto_commit_commits_only_what_reads_returned(
+    cp_cluster, operator: APIClient, unique
+) -> None:
+    """With auto.commit.enable, records librdkafka fetched that a read left for the next one
+    (over max_bytes) are not committed: a restarted instance reads them, none is lost."""
+    topic, group = unique("v2-auto"), unique("v2-auto-group")
+    cp_cluster.create_topic(topic, partitions=1, replication_factor=3)
+    _produce(cp_cluster, topic, [bytes([65 + i]) * 100 for i in range(6)])
+    body = {"format": "binary", "auto.offset.reset": "earliest", "auto.commit.enable": "true"}
+    assert _post(operator, f"/kafka/consumers/{group}", {"name": "a", **body}).status_code == 200
+    base = f"/kafka/consumers/{group}/instances/a"
+    assert _post(operator, f"{base}/subscription", {"topics": [topic]}).status_code == 204
+    accept = "application/vnd.kafka.binary.v2+json"
+    first: list[dict] = []
+    deadline = time.monotonic() + 30
+    while not first and time.monotonic() < deadline:
+        first = operator.get(f"{base}/records?max_bytes=250", HTTP_ACCEPT=accept).json()
+    assert 1 <= len(first) <= 2
+    assert operator.delete(base).status_code == 204  # closing commits what was stored
+
+    assert _post(operator, f"/kafka/consumers/{group}", {"name": "b", **body}).status_code == 200
+    base = f"/kafka/consumers/{group}/instances/b"
+    assert _post(operator, f"{base}/subscription", {"topics": [topic]}).status_code == 204
+    rest = _read_all(operator, base, 6 - len(first), accept)
+    assert [r["offset"] for r in first + rest] == list(range(6))
+    assert operator.delete(base).status_code == 204
