@@ -30,7 +30,13 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -369,6 +375,23 @@ def _timestamps(body: dict[str, Any]) -> list[tuple[str, int, int]]:
     return result
 
 
+def _kafka_error(exc: KafkaException, what: str) -> ApiError:
+    """A Kafka error of a commit or committed-offsets read, as Confluent's proxy answers it
+    (rest-utils' KafkaExceptionMapper): 404/40403 for an unknown topic or partition, 401/40101
+    and 403/40301 for authentication and authorization, else 500 with 50003 when retrying may
+    help and 50002 when not."""
+    error: KafkaError = exc.args[0]
+    message = f"{what}: {error.str()}"
+    code = error.code()
+    if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        return ApiError(message, error_code=40403, status_code=404)
+    if code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+        return ApiError(message, error_code=40101, status_code=401)
+    if code in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED):
+        return ApiError(message, error_code=40301, status_code=403)
+    return ApiError(message, error_code=50003 if error.retriable() else 50002, status_code=500)
+
+
 class OffsetsView(_V2View):
     """Commit offsets (given, or everything consumed so far) and read committed offsets."""
 
@@ -407,7 +430,7 @@ class OffsetsView(_V2View):
                 try:
                     consumer.consumer.commit(offsets=commits, asynchronous=False)
                 except KafkaException as exc:
-                    raise KafkaUnavailable(f"commit failed: {exc.args[0].str()}") from None
+                    raise _kafka_error(exc, "commit failed") from None
         # Confluent answers with an (always empty) JSON list of offsets.
         return Response([])
 
@@ -429,7 +452,7 @@ class OffsetsView(_V2View):
                     [TopicPartition(t, p) for t, p in partitions], timeout=10
                 )
             except KafkaException as exc:
-                raise KafkaUnavailable(f"reading offsets failed: {exc.args[0].str()}") from None
+                raise _kafka_error(exc, "reading offsets failed") from None
         # The committed offset is the next one to read (the given last-read offset + 1);
         # partitions the group has never committed are left out, as Confluent's proxy does.
         return Response(

@@ -149,6 +149,11 @@ def test_bad_input_gets_confluent_error_codes(cp_cluster, operator: APIClient, u
     assert both.status_code == 409
     text = operator.post(f"{base}/subscription", "topics", content_type="text/plain")
     assert text.status_code == 415
+    # A commit Kafka refuses: Confluent's mapping of UnknownTopicOrPartitionException.
+    unknown = {"offsets": [{"topic": "no-such-topic", "partition": 0, "offset": 1}]}
+    refused = _post(operator, f"{base}/offsets", unknown)
+    assert (refused.status_code, refused.json()["error_code"]) == (404, 40403)
+    assert "Unknown topic or partition" in refused.json()["message"]
     assert operator.delete(base).status_code == 204
 
 
