@@ -37,6 +37,8 @@ class ConsumerInstance:
     format: str
     consumer: Consumer
     auto_commit: bool
+    # The longest a records read waits (Confluent's consumer.request.timeout.ms).
+    request_timeout_ms: int = 1000
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)
     subscription: list[str] = field(default_factory=list)
@@ -58,7 +60,13 @@ class InstanceRegistry:
         return settings.WEIR_CONSUMER_INSTANCE_TIMEOUT_MS / 1000
 
     def create(
-        self, *, group: str, name: str, fmt: str, config: dict[str, Any]
+        self,
+        *,
+        group: str,
+        name: str,
+        fmt: str,
+        config: dict[str, Any],
+        request_timeout_ms: int = 1000,
     ) -> ConsumerInstance:
         if not group.strip():
             # librdkafka takes a blank group.id for none and then aborts the whole process
@@ -81,13 +89,21 @@ class InstanceRegistry:
                         "client.id": f"weir-rest-{name}",
                         "auto.offset.reset": config.get("auto.offset.reset", "latest"),
                         "enable.auto.commit": auto_commit,
+                        # Auto-commit commits only what a read returned (stored by the view),
+                        # never records librdkafka fetched that a read left for the next one.
+                        "enable.auto.offset.store": False,
                         "fetch.min.bytes": int(config.get("fetch.min.bytes", 1)),
                         "enable.partition.eof": False,
                     }
                 )
             )
             instance = ConsumerInstance(
-                group=group, name=name, format=fmt, consumer=consumer, auto_commit=auto_commit
+                group=group,
+                name=name,
+                format=fmt,
+                consumer=consumer,
+                auto_commit=auto_commit,
+                request_timeout_ms=request_timeout_ms,
             )
             self._instances[(group, name)] = instance
             self._start_reaper()

@@ -47,6 +47,8 @@ GroupSerializer, GroupListSerializer = resource_serializer(
         "is_simple": serializers.BooleanField(),
         "partition_assignor": serializers.CharField(),
         "state": serializers.CharField(),
+        "type": serializers.CharField(),
+        "is_mixed_consumer_group": serializers.BooleanField(),
         "coordinator": RelationshipSerializer(),
         "consumers": RelationshipSerializer(),
         "lag_summary": RelationshipSerializer(),
@@ -110,6 +112,10 @@ def _group(v3: V3, g: GroupDetail) -> dict[str, Any]:
         is_simple=g.is_simple,
         partition_assignor=g.partition_assignor,
         state=g.state,
+        # Confluent's ConsumerGroupData: Weir's coordinator runs the classic protocol only
+        # (JoinGroup/SyncGroup, no KIP-848 ConsumerGroupHeartbeat), so no group mixes the two.
+        type="CLASSIC",
+        is_mixed_consumer_group=False,
         coordinator=v3.related("brokers", g.coordinator_id if g.coordinator_id is not None else -1),
         consumers=v3.related(*base, "consumers"),
         lag_summary=v3.related(*base, "lag-summary"),
@@ -245,7 +251,12 @@ class LagListView(V3ReadView):
     read_schema = v3_get("listKafkaConsumerLags", LagListSerializer, TAGS)
 
     def read(self, v3: V3, group_id: str) -> Any:
-        data = [_lag(v3, group_id, lag) for lag in selectors.consumer_group_lags(group_id=group_id)]
+        lags = selectors.consumer_group_lags(group_id=group_id)
+        if not lags:
+            # Confluent's ConsumerLagManagerImpl answers 404 for a group that exists but has
+            # committed nothing (its checkOffsetsExist), as the lag summary does.
+            raise NotFound(f"Consumer group {group_id!r} offsets could not be found.")
+        data = [_lag(v3, group_id, lag) for lag in lags]
         return v3.listing("KafkaConsumerLagList", ("consumer-groups", group_id, "lags"), data)
 
 

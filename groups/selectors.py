@@ -11,7 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaException,
+)
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import OffsetSpec
 
@@ -243,21 +248,24 @@ def _detail(group_id: str, description: Any) -> GroupDetail:
     )
 
 
-def _log_end_offsets(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    states, _ = gateway().partition_states()
-    found = {tp: states[tp].high_watermark for tp in partitions if tp in states}
-    missing = [tp for tp in partitions if tp not in found]
-    if missing:
-        request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in missing}
-        futures = gateway().admin().list_offsets(request)
-        for tp, future in futures.items():
-            info = admin_result(future)
-            found[(tp.topic, tp.partition)] = info.offset  # type: ignore[attr-defined]
+def _last_stable_offsets(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Each partition's end as Confluent's lag manager reads it: ListOffsets latest with
+    READ_COMMITTED isolation, the last stable offset (the high watermark unless a transaction
+    is open; records of an open transaction are not yet there to be consumed)."""
+    if not partitions:
+        return {}
+    request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
+    futures = gateway().admin().list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED)
+    found = {}
+    for tp, future in futures.items():
+        info = admin_result(future)
+        found[(tp.topic, tp.partition)] = info.offset  # type: ignore[attr-defined]
     return found
 
 
 def consumer_group_lags(*, group_id: str) -> list[PartitionLag]:
-    """Lag of every partition the group has committed: log end offset - committed offset."""
+    """Lag of every partition the group has committed: last stable offset - committed offset
+    (Confluent's v3 lags; its ``log_end_offset`` is the READ_COMMITTED end)."""
     detail = consumer_group_get(group_id=group_id)
     owners = {tp: m for m in detail.members for tp in m.assignments}
     request = [ConsumerGroupTopicPartitions(group_id)]
@@ -268,7 +276,7 @@ def consumer_group_lags(*, group_id: str) -> list[PartitionLag]:
         for tp in committed.topic_partitions  # type: ignore[attr-defined]
         if tp.offset >= 0
     }
-    ends = _log_end_offsets(sorted(offsets))
+    ends = _last_stable_offsets(sorted(offsets))
     lags = []
     for (topic, partition), offset in sorted(offsets.items()):
         end = ends.get((topic, partition), offset)

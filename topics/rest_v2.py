@@ -8,7 +8,8 @@ unsupported request content type, 406 an ``Accept`` it cannot answer.
 Produce takes ``application/vnd.kafka.json.v2+json`` (keys and values are any JSON) or
 ``application/vnd.kafka.binary.v2+json`` (base64) and answers one ``offsets`` entry per record
 in order: ``{"partition", "offset", "error_code": null, "error": null}`` when written,
-``error_code`` 1 (not retriable) or 2 (retriable) with a message otherwise.
+Confluent's per-record ``error_code`` with a message otherwise (50002 a Kafka error, 50003 a
+retriable one, 40301 not authorized).
 """
 
 from __future__ import annotations
@@ -104,6 +105,26 @@ def partition_v2(p: PartitionImage) -> dict[str, Any]:
     }
 
 
+# Confluent's per-record error codes (its AbstractProduceAction.errorCodeFromProducerException,
+# with rest-utils' KafkaExceptionMapper values): authentication, authorization, a retriable
+# Kafka error and any other Kafka error. (Its older documentation still names 1 and 2.)
+AUTHENTICATION_ERROR_CODE = 40101
+AUTHORIZATION_ERROR_CODE = 40301
+RETRIABLE_ERROR_CODE = 50003
+KAFKA_ERROR_CODE = 50002
+
+
+def _record_error_code(error: ApiError) -> int:
+    """The ``error_code`` of a record that was not written, as Confluent's proxy reports it."""
+    if error.status_code == 401:
+        return AUTHENTICATION_ERROR_CODE
+    if error.status_code == 403:
+        return AUTHORIZATION_ERROR_CODE
+    if isinstance(error, KafkaUnavailable) or error.status_code == 503:
+        return RETRIABLE_ERROR_CODE
+    return KAFKA_ERROR_CODE
+
+
 def _produce(request: Request, topic_name: str, partition: int | None) -> Response:
     """Shared body of the two v2 produce endpoints."""
     fmt = embedded_format(request.content_type or "")
@@ -134,12 +155,11 @@ def _produce(request: Request, topic_name: str, partition: int | None) -> Respon
     offsets = []
     for outcome in outcomes:
         if isinstance(outcome, ApiError):
-            retriable = isinstance(outcome, KafkaUnavailable)
             offsets.append(
                 {
                     "partition": None,
                     "offset": None,
-                    "error_code": 2 if retriable else 1,
+                    "error_code": _record_error_code(outcome),
                     "error": outcome.message,
                 }
             )

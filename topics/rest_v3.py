@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import time
 import uuid
 from typing import Any
@@ -88,6 +89,22 @@ PartitionSerializer, PartitionListSerializer = resource_serializer(
         "reassignment": RelationshipSerializer(),
     },
 )
+PartitionOffsetsSerializer, _ = resource_serializer(
+    "KafkaPartitionWithOffsets",
+    {
+        "topic_name": serializers.CharField(),
+        "partition_id": serializers.IntegerField(),
+        "earliest_offset": serializers.IntegerField(),
+        "latest_offset": serializers.IntegerField(),
+    },
+)
+OFFSET_TYPE = OpenApiParameter(
+    "offset_type",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    enum=["earliest_and_latest"],
+    description="the only type Confluent's proxy knows (its default)",
+)
 ReplicaSerializer, ReplicaListSerializer = resource_serializer(
     "KafkaReplica",
     {
@@ -156,6 +173,14 @@ class ProduceRequestSerializer(serializers.Serializer):
     key = ProduceDataSerializer(required=False, allow_null=True)
     value = ProduceDataSerializer(required=False, allow_null=True)
     timestamp = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class ProduceBatchEntrySerializer(ProduceRequestSerializer):
+    id = serializers.RegexField(r"^[0-9a-zA-Z_-]{1,80}$")
+
+
+class ProduceBatchRequestSerializer(serializers.Serializer):
+    entries = ProduceBatchEntrySerializer(many=True)
 
 
 class ProduceSizeSerializer(serializers.Serializer):
@@ -428,6 +453,35 @@ class PartitionDetailView(V3ReadView):
         return partition_resource(v3, topic_name, p)
 
 
+class PartitionOffsetsView(V3ReadView):
+    """A partition's earliest and latest offsets (log start and high watermark), as Confluent's
+    ListPartitionOffsetsAction: ``offset_type`` is ``earliest_and_latest`` or absent."""
+
+    read_schema = v3_get(
+        "listKafkaPartitionOffsets",
+        PartitionOffsetsSerializer,
+        TAG_PARTITIONS,
+        PARTITION_ID,
+        OFFSET_TYPE,
+    )
+
+    def read(self, v3: V3, topic_name: str, partition_id: str) -> dict[str, Any]:
+        offset_type = v3.request.query_params.get("offset_type", "earliest_and_latest")
+        if offset_type != "earliest_and_latest":
+            raise BadRequest(f"offset_type:{offset_type} is invalid (only earliest_and_latest)")
+        p = selectors.partition_at(topic_name=topic_name, partition=partition_id)
+        found = selectors.partition_offsets(topic=topic_name, partition=p.partition)
+        return v3.resource(
+            "KafkaPartitionWithOffsets",
+            ("topics", topic_name, "partitions", p.partition, "offset"),
+            (f"topic={topic_name}", f"partition={p.partition}", f"offset_type={offset_type}"),
+            topic_name=topic_name,
+            partition_id=p.partition,
+            earliest_offset=found.beginning_offset,
+            latest_offset=found.end_offset,
+        )
+
+
 class ReplicaListView(V3ReadView):
     """A partition's replicas (leader and in-sync flags)."""
 
@@ -524,6 +578,28 @@ class PartitionReassignmentView(V3ReadView):
 
 
 # -- produce ---------------------------------------------------------------------------------
+class ProduceBatchSuccessSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    cluster_id = serializers.CharField()
+    topic_name = serializers.CharField()
+    partition_id = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    timestamp = serializers.CharField(allow_null=True)
+    key = ProduceSizeSerializer(allow_null=True)
+    value = ProduceSizeSerializer(allow_null=True)
+
+
+class ProduceBatchFailureSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    error_code = serializers.IntegerField()
+    message = serializers.CharField()
+
+
+class ProduceBatchResponseSerializer(serializers.Serializer):
+    successes = ProduceBatchSuccessSerializer(many=True)
+    failures = ProduceBatchFailureSerializer(many=True)
+
+
 class ConcatenatedJsonParser(BaseParser):
     """``application/json`` holding one or more JSON documents back to back (streamed mode)."""
 
@@ -616,3 +692,69 @@ class ProduceRecordsView(APIView):
             return Response(_report(v3, topic_name, outcome))
         lines = [json.dumps(_report(v3, topic_name, o)) for o in outcomes]
         return HttpResponse("\n".join(lines) + "\n", content_type="application/json")
+
+
+# Confluent's api.v3.produce.batch.maximum.entries default (it allows 1 to 50).
+PRODUCE_BATCH_MAXIMUM_ENTRIES = 10
+BATCH_ID = re.compile(r"[0-9a-zA-Z_-]{1,80}")
+
+
+def _batch_error(message: str) -> ApiError:
+    """Confluent's Errors.produceBatchException: 422 with error code 42208."""
+    return ApiError(message, error_code=42208, status_code=422)
+
+
+def _batch_entries(body: Any) -> list[dict[str, Any]]:
+    """The batch's entries, checked as Confluent's ProduceBatchAction does before producing."""
+    if not isinstance(body, dict) or body.get("entries") is None:
+        raise _batch_error("Request body is empty. Data is required.")
+    entries = body["entries"]
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise _batch_error("entries must be a list of objects")
+    seen: set[str] = set()
+    for entry in entries:
+        entry_id = entry.get("id")
+        if not isinstance(entry_id, str) or not BATCH_ID.fullmatch(entry_id):
+            raise _batch_error(
+                "Batch entry identifier is not a valid string. (1 to 80 of 0-9 a-z A-Z - _)"
+            )
+        if entry_id in seen:
+            raise _batch_error("Batch entry IDs are not distinct.")
+        seen.add(entry_id)
+    if not entries:
+        raise _batch_error("Empty batch.")
+    if len(entries) > PRODUCE_BATCH_MAXIMUM_ENTRIES:
+        raise _batch_error(f"Too many entries in batch. (at most {PRODUCE_BATCH_MAXIMUM_ENTRIES})")
+    return entries
+
+
+class ProduceBatchView(APIView):
+    """Produce a batch of records: 207 with a success or a failure per entry, by ``id``."""
+
+    @extend_schema(
+        operation_id="produceRecordsBatch",
+        request=ProduceBatchRequestSerializer,
+        responses={207: ProduceBatchResponseSerializer},
+        tags=TAG_RECORDS,
+    )
+    def post(self, request: Request, cluster_id: str, topic_name: str) -> Any:
+        v3 = V3(request, cluster_id)
+        topic = selectors.topic_get(name=topic_name)
+        entries = _batch_entries(request.data)
+        records: list[produce.OutRecord | ApiError] = []
+        for entry in entries:
+            try:
+                records.append(produce.parse_v3_record(entry))
+            except ApiError as exc:
+                records.append(exc)
+        outcomes = produce.produce(topic=topic, records=records)
+        successes: list[dict[str, Any]] = []
+        failures: list[dict[str, Any]] = []
+        for entry, outcome in zip(entries, outcomes, strict=True):
+            report = {"id": entry["id"], **_report(v3, topic_name, outcome)}
+            if isinstance(outcome, ApiError):
+                failures.append(report)
+            else:
+                del report["error_code"]  # a success entry has none in Confluent's answer
+                successes.append(report)
+        return Response({"successes": successes, "failures": failures}, status=207)

@@ -28,6 +28,7 @@ kafka_v3: list[URLPattern | URLResolver] = routes(
         (f"{_T}/configs:alter", rest_v3.TopicConfigsAlterView, "v3-topic-configs-alter"),
         (f"{_T}/configs/<str:name>", rest_v3.TopicConfigDetailView, "v3-topic-config"),
         (f"{_T}/records", rest_v3.ProduceRecordsView, "v3-produce"),
+        (f"{_T}/records:batch", rest_v3.ProduceBatchView, "v3-produce-batch"),
         (f"{_T}/partitions", rest_v3.PartitionListView, "v3-partitions"),
         (
             f"{_T}/partitions/-/reassignment",
@@ -35,6 +36,7 @@ kafka_v3: list[URLPattern | URLResolver] = routes(
             "v3-topic-reassignments",
         ),
         (_P, rest_v3.PartitionDetailView, "v3-partition"),
+        (f"{_P}/offset", rest_v3.PartitionOffsetsView, "v3-partition-offsets"),
         (f"{_P}/replicas", rest_v3.ReplicaListView, "v3-replicas"),
         (f"{_P}/replicas/<str:broker_id>", rest_v3.ReplicaDetailView, "v3-replica"),
         (f"{_P}/reassignment", rest_v3.PartitionReassignmentView, "v3-partition-reassignment"),

@@ -151,3 +151,24 @@ def test_v2_errors_use_confluent_codes_and_content_types(
     assert not_acceptable.json()["error_code"] == 406
     # Nothing above was written.
     assert viewer.get(f"{url}/partitions/0/offsets").json()["end_offset"] == 0
+
+
+def test_record_that_fails_gets_confluents_error_code_and_the_others_are_written(
+    cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
+) -> None:
+    """Confluent reports a record Kafka refused with error_code 50002 (50003 when retriable),
+    partition and offset null, and still writes the rest of the request."""
+    topic = cp_cluster.create_topic(unique("v2fail"), partitions=1)
+    big = base64.b64encode(b"z" * 1_100_000).decode()
+    records = [{"value": base64.b64encode(v).decode()} for v in (b"one", b"two")]
+    records.insert(1, {"value": big})
+    response = _post(operator, f"/kafka/topics/{topic}", {"records": records}, BINARY_V2)
+    assert response.status_code == 200, response.content
+    offsets = response.json()["offsets"]
+    assert [(o["partition"], o["offset"], o["error_code"]) for o in offsets] == [
+        (0, 0, None),
+        (None, None, 50002),
+        (0, 1, None),
+    ]
+    assert "too large" in offsets[1]["error"]
+    assert [m.value() for m in read(cp_cluster, topic, 0, 2)] == [b"one", b"two"]

@@ -91,6 +91,12 @@ def test_live_member_shows_as_consumer_with_assignments(
         assert one.json()["kind"] == "KafkaConsumerAssignment"
         detail = viewer.get(f"{base}/{group}").json()
         assert detail["partition_assignor"] in ("range", "roundrobin", "cooperative-sticky")
+        assert (detail["type"], detail["is_mixed_consumer_group"]) == ("CLASSIC", False)
+        # A live group that has committed nothing has no lags: 404, as in Confluent's proxy.
+        for path in ("lags", "lag-summary"):
+            nothing = viewer.get(f"{base}/{group}/{path}")
+            assert nothing.status_code == 404, nothing.content
+            assert "offsets" in nothing.json()["message"]
     finally:
         consumer.close()
 

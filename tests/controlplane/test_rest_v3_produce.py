@@ -221,3 +221,48 @@ def test_produce_bad_input_is_4xx_naming_the_problem(
     text = operator.post(url, "hello", content_type="text/plain")
     assert text.status_code == 415
     assert viewer.post(url, {"value": {"data": 1}}, format="json").status_code == 403
+
+
+def test_batch_reports_successes_and_failures_by_entry_id(
+    cp_cluster: Cluster,
+    operator: APIClient,
+    viewer: APIClient,
+    unique: Callable[[str], str],
+) -> None:
+    """Confluent's records:batch: 207 with each entry's report under its id; a bad entry fails
+    alone, a bad batch is 422 with error code 42208."""
+    topic = cp_cluster.create_topic(unique("batch"), partitions=1)
+    url = _records(topic) + ":batch"
+    entries = [
+        {"id": "a-1", "partition_id": 0, "value": {"type": "STRING", "data": "one"}},
+        {"id": "b_2", "partition_id": 0, "value": {"type": "AVRO", "data": "x"}},
+        {"id": "c3", "partition_id": 0, "key": {"type": "STRING", "data": "k"}},
+    ]
+    response = operator.post(url, {"entries": entries}, format="json")
+    assert response.status_code == 207, response.content
+    body = response.json()
+    assert [(s["id"], s["partition_id"], s["offset"]) for s in body["successes"]] == [
+        ("a-1", 0, 0),
+        ("c3", 0, 1),
+    ]
+    assert body["successes"][0]["value"] == {"type": "STRING", "size": 3}
+    assert body["successes"][1]["key"] == {"type": "STRING", "size": 1}
+    assert "error_code" not in body["successes"][0]
+    assert [(f["id"], f["error_code"]) for f in body["failures"]] == [("b_2", 400)]
+    assert "Schema Registry" in body["failures"][0]["message"]
+    assert [m.value() for m in read(cp_cluster, topic, 0, 2)] == [b"one", None]
+
+    one = {"id": "x", "value": {"data": 1}}
+    for bad, words in (
+        ({}, "empty"),
+        ({"entries": []}, "Empty batch"),
+        ({"entries": [one, one]}, "not distinct"),
+        ({"entries": [{**one, "id": 7}]}, "identifier"),
+        ({"entries": [{**one, "id": "has space"}]}, "identifier"),
+        ({"entries": [{**one, "id": f"e{i}"} for i in range(11)]}, "Too many"),
+    ):
+        refused = operator.post(url, bad, format="json")
+        assert refused.status_code == 422, (bad, refused.content)
+        assert refused.json()["error_code"] == 42208
+        assert words in refused.json()["message"]
+    assert viewer.post(url, {"entries": [one]}, format="json").status_code == 403

@@ -285,6 +285,31 @@ def test_partitions_and_replicas(
         assert missing.json()["message"]
 
 
+def test_partition_offsets_are_earliest_and_latest(
+    cp_cluster: Cluster, viewer: APIClient, unique: Callable[[str], str]
+) -> None:
+    """Confluent's List Partition Offsets: log start and high watermark of one partition."""
+    name = cp_cluster.create_topic(unique("offset"), partitions=2)
+    producer = Producer({"bootstrap.servers": cp_cluster.bootstrap(), "acks": "all"})
+    for i in range(3):
+        producer.produce(name, b"%d" % i, partition=1)
+    assert producer.flush(20) == 0
+    url = f"{_topics()}/{name}/partitions/1/offset"
+    found = viewer.get(url)
+    assert found.status_code == 200, found.content
+    body = found.json()
+    assert body["kind"] == "KafkaPartitionWithOffsets"
+    assert body["metadata"]["self"].endswith(f"/topics/{name}/partitions/1/offset")
+    assert body["metadata"]["resource_name"].endswith(
+        f"/topic={name}/partition=1/offset_type=earliest_and_latest"
+    )
+    assert (body["partition_id"], body["earliest_offset"], body["latest_offset"]) == (1, 0, 3)
+    assert viewer.get(f"{url}?offset_type=earliest_and_latest").json() == body
+    bad = viewer.get(f"{url}?offset_type=latest")
+    assert bad.status_code == 400 and "offset_type" in bad.json()["message"]
+    assert viewer.get(f"{_topics()}/{name}/partitions/5/offset").status_code == 404
+
+
 def test_reassignments_empty_and_in_progress(
     cp_cluster: Cluster, operator: APIClient, unique: Callable[[str], str]
 ) -> None:
