@@ -251,6 +251,13 @@ class ConfigDef:
     synonyms: tuple[Synonym, ...] = ()
     dynamic_only: bool = False
 
+    def __post_init__(self) -> None:
+        # A LIST value is a tuple everywhere (``parse`` returns one, ``to_string`` joins one):
+        # a default written as a string would be joined one character at a time by
+        # DescribeConfigs (``P,L,A,I,N,...``), so a string default is parsed here.
+        if self.type is ConfigType.LIST and isinstance(self.default, str):
+            object.__setattr__(self, "default", _parse_type(self.name, self.default, self.type))
+
     @property
     def sensitive(self) -> bool:
         """Kafka's ``Type.isSensitive()``: passwords are never shown."""
@@ -498,7 +505,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _broker(
         "sasl.enabled.mechanisms",
         LST,
-        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
         "The list of SASL mechanisms enabled in the Kafka server. Weir supports PLAIN, "
         "SCRAM-SHA-256 and SCRAM-SHA-512 (Kafka's default, GSSAPI, is not supported).",
     ),
