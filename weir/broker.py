@@ -57,7 +57,7 @@ import redis.asyncio as aioredis
 
 from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
-from weir.config import BrokerConfig, InvalidConfigError
+from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
 from weir.controller import Controller
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
@@ -74,7 +74,7 @@ from weir.metadata.store import MetadataStore
 from weir.metadata_view import BrokerEndpoint, MetadataView, PartitionView, TopicView
 from weir.metrics import BrokerMetrics
 from weir.replica_manager import ReplicaManager
-from weir.replication.fetcher import ReplicaFetcherManager
+from weir.replication.fetcher import FetchSettings, ReplicaFetcherManager
 from weir.replication.isr_manager import IsrManager
 from weir.replication.throttle import ReplicationThrottle
 from weir.security.acl_store import AclCache, build_authorizer
@@ -136,11 +136,7 @@ class Broker:
         self.broker_id = settings.broker_id
         self.cluster_id = settings.cluster_id
         config = BrokerConfig(static=settings.overrides, broker_id=settings.broker_id)
-        if config.get("broker.heartbeat.interval.ms") >= config.get("broker.session.timeout.ms"):
-            raise InvalidConfigError(
-                "broker.heartbeat.interval.ms",
-                "--config broker.heartbeat.interval.ms must be below broker.session.timeout.ms",
-            )
+        check_broker_constraints(config)
         self.time_ms = wall_clock_ms
         primary = settings.primary_listener or ListenerSpec(
             "PLAINTEXT", "PLAINTEXT", *settings.listen, settings.advertise
@@ -251,6 +247,8 @@ class Broker:
             endpoint=self.view.endpoint_of,
             time_ms=wall_clock_ms,
             security=self.inter_broker_security,
+            # replica.fetch.* are read-only in Kafka: read once, at start.
+            settings=FetchSettings.from_config(config),
         )
         self.fenced = asyncio.Event()
         # ACLs: every broker keeps them current; checks happen only with an authorizer.

@@ -61,6 +61,7 @@ __all__ = [
     "InvalidConfigError",
     "Synonym",
     "TopicConfig",
+    "check_broker_constraints",
     "describe_broker_config",
     "describe_topic_config",
     "effective_topic_config",
@@ -1882,6 +1883,23 @@ class BrokerConfig:
             f"dynamic_broker={dict(self._dynamic_broker)}, "
             f"dynamic_default={dict(self._dynamic_default)})"
         )
+
+
+def check_broker_constraints(config: BrokerConfig) -> None:
+    """The checks between configs Kafka's ``KafkaConfig`` makes at start-up; InvalidConfigError
+    names the first config of a broken pair."""
+    # (lower, higher, relation, strictly below): the heartbeat must leave the session time to
+    # renew; a follower's long poll must end before its socket times out or the leader drops
+    # it from the ISR.
+    pairs = (
+        ("broker.heartbeat.interval.ms", "broker.session.timeout.ms", "must be below", True),
+        ("replica.fetch.wait.max.ms", "replica.socket.timeout.ms", "must be at most", False),
+        ("replica.fetch.wait.max.ms", "replica.lag.time.max.ms", "must be at most", False),
+    )
+    for low, high, relation, strict in pairs:
+        a, b = config.get(low), config.get(high)
+        if a > b or (strict and a == b):
+            raise InvalidConfigError(low, f"--config {low} ({a}) {relation} {high} ({b})")
 
 
 def _lenient_dynamic(values: Mapping[str, str] | None, level: str) -> dict[str, str]:

@@ -17,12 +17,20 @@ epoch than the one asked about (it never had our latest epoch), the follower fir
 log to where *it* ended that older epoch and asks again, so several leader changes in a row
 cannot leave a divergent tail in the middle of the log.
 
+Each Fetch carries the broker's ``replica.fetch.*`` configs, as Kafka's ReplicaFetcherThread
+sends them (``FetchSettings``): ``replica.fetch.wait.max.ms`` (max_wait),
+``replica.fetch.min.bytes`` (min_bytes), ``replica.fetch.response.max.bytes`` (max_bytes of the
+whole response) and ``replica.fetch.max.bytes`` (each partition's partition_max_bytes); every
+request to the leader times out after ``replica.socket.timeout.ms``. Kafka cannot change any of
+them dynamically (all read-only), so they are read once, when the broker starts.
+
 Errors are per partition: a leader that does not lead (yet) answers NOT_LEADER_OR_FOLLOWER or
 FENCED / UNKNOWN_LEADER_EPOCH; the partition is backed off for ``replica.fetch.backoff.ms``
 and retried, as Kafka's fetcher does, because the new leader may simply not have learned of
 its election yet; metadata replaces it when the leader moves elsewhere. OFFSET_OUT_OF_RANGE
-below the leader's log start restarts the follower log there. A broken connection is retried
-with a short backoff; nothing here can stop the broker.
+below the leader's log start restarts the follower log there. A failed request (a broken
+connection, a timeout) is retried after ``replica.fetch.backoff.ms`` too, as Kafka's fetcher
+waits ``fetchBackOffMs`` after one; nothing here can stop the broker.
 
 Connections go to the leader's endpoint on the inter-broker listener
 (``inter.broker.listener.name``) and are secured as that listener requires (``security``:
@@ -54,19 +62,45 @@ from weir.security.client import ClientSecurity
 if TYPE_CHECKING:
     # Types only: the fetcher drives partitions it is given, and weir.partition itself
     # imports weir.replication (LeaderState).
+    from weir.config import BrokerConfig
     from weir.partition import Partition
 
-__all__ = ["ReplicaFetcherManager"]
+__all__ = ["FetchSettings", "ReplicaFetcherManager", "fetch_request"]
 
 log = logging.getLogger("weir.fetcher")
 
-FETCH_MAX_WAIT = timedelta(milliseconds=500)
-FETCH_MAX_BYTES = 64 * 1024 * 1024
-PARTITION_MAX_BYTES = 16 * 1024 * 1024
-RETRY_BACKOFF_S = 0.3
-# replica.fetch.backoff.ms: how long a partition whose leader refused it waits to retry.
-PARTITION_BACKOFF_MS = 1000
 UNDEFINED = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    """The follower's ``replica.fetch.*`` configs; the defaults are Kafka's."""
+
+    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
+    response_max_bytes: int = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
+    backoff_ms: int = 1000  # replica.fetch.backoff.ms
+    socket_timeout_ms: int = 30_000  # replica.socket.timeout.ms
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> FetchSettings:
+        return cls(
+            max_wait_ms=int(config.get("replica.fetch.wait.max.ms")),
+            min_bytes=int(config.get("replica.fetch.min.bytes")),
+            partition_max_bytes=int(config.get("replica.fetch.max.bytes")),
+            response_max_bytes=int(config.get("replica.fetch.response.max.bytes")),
+            backoff_ms=int(config.get("replica.fetch.backoff.ms")),
+            socket_timeout_ms=int(config.get("replica.socket.timeout.ms")),
+        )
+
+    @property
+    def request_timeout_s(self) -> float:
+        return self.socket_timeout_ms / 1000
+
+    @property
+    def backoff_s(self) -> float:
+        return self.backoff_ms / 1000
 
 
 @dataclass(slots=True)
@@ -88,6 +122,7 @@ class LeaderFetcher:
     endpoint: Callable[[int], tuple[str, int] | None]
     time_ms: Callable[[], int]
     security: ClientSecurity | None = None
+    settings: FetchSettings = field(default_factory=FetchSettings)
     _client: BrokerClient | None = field(init=False, default=None)
     partitions: dict[tuple[str, int], _Followed] = field(init=False, default_factory=dict)
     _changed: asyncio.Event = field(init=False, default_factory=asyncio.Event)
@@ -140,7 +175,7 @@ class LeaderFetcher:
                 continue
             client = self._connect()
             if client is None:
-                await asyncio.sleep(RETRY_BACKOFF_S)
+                await asyncio.sleep(self.settings.backoff_s)
                 continue
             try:
                 pending = [f for f in active if not f.truncated]
@@ -152,12 +187,12 @@ class LeaderFetcher:
                     await self._fetch(client, ready)
             except BrokerClientError as exc:
                 log.info("fetch from broker %d failed: %s", self.leader_id, exc)
-                await asyncio.sleep(RETRY_BACKOFF_S)
+                await asyncio.sleep(self.settings.backoff_s)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("replica fetcher for leader %d failed; retrying", self.leader_id)
-                await asyncio.sleep(RETRY_BACKOFF_S)
+                await asyncio.sleep(self.settings.backoff_s)
 
     async def _truncate(self, client: BrokerClient, pending: list[_Followed]) -> None:
         """KIP-101: cut each log where the leader says our latest epoch ends."""
@@ -178,7 +213,7 @@ class LeaderFetcher:
                 for topic, items in _by_topic(pending).items()
             ),
         )
-        response = await client.request(request, timeout=10)
+        response = await client.request(request, timeout=self.settings.request_timeout_s)
         for topic_result in response.topics:
             for result in topic_result.partitions:
                 followed = self.partitions.get((topic_result.topic, result.partition))
@@ -195,35 +230,10 @@ class LeaderFetcher:
                 followed.truncated = complete
 
     async def _fetch(self, client: BrokerClient, ready: list[_Followed]) -> None:
-        request = FetchRequest(
-            replica_id=self.broker_id,
-            max_wait=FETCH_MAX_WAIT,
-            min_bytes=1,
-            max_bytes=FETCH_MAX_BYTES,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=tuple(
-                FetchTopic(
-                    topic=topic,
-                    partitions=tuple(
-                        FetchPartition(
-                            partition=f.partition.index,
-                            current_leader_epoch=f.leader_epoch,
-                            fetch_offset=f.partition.log_end_offset,
-                            last_fetched_epoch=-1,
-                            log_start_offset=f.partition.log_start_offset,
-                            partition_max_bytes=PARTITION_MAX_BYTES,
-                        )
-                        for f in items
-                    ),
-                )
-                for topic, items in _by_topic(ready).items()
-            ),
-            forgotten_topics_data=(),
-            rack_id="",
-        )
-        response = await client.request(request, timeout=FETCH_MAX_WAIT.total_seconds() + 30)
+        request = fetch_request(self.broker_id, ready, self.settings)
+        # Kafka's bound: replica.socket.timeout.ms, at least replica.fetch.wait.max.ms (the
+        # broker refuses to start otherwise), so a long poll on the leader never times out.
+        response = await client.request(request, timeout=self.settings.request_timeout_s)
         if response.error_code != ErrorCode.none:
             raise BrokerClientError(f"fetch failed: {ErrorCode(response.error_code).name}")
         for topic_result in response.responses:
@@ -267,7 +277,7 @@ class LeaderFetcher:
             partition.delete_records_before(leader_start)
 
     def _back_off(self, followed: _Followed, error: ErrorCode) -> None:
-        """Retry this partition after ``PARTITION_BACKOFF_MS``: its leader refused it."""
+        """Retry this partition after ``replica.fetch.backoff.ms``: its leader refused it."""
         followed.refusals += 1
         level = logging.INFO if followed.refusals == 1 else logging.DEBUG
         log.log(
@@ -277,11 +287,46 @@ class LeaderFetcher:
             followed.partition.index,
             self.leader_id,
             error.name,
-            PARTITION_BACKOFF_MS,
+            self.settings.backoff_ms,
         )
-        followed.delayed_until_ms = self.time_ms() + PARTITION_BACKOFF_MS
+        followed.delayed_until_ms = self.time_ms() + self.settings.backoff_ms
         if error in (ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch):
             followed.truncated = False  # the epochs moved: ask where ours ends again
+
+
+def fetch_request(
+    broker_id: int, ready: Iterable[_Followed], settings: FetchSettings
+) -> FetchRequest:
+    """One follower Fetch for ``ready`` partitions, from each one's LEO, as Kafka's
+    ReplicaFetcherThread builds it from the ``replica.fetch.*`` configs."""
+    return FetchRequest(
+        replica_id=broker_id,
+        max_wait=timedelta(milliseconds=settings.max_wait_ms),
+        min_bytes=settings.min_bytes,
+        max_bytes=settings.response_max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=tuple(
+            FetchTopic(
+                topic=topic,
+                partitions=tuple(
+                    FetchPartition(
+                        partition=f.partition.index,
+                        current_leader_epoch=f.leader_epoch,
+                        fetch_offset=f.partition.log_end_offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=f.partition.log_start_offset,
+                        partition_max_bytes=settings.partition_max_bytes,
+                    )
+                    for f in items
+                ),
+            )
+            for topic, items in _by_topic(ready).items()
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
 
 
 def truncate_by_epoch(
@@ -351,6 +396,7 @@ class ReplicaFetcherManager:
     endpoint: Callable[[int], tuple[str, int] | None]
     time_ms: Callable[[], int]
     security: ClientSecurity | None = None
+    settings: FetchSettings = field(default_factory=FetchSettings)
     _fetchers: dict[int, LeaderFetcher] = field(init=False, default_factory=dict)
 
     def follow(self, partition: Partition) -> None:
@@ -364,6 +410,7 @@ class ReplicaFetcherManager:
                 endpoint=self.endpoint,
                 time_ms=self.time_ms,
                 security=self.security,
+                settings=self.settings,
             )
             self._fetchers[partition.leader_id] = fetcher
         fetcher.add(partition)
