@@ -232,7 +232,14 @@ class Broker:
             config=current_config,
             time_ms=wall_clock_ms,
         )
-        self.checkpointer = Checkpointer(self.replicas)
+        self.checkpointer = Checkpointer(
+            self.replicas,
+            time_ms=lambda: time.monotonic_ns() // 1_000_000,
+            # Read-only in Kafka: read once, at start.
+            high_watermark_interval_ms=int(
+                config.get("replica.high.watermark.checkpoint.interval.ms")
+            ),
+        )
         self.admin = TopicAdmin(
             view=self.view, store=self.store, lease=self.lease, channel=self.channel
         )

@@ -1,8 +1,8 @@
 """The broker's parts on their own: pure inputs, fakes for what they call, a fake clock.
 
 ``MetadataView`` is fed ``ClusterImage`` values; ``ControllerLease`` a fake store; the
-``IsrManager`` fake lease/controller/channel and a partition stand-in; the checkpointer and
-the replication throttle a fake replica manager. The handler registry is checked for its
+``IsrManager`` fake lease/controller/channel and a partition stand-in; the replication
+throttle a fake replica manager. The handler registry is checked for its
 binding rule (a handler gets exactly the parts its signature names), and the rules handlers
 share (leader/epoch check, per-partition answers, grouping by topic, the controller gate) on
 their own.
@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from weir.checkpointer import CHECKPOINT_INTERVAL_S, HW_CHECKPOINT_INTERVAL_S, Checkpointer
 from weir.config import BrokerConfig
 from weir.controller_lease import ControllerLease
 from weir.handlers import bind
@@ -364,27 +363,7 @@ def test_nothing_is_proposed_for_followers_or_an_isr_in_sync() -> None:
     assert not in_sync.isr_change_pending and not follower.isr_change_pending
 
 
-# -- Checkpointer, ReplicationThrottle ------------------------------------------------------
-@dataclass
-class CheckpointRecorder:
-    calls: list[str] = field(default_factory=list)
-
-    def checkpoint(self, *, flush: bool = False) -> None:
-        self.calls.append("full" if flush else "plain")
-
-    def checkpoint_high_watermarks(self) -> None:
-        self.calls.append("hw")
-
-
-def test_checkpointer_writes_high_watermarks_and_flushes_once_a_minute() -> None:
-    replicas = CheckpointRecorder()
-    checkpointer = Checkpointer(replicas)  # type: ignore[arg-type]
-    ticks = int(CHECKPOINT_INTERVAL_S / HW_CHECKPOINT_INTERVAL_S)
-    for _ in range(ticks):
-        checkpointer.tick(HW_CHECKPOINT_INTERVAL_S)
-    assert replicas.calls == ["hw"] * (ticks - 1) + ["full"]
-
-
+# -- ReplicationThrottle (the Checkpointer: tests/weir/test_checkpointer.py) -------------
 def test_throttle_applies_to_listed_partitions_and_followers_outside_the_isr() -> None:
     from weir.config import effective_topic_config
 

@@ -1,0 +1,117 @@
+"""The checkpointer's schedules on a fake clock, and the broker wiring its HW interval.
+
+The replica manager is a recorder of which checkpoint was asked for: what each checkpoint
+writes is ``ReplicaManager``'s business (tests/weir/log); here the point is *when*.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.weir.inprocess import build_settings
+from tests.weir.log.conftest import FakeClock
+from weir.broker import Broker
+from weir.checkpointer import (
+    HW_CHECKPOINT_INTERVAL_MS,
+    RECOVERY_CHECKPOINT_INTERVAL_MS,
+    Checkpointer,
+)
+
+
+@dataclass
+class CheckpointRecorder:
+    calls: list[str] = field(default_factory=list)
+    fail: bool = False
+
+    def checkpoint(self, *, flush: bool = False) -> None:
+        self.calls.append("full" if flush else "plain")
+
+    def checkpoint_high_watermarks(self) -> None:
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        self.calls.append("hw")
+
+
+def run_until(checkpointer: Checkpointer, clock: FakeClock, end_ms: int) -> None:
+    """What ``run`` does, on the fake clock: tick at every due time up to ``end_ms``."""
+    while checkpointer.next_due_ms() <= end_ms:
+        clock.now = checkpointer.next_due_ms()
+        checkpointer.tick(clock.now)
+
+
+def test_default_writes_high_watermarks_every_5_s_and_flushes_once_a_minute() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder()
+    checkpointer = Checkpointer(replicas, time_ms=clock)  # type: ignore[arg-type]
+    start = clock.now
+    run_until(checkpointer, clock, start + RECOVERY_CHECKPOINT_INTERVAL_MS)
+    ticks = RECOVERY_CHECKPOINT_INTERVAL_MS // HW_CHECKPOINT_INTERVAL_MS
+    assert replicas.calls == ["hw"] * (ticks - 1) + ["full"]
+
+
+def test_high_watermark_interval_sets_the_hw_checkpoint_period() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder()
+    checkpointer = Checkpointer(
+        replicas,  # type: ignore[arg-type]
+        time_ms=clock,
+        high_watermark_interval_ms=2_000,
+    )
+    start = clock.now
+    assert checkpointer.next_due_ms() == start + 2_000
+    checkpointer.tick(start + 1_999)
+    assert replicas.calls == []
+    run_until(checkpointer, clock, start + 10_000)
+    assert replicas.calls == ["hw"] * 5
+
+
+def test_non_positive_interval_means_no_periodic_hw_checkpoint() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder()
+    checkpointer = Checkpointer(
+        replicas,  # type: ignore[arg-type]
+        time_ms=clock,
+        high_watermark_interval_ms=0,
+    )
+    assert checkpointer.next_due_ms() == clock.now + RECOVERY_CHECKPOINT_INTERVAL_MS
+    run_until(checkpointer, clock, clock.now + 2 * RECOVERY_CHECKPOINT_INTERVAL_MS)
+    assert replicas.calls == ["full", "full"]
+
+
+def test_a_stalled_loop_writes_once_and_counts_on_from_now() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder()
+    checkpointer = Checkpointer(
+        replicas,  # type: ignore[arg-type]
+        time_ms=clock,
+        high_watermark_interval_ms=1_000,
+    )
+    late = clock.now + 30_500
+    checkpointer.tick(late)
+    assert replicas.calls == ["hw"]
+    assert checkpointer.next_due_ms() == late + 1_000
+
+
+def test_a_failed_write_is_retried_at_the_next_due_time() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder(fail=True)
+    checkpointer = Checkpointer(
+        replicas,  # type: ignore[arg-type]
+        time_ms=clock,
+        high_watermark_interval_ms=1_000,
+    )
+    run_until(checkpointer, clock, clock.now + 1_000)  # logged, not raised
+    replicas.fail = False
+    run_until(checkpointer, clock, clock.now + 1_000)
+    assert replicas.calls == ["hw"]
+
+
+def test_broker_checkpoints_high_watermarks_at_the_configured_interval(tmp_path: Path) -> None:
+    settings = build_settings(
+        broker_id=1,
+        data_dir=tmp_path / "broker-1",
+        redis_url="redis://127.0.0.1:1",  # never connected: the broker is only built
+        cluster_id="checkpointer-wiring",
+        configs=["replica.high.watermark.checkpoint.interval.ms=1234"],
+    )
+    before = time.monotonic_ns() // 1_000_000
+    broker = Broker(settings)
+    after = time.monotonic_ns() // 1_000_000
+    assert before + 1234 <= broker.checkpointer.next_due_ms() <= after + 1234
