@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from weir.config import BrokerConfig
+from weir.config import BrokerConfig, effective_topic_config
 from weir.controller_lease import ControllerLease
 from weir.handlers import bind
 from weir.handlers._authz import Access
@@ -32,7 +32,7 @@ from weir.metadata.image import (
 from weir.metadata.image import (
     ControllerLease as LeaseImage,
 )
-from weir.metadata_view import MetadataView
+from weir.metadata_view import MetadataView, log_config_of
 from weir.replication.isr_manager import IsrManager
 from weir.replication.throttle import ReplicationThrottle
 
@@ -119,6 +119,13 @@ def test_view_applies_dynamic_configs_and_forgets_cached_topic_configs() -> None
     changed = ClusterImage(**{**_fields(changed), "topic_configs": {"t": {"retention.ms": "5"}}})
     v.apply(changed)
     assert v.topic_config("t").retention_ms == 5
+
+
+def test_log_config_takes_file_delete_delay_from_the_topic_then_the_broker() -> None:
+    broker = BrokerConfig(broker_id=1, static={"log.segment.delete.delay.ms": "7000"})
+    assert log_config_of(effective_topic_config(broker, {})).file_delete_delay_ms == 7000
+    topic = effective_topic_config(broker, {"file.delete.delay.ms": "1234"})
+    assert log_config_of(topic).file_delete_delay_ms == 1234
 
 
 def _fields(img: ClusterImage) -> dict[str, Any]:
