@@ -41,7 +41,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 from enum import IntEnum
 from types import MappingProxyType
@@ -59,6 +59,7 @@ __all__ = [
     "ConfigSynonym",
     "ConfigType",
     "InvalidConfigError",
+    "Support",
     "Synonym",
     "TopicConfig",
     "check_broker_constraints",
@@ -225,6 +226,24 @@ def _metadata_version(name: str, value: Any) -> Problem | None:
 
 
 # -- definitions -----------------------------------------------------------------------------
+class Support:
+    """How honest a config is (docs/configuration.md lists every one).
+
+    IMPLEMENTED: read by the broker with Kafka's semantics and default.
+    REFUSED: Weir cannot do what Kafka does with it; setting it is an error naming it as
+    unsupported (INVALID_CONFIG on the wire, a ``--config`` error at start), its default is
+    still described.
+    NO_EFFECT: Kafka 3.x ignores it too (Weir behaves as a 3.x broker), so it is accepted.
+    NOT_YET_IMPLEMENTED: accepted and described but not read yet: the debt of issue 16.
+    Tests hold this list to shrink only (tests/weir/test_config_support.py).
+    """
+
+    IMPLEMENTED = "implemented"
+    REFUSED = "refused"
+    NO_EFFECT = "no effect"
+    NOT_YET_IMPLEMENTED = "not yet implemented"
+
+
 @dataclass(frozen=True, slots=True)
 class Synonym:
     """A broker config a topic config falls back to; ``factor`` converts its unit to ms."""
@@ -251,6 +270,10 @@ class ConfigDef:
     read_only: bool = True
     synonyms: tuple[Synonym, ...] = ()
     dynamic_only: bool = False
+    # What Weir does with it (``Support``) and, unless implemented, why (see the tables at
+    # the end of the definitions).
+    support: str = Support.IMPLEMENTED
+    support_note: str = ""
 
     def __post_init__(self) -> None:
         # A LIST value is a tuple everywhere (``parse`` returns one, ``to_string`` joins one):
@@ -1643,8 +1666,131 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
     ),
 )
 
-BROKER_CONFIGS: Mapping[str, ConfigDef] = MappingProxyType({d.name: d for d in _BROKER_DEFS})
-TOPIC_CONFIGS: Mapping[str, ConfigDef] = MappingProxyType({d.name: d for d in _TOPIC_DEFS})
+
+# -- what Weir does with each config ---------------------------------------------------------
+_THREADS = "Weir serves a broker from one asyncio event loop; it has no such thread pool"
+_TRANSACTIONS = "Weir has no transaction coordinator (transactional producers are refused)"
+_REFUSED_BROKER: Mapping[str, str] = {
+    "num.io.threads": _THREADS,
+    "num.network.threads": _THREADS,
+    "background.threads": _THREADS,
+    "delegation.token.secret.key": "Weir has no delegation tokens",
+    "transactional.id.expiration.ms": _TRANSACTIONS,
+    "transaction.max.timeout.ms": _TRANSACTIONS,
+    "transaction.state.log.num.partitions": _TRANSACTIONS,
+    "transaction.state.log.replication.factor": _TRANSACTIONS,
+    "transaction.state.log.min.isr": _TRANSACTIONS,
+    "transaction.state.log.segment.bytes": _TRANSACTIONS,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": _TRANSACTIONS,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": _TRANSACTIONS,
+    "transaction.partition.verification.enable": _TRANSACTIONS,
+}
+_FORMAT = "Kafka 3.x ignores it (record batches are always format v2); Weir behaves as a 3.x broker"
+_NO_EFFECT_BROKER: Mapping[str, str] = {"log.message.format.version": _FORMAT}
+_NO_EFFECT_TOPIC: Mapping[str, str] = {"message.format.version": _FORMAT}
+# Accepted but not read yet. Remove a name when the broker implements it (with a test that it
+# changes behaviour) or refuses it; never add one.
+_TODO = "accepted but not read yet (issue 16)"
+_NOT_YET_BROKER: frozenset[str] = frozenset(
+    {
+        "queued.max.requests",
+        "controlled.shutdown.enable",
+        "fetch.max.bytes",
+        "max.incremental.fetch.session.cache.slots",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "connections.max.idle.ms",
+        "max.connections.per.ip",
+        "max.connections",
+        "compression.type",
+        "log.roll.jitter.ms",
+        "log.roll.jitter.hours",
+        "log.retention.check.interval.ms",
+        "log.flush.interval.messages",
+        "log.flush.scheduler.interval.ms",
+        "log.flush.interval.ms",
+        "log.flush.offset.checkpoint.interval.ms",
+        "log.flush.start.offset.checkpoint.interval.ms",
+        "log.preallocate",
+        "num.recovery.threads.per.data.dir",
+        "log.message.timestamp.difference.max.ms",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms",
+        "log.message.downconversion.enable",
+        "log.cleaner.enable",
+        "log.cleaner.threads",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.backoff.ms",
+        "log.cleaner.max.compaction.lag.ms",
+        "num.replica.fetchers",
+        "leader.imbalance.per.broker.percentage",
+        "follower.replication.throttled.rate",
+        "producer.id.expiration.ms",
+    }
+)
+_NOT_YET_TOPIC: frozenset[str] = frozenset(
+    {
+        "segment.jitter.ms",
+        "flush.messages",
+        "flush.ms",
+        "max.compaction.lag.ms",
+        "compression.type",
+        "preallocate",
+        "message.timestamp.difference.max.ms",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms",
+        "follower.replication.throttled.replicas",
+        "message.downconversion.enable",
+    }
+)
+
+
+def _classified(
+    defs: tuple[ConfigDef, ...],
+    refused: Mapping[str, str],
+    no_effect: Mapping[str, str],
+    not_yet: frozenset[str],
+) -> Mapping[str, ConfigDef]:
+    """The table by name, each definition carrying its ``Support`` and note."""
+    names = {d.name for d in defs}
+    unknown = (set(refused) | set(no_effect) | not_yet) - names
+    assert not unknown, f"classified configs that do not exist: {sorted(unknown)}"
+    table: dict[str, ConfigDef] = {}
+    for d in defs:
+        if d.name in refused:
+            d = replace(d, support=Support.REFUSED, support_note=refused[d.name])
+        elif d.name in no_effect:
+            d = replace(d, support=Support.NO_EFFECT, support_note=no_effect[d.name])
+        elif d.name in not_yet:
+            d = replace(d, support=Support.NOT_YET_IMPLEMENTED, support_note=_TODO)
+        table[d.name] = d
+    return MappingProxyType(table)
+
+
+BROKER_CONFIGS: Mapping[str, ConfigDef] = _classified(
+    _BROKER_DEFS, _REFUSED_BROKER, _NO_EFFECT_BROKER, _NOT_YET_BROKER
+)
+TOPIC_CONFIGS: Mapping[str, ConfigDef] = _classified(
+    _TOPIC_DEFS, {}, _NO_EFFECT_TOPIC, _NOT_YET_TOPIC
+)
+
+
+def _refused(kind: str, definition: ConfigDef) -> str:
+    return (
+        f"{definition.name} is not supported by Weir ({definition.support_note}); see "
+        f"docs/configuration.md for every {kind} config Weir implements"
+    )
+
+
+def _documentation(definition: ConfigDef) -> str:
+    """Kafka's documentation, prefixed with what Weir does when that is not Kafka's."""
+    if definition.support == Support.IMPLEMENTED:
+        return definition.doc
+    return f"[Weir: {definition.support}: {definition.support_note}] {definition.doc}"
+
 
 # Broker configs that are several names for one setting (``DynamicBrokerConfig
 # .brokerConfigSynonyms``), in precedence order. Describe lists them as synonyms.
@@ -1718,6 +1864,8 @@ def parse_broker_overrides(pairs: Iterable[str]) -> dict[str, str]:
             raise InvalidConfigError(
                 key, f"--config {pair}: {key} can only be set dynamically (kafka-configs --alter)"
             )
+        if definition.support == Support.REFUSED:
+            raise InvalidConfigError(key, f"--config {pair}: {_refused('broker', definition)}")
         try:
             result[key] = definition.to_string(definition.parse(value)) or ""
         except InvalidConfigError as exc:
@@ -1746,6 +1894,9 @@ def validate_broker_dynamic_configs(
         raise InvalidConfigError(
             unknown[0], _unknown_message("broker", unknown[0], BROKER_CONFIGS), error_code=code
         )
+    refused = sorted(k for k in configs if BROKER_CONFIGS[k].support == Support.REFUSED)
+    if refused:
+        raise InvalidConfigError(refused[0], _refused("broker", BROKER_CONFIGS[refused[0]]))
     read_only = sorted(k for k in configs if BROKER_CONFIGS[k].read_only)
     if read_only:
         raise InvalidConfigError(
@@ -1910,6 +2061,9 @@ def _lenient_dynamic(values: Mapping[str, str] | None, level: str) -> dict[str, 
         if definition is None or definition.read_only:
             log.warning("ignoring dynamic %s config %s: not a dynamic broker config", level, name)
             continue
+        if definition.support == Support.REFUSED:
+            log.warning("ignoring dynamic %s config: %s", level, _refused("broker", definition))
+            continue
         try:
             kept[name] = definition.to_string(definition.parse(raw)) or ""
         except InvalidConfigError as exc:
@@ -1938,6 +2092,8 @@ def validate_topic_configs(
         definition = TOPIC_CONFIGS.get(name)
         if definition is None:
             raise InvalidConfigError(name, _unknown_message("topic", name, TOPIC_CONFIGS))
+        if definition.support == Support.REFUSED:
+            raise InvalidConfigError(name, _refused("topic", definition))
         assert raw is not None
         parsed[name] = definition.parse(raw)
         result[name] = definition.to_string(parsed[name]) or ""
@@ -2011,6 +2167,9 @@ def _topic_values(broker: BrokerConfig, overrides: Mapping[str, str]) -> dict[st
         definition = TOPIC_CONFIGS.get(name)
         if definition is None:
             log.warning("ignoring unknown topic config %s=%s", name, raw)
+            continue
+        if definition.support == Support.REFUSED:
+            log.warning("ignoring topic config override: %s", _refused("topic", definition))
             continue
         try:
             values[name] = definition.parse(raw)
@@ -2122,7 +2281,7 @@ def describe_topic_config(
                 sensitive=definition.sensitive,
                 synonyms=tuple(synonyms),
                 config_type=definition.type,
-                documentation=definition.doc,
+                documentation=_documentation(definition),
             )
         )
     return entries
@@ -2171,7 +2330,7 @@ def describe_broker_config(
                 sensitive=definition.sensitive,
                 synonyms=tuple(synonyms),
                 config_type=definition.type,
-                documentation=definition.doc,
+                documentation=_documentation(definition),
             )
         )
     return entries
