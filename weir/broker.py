@@ -239,6 +239,8 @@ class Broker:
             high_watermark_interval_ms=int(
                 config.get("replica.high.watermark.checkpoint.interval.ms")
             ),
+            recovery_interval_ms=int(config.get("log.flush.offset.checkpoint.interval.ms")),
+            flush_check_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
         )
         self.admin = TopicAdmin(
             view=self.view, store=self.store, lease=self.lease, channel=self.channel

@@ -1,23 +1,27 @@
-"""Periodic checkpoints of the local logs, as Kafka's ReplicaManager and LogManager schedule them.
+"""Periodic checkpoints and flushes of the local logs, as Kafka's ReplicaManager and
+LogManager schedule them.
 
 Theory of operation
 -------------------
-Two schedules on one clock (monotonic ms, passed in):
+Three schedules on one clock (monotonic ms, passed in), each period a Kafka config read once
+at start (all three are read-only in Kafka):
 
-* every ``replica.high.watermark.checkpoint.interval.ms`` (Kafka's default 5 s) the high
-  watermarks are written (``replication-offset-checkpoint``). Kafka schedules the task with
-  that period and runs it only once when the period is not positive; here a non-positive
-  interval means no periodic HW checkpoint (they are still written with the recovery
-  checkpoint below and at shutdown).
-* every ``RECOVERY_CHECKPOINT_INTERVAL_MS`` (60 s, the default of Kafka's
-  ``log.flush.offset.checkpoint.interval.ms``, which Weir does not read yet) the logs are
-  flushed and the recovery points, log starts and high watermarks written, so a restart
-  recovers only what was appended since.
+* ``replica.high.watermark.checkpoint.interval.ms`` (5 s): the high watermarks are written
+  (``replication-offset-checkpoint``).
+* ``log.flush.offset.checkpoint.interval.ms`` (60 s): the logs are flushed and the recovery
+  points, log starts and high watermarks written, so a restart recovers only what was
+  appended since (the recovery point is "the persistent record of the last flush").
+* ``log.flush.scheduler.interval.ms`` (Long.MAX_VALUE: never): Kafka's log flusher; each
+  log not flushed for its topic's ``flush.ms`` is fsynced (``Log.flush_if_due``).
+
+Kafka runs a task once when its period is not positive; here a non-positive period means the
+task does not run periodically (the broker still writes every checkpoint at shutdown).
 
 ``tick(now_ms)`` does what is due and ``next_due_ms()`` says when to call it again; tests drive
-both with a fake clock, ``run`` only sleeps between them. A failed write (disk full, ...) is
-logged and retried at the next due time: checkpoints only shorten recovery, they never decide
-what is committed.
+both with a fake clock, ``run`` only sleeps between them. The next due time counts from the
+tick, so a stalled loop does not catch up with a burst of writes. A failed write (disk full,
+...) is logged and retried at the next due time: checkpoints only shorten recovery, they
+never decide what is committed.
 """
 
 from __future__ import annotations
@@ -25,22 +29,48 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from weir.replica_manager import ReplicaManager
 
-__all__ = ["HW_CHECKPOINT_INTERVAL_MS", "RECOVERY_CHECKPOINT_INTERVAL_MS", "Checkpointer"]
+__all__ = [
+    "FLUSH_CHECK_INTERVAL_MS",
+    "HW_CHECKPOINT_INTERVAL_MS",
+    "RECOVERY_CHECKPOINT_INTERVAL_MS",
+    "Checkpointer",
+]
 
 log = logging.getLogger("weir.broker")
 
-RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000
-HW_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms default
+# Kafka's defaults of the three periods.
+HW_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
+RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.offset.checkpoint.interval.ms
+FLUSH_CHECK_INTERVAL_MS = 2**63 - 1  # log.flush.scheduler.interval.ms
+
+
+@dataclass(slots=True)
+class _Schedule:
+    """A period and the next time it is due (None: not periodic)."""
+
+    interval_ms: int
+    next_ms: int | None
+
+    @classmethod
+    def starting(cls, now_ms: int, interval_ms: int) -> _Schedule:
+        return cls(interval_ms, now_ms + interval_ms if interval_ms > 0 else None)
+
+    def due(self, now_ms: int) -> bool:
+        return self.next_ms is not None and now_ms >= self.next_ms
+
+    def restart(self, now_ms: int) -> None:
+        if self.next_ms is not None:
+            self.next_ms = now_ms + self.interval_ms
 
 
 class Checkpointer:
-    """HW checkpoint every ``high_watermark_interval_ms``; flush and recovery-point
-    checkpoint every ``recovery_interval_ms``."""
+    """HW checkpoints, flush with recovery-point checkpoints, and the flush.ms flusher."""
 
     def __init__(
         self,
@@ -49,41 +79,48 @@ class Checkpointer:
         time_ms: Callable[[], int],
         high_watermark_interval_ms: int = HW_CHECKPOINT_INTERVAL_MS,
         recovery_interval_ms: int = RECOVERY_CHECKPOINT_INTERVAL_MS,
+        flush_check_interval_ms: int = FLUSH_CHECK_INTERVAL_MS,
     ) -> None:
         self._replicas = replicas
         self._time_ms = time_ms
-        self._hw_interval_ms = high_watermark_interval_ms
-        self._recovery_interval_ms = recovery_interval_ms
         now = time_ms()
-        self._next_hw_ms: int | None = (
-            now + high_watermark_interval_ms if high_watermark_interval_ms > 0 else None
-        )
-        self._next_recovery_ms = now + recovery_interval_ms
+        self._hw = _Schedule.starting(now, high_watermark_interval_ms)
+        self._recovery = _Schedule.starting(now, recovery_interval_ms)
+        self._flusher = _Schedule.starting(now, flush_check_interval_ms)
 
-    def next_due_ms(self) -> int:
-        """When the next checkpoint is due, on the checkpointer's clock."""
-        if self._next_hw_ms is None:
-            return self._next_recovery_ms
-        return min(self._next_hw_ms, self._next_recovery_ms)
+    def next_due_ms(self) -> int | None:
+        """When the next task is due, on the checkpointer's clock (None: nothing periodic)."""
+        times = [s.next_ms for s in (self._hw, self._recovery, self._flusher)]
+        return min((t for t in times if t is not None), default=None)
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(max(0, self.next_due_ms() - self._time_ms()) / 1000)
+        while (due := self.next_due_ms()) is not None:
+            await asyncio.sleep(max(0, due - self._time_ms()) / 1000)
             self.tick(self._time_ms())
 
     def tick(self, now_ms: int) -> None:
-        """Write what is due at ``now_ms``; the next times count from now, so a stalled loop
-        does not catch up with a burst of writes."""
-        full = now_ms >= self._next_recovery_ms
-        hw = self._next_hw_ms is not None and now_ms >= self._next_hw_ms
-        if full:
-            self._next_recovery_ms = now_ms + self._recovery_interval_ms
-        if (full or hw) and self._next_hw_ms is not None:
-            self._next_hw_ms = now_ms + self._hw_interval_ms
+        """Run what is due at ``now_ms``."""
+        if self._flusher.due(now_ms):
+            self._flusher.restart(now_ms)
+            self._flush_due_logs()
+        if self._recovery.due(now_ms):
+            self._recovery.restart(now_ms)
+            self._hw.restart(now_ms)  # the full checkpoint writes the HWs too
+            self._guarded(lambda: self._replicas.checkpoint(flush=True))
+        elif self._hw.due(now_ms):
+            self._hw.restart(now_ms)
+            self._guarded(self._replicas.checkpoint_high_watermarks)
+
+    def _flush_due_logs(self) -> None:
+        for partition in self._replicas.partitions():
+            try:  # one failing disk write must not keep the other logs unflushed
+                partition.log.flush_if_due()
+            except OSError as exc:
+                log.error("flush of %s-%d failed: %s", partition.topic, partition.index, exc)
+
+    @staticmethod
+    def _guarded(task: Callable[[], None]) -> None:
         try:
-            if full:  # writes the high watermarks too
-                self._replicas.checkpoint(flush=True)
-            elif hw:
-                self._replicas.checkpoint_high_watermarks()
+            task()
         except OSError as exc:
             log.error("checkpoint failed: %s", exc)

@@ -1706,10 +1706,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "log.roll.jitter.ms",
         "log.roll.jitter.hours",
         "log.retention.check.interval.ms",
-        "log.flush.interval.messages",
-        "log.flush.scheduler.interval.ms",
-        "log.flush.interval.ms",
-        "log.flush.offset.checkpoint.interval.ms",
         "log.flush.start.offset.checkpoint.interval.ms",
         "log.preallocate",
         "num.recovery.threads.per.data.dir",
@@ -1734,8 +1730,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
 _NOT_YET_TOPIC: frozenset[str] = frozenset(
     {
         "segment.jitter.ms",
-        "flush.messages",
-        "flush.ms",
         "max.compaction.lag.ms",
         "compression.type",
         "preallocate",

@@ -128,6 +128,18 @@ def test_log_config_takes_file_delete_delay_from_the_topic_then_the_broker() -> 
     assert log_config_of(topic).file_delete_delay_ms == 1234
 
 
+def test_log_config_takes_the_flush_policy_from_the_topic_then_the_broker() -> None:
+    broker = BrokerConfig(
+        broker_id=1,
+        static={"log.flush.interval.messages": "10", "log.flush.scheduler.interval.ms": "900"},
+    )
+    default = log_config_of(effective_topic_config(broker, {}))
+    # flush.ms falls back to log.flush.interval.ms, then to the flusher's own interval.
+    assert (default.flush_messages, default.flush_ms) == (10, 900)
+    topic = effective_topic_config(broker, {"flush.messages": "2", "flush.ms": "300"})
+    assert (log_config_of(topic).flush_messages, log_config_of(topic).flush_ms) == (2, 300)
+
+
 def _fields(img: ClusterImage) -> dict[str, Any]:
     return {name: getattr(img, name) for name in img.__dataclass_fields__}
 

@@ -1,4 +1,4 @@
-"""The checkpointer's schedules on a fake clock, and the broker wiring its HW interval.
+"""The checkpointer's schedules on a fake clock, and the broker wiring their configs.
 
 The replica manager is a recorder of which checkpoint was asked for: what each checkpoint
 writes is ``ReplicaManager``'s business (tests/weir/log); here the point is *when*.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from tests.weir.inprocess import build_settings
 from tests.weir.log.conftest import FakeClock
@@ -21,9 +23,29 @@ from weir.checkpointer import (
 
 
 @dataclass
+class FlushRecorder:
+    """A partition whose log records ``flush_if_due`` calls."""
+
+    calls: list[str]
+    topic: str = "t"
+    index: int = 0
+
+    @property
+    def log(self) -> FlushRecorder:
+        return self
+
+    def flush_if_due(self) -> None:
+        self.calls.append(f"flush-check {self.topic}-{self.index}")
+
+
+@dataclass
 class CheckpointRecorder:
     calls: list[str] = field(default_factory=list)
     fail: bool = False
+    hosted: int = 0
+
+    def partitions(self) -> list[FlushRecorder]:
+        return [FlushRecorder(self.calls, index=i) for i in range(self.hosted)]
 
     def checkpoint(self, *, flush: bool = False) -> None:
         self.calls.append("full" if flush else "plain")
@@ -36,9 +58,9 @@ class CheckpointRecorder:
 
 def run_until(checkpointer: Checkpointer, clock: FakeClock, end_ms: int) -> None:
     """What ``run`` does, on the fake clock: tick at every due time up to ``end_ms``."""
-    while checkpointer.next_due_ms() <= end_ms:
-        clock.now = checkpointer.next_due_ms()
-        checkpointer.tick(clock.now)
+    while (due := checkpointer.next_due_ms()) is not None and due <= end_ms:
+        clock.now = due
+        checkpointer.tick(due)
 
 
 def test_default_writes_high_watermarks_every_5_s_and_flushes_once_a_minute() -> None:
@@ -103,15 +125,69 @@ def test_a_failed_write_is_retried_at_the_next_due_time() -> None:
     assert replicas.calls == ["hw"]
 
 
-def test_broker_checkpoints_high_watermarks_at_the_configured_interval(tmp_path: Path) -> None:
+def test_recovery_interval_sets_the_flush_and_recovery_checkpoint_period() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder()
+    checkpointer = Checkpointer(
+        replicas,  # type: ignore[arg-type]
+        time_ms=clock,
+        high_watermark_interval_ms=0,
+        recovery_interval_ms=3_000,
+    )
+    run_until(checkpointer, clock, clock.now + 9_000)
+    assert replicas.calls == ["full"] * 3
+
+
+def test_flusher_asks_every_log_whether_flush_ms_is_due() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder(hosted=2)
+    checkpointer = Checkpointer(
+        replicas,  # type: ignore[arg-type]
+        time_ms=clock,
+        high_watermark_interval_ms=0,
+        recovery_interval_ms=0,
+        flush_check_interval_ms=500,
+    )
+    run_until(checkpointer, clock, clock.now + 1_000)
+    assert replicas.calls == ["flush-check t-0", "flush-check t-1"] * 2
+
+
+def test_default_flusher_never_runs() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder(hosted=1)
+    checkpointer = Checkpointer(replicas, time_ms=clock)  # type: ignore[arg-type]
+    run_until(checkpointer, clock, clock.now + 24 * 3600 * 1000)
+    assert not any(call.startswith("flush-check") for call in replicas.calls)
+
+
+def test_nothing_periodic_leaves_nothing_due() -> None:
+    checkpointer = Checkpointer(
+        CheckpointRecorder(),  # type: ignore[arg-type]
+        time_ms=FakeClock(),
+        high_watermark_interval_ms=0,
+        recovery_interval_ms=0,
+        flush_check_interval_ms=-1,
+    )
+    assert checkpointer.next_due_ms() is None
+
+
+@pytest.mark.parametrize(
+    ("hw", "recovery", "flusher", "expected"),
+    [(1234, 60_000, 2**63 - 1, 1234), (0, 700, 2**63 - 1, 700), (0, 0, 900, 900)],
+)
+def test_broker_schedules_what_its_configs_say(
+    tmp_path: Path, hw: int, recovery: int, flusher: int, expected: int
+) -> None:
     settings = build_settings(
         broker_id=1,
         data_dir=tmp_path / "broker-1",
         redis_url="redis://127.0.0.1:1",  # never connected: the broker is only built
         cluster_id="checkpointer-wiring",
-        configs=["replica.high.watermark.checkpoint.interval.ms=1234"],
+        configs=[
+            f"replica.high.watermark.checkpoint.interval.ms={hw}",
+            f"log.flush.offset.checkpoint.interval.ms={recovery}",
+            f"log.flush.scheduler.interval.ms={flusher}",
+        ],
     )
     before = time.monotonic_ns() // 1_000_000
     broker = Broker(settings)
     after = time.monotonic_ns() // 1_000_000
-    assert before + 1234 <= broker.checkpointer.next_due_ms() <= after + 1234
+    due = broker.checkpointer.next_due_ms()
+    assert due is not None and before + expected <= due <= after + expected
