@@ -258,6 +258,7 @@ class Broker:
             security=self.inter_broker_security,
             # replica.fetch.* are read-only in Kafka: read once, at start.
             settings=FetchSettings.from_config(config),
+            num_fetchers=int(config.get("num.replica.fetchers")),
         )
         self.fenced = asyncio.Event()
         # ACLs: every broker keeps them current; checks happen only with an authorizer.
@@ -425,10 +426,13 @@ class Broker:
             now_ms=self.time_ms(),
             allow_delete=not change.store_reset,
         )
+        # num.replica.fetchers is dynamic: a new count moves partitions between fetchers.
+        self.fetchers.resize(int(self.view.config.get("num.replica.fetchers")))
         for key in changes.unfollow:
             self.fetchers.unfollow(key)
         for partition in changes.follow:
             self.fetchers.follow(partition)
+        self.fetchers.shutdown_idle()
         self.replicas.update_configs()
         self.groups.on_metadata()
         self.controller.poke()

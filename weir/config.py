@@ -1072,6 +1072,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         1,
         "Number of fetcher threads used to replicate records from each source broker.",
+        Range.at_least(1),
         dynamic=True,
     ),
     _broker(
@@ -1721,7 +1722,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "log.cleaner.io.buffer.load.factor",
         "log.cleaner.backoff.ms",
         "log.cleaner.max.compaction.lag.ms",
-        "num.replica.fetchers",
         "leader.imbalance.per.broker.percentage",
         "follower.replication.throttled.rate",
         "producer.id.expiration.ms",

@@ -77,7 +77,6 @@ DEBT_AT_MOST = {
         "max.connections.per.ip",
         "max.incremental.fetch.session.cache.slots",
         "num.recovery.threads.per.data.dir",
-        "num.replica.fetchers",
         "producer.id.expiration.ms",
         "queued.max.requests",
         "socket.receive.buffer.bytes",

@@ -2,15 +2,16 @@
 
 Theory of operation
 -------------------
-One ``LeaderFetcher`` task per leader broker this broker follows, each with its own
-connection (``BrokerClient``). A partition added to a fetcher first *truncates*: it asks the
-leader, with OffsetForLeaderEpoch (KIP-101), where its latest leader epoch ends on the
-leader, and cuts its own log there, so a tail written under an old leader that the new leader
-never had does not survive. Then the fetcher loops: one Fetch (``replica_id`` = this broker,
-fetch offset = the follower's LEO) for all its partitions, long-polling on the leader; each
-partition's records are appended unchanged (offsets and epochs as the leader wrote them) and
-its HW taken from the response. The fetch offset *is* the follower's LEO report: that is how
-the leader learns it and moves the HW.
+``num.replica.fetchers`` ``LeaderFetcher`` tasks per leader broker this broker follows (Kafka's
+fetcher threads; a partition goes to ``fetcher_id``, Kafka's hash), each with its own
+connection (``BrokerClient``); fetchers left without partitions are stopped. A partition added
+to a fetcher first *truncates*: it asks the leader, with OffsetForLeaderEpoch (KIP-101), where
+its latest leader epoch ends on the leader, and cuts its own log there, so a tail written under
+an old leader that the new leader never had does not survive. Then the fetcher loops: one Fetch
+(``replica_id`` = this broker, fetch offset = the follower's LEO) for all its partitions,
+long-polling on the leader; each partition's records are appended unchanged (offsets and epochs
+as the leader wrote them) and its HW taken from the response. The fetch offset *is* the
+follower's LEO report: that is how the leader learns it and moves the HW.
 
 Truncation follows Kafka's rules including KIP-279: when the leader answers with an older
 epoch than the one asked about (it never had our latest epoch), the follower first cuts its
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
     from weir.config import BrokerConfig
     from weir.partition import Partition
 
-__all__ = ["FetchSettings", "ReplicaFetcherManager", "fetch_request"]
+__all__ = ["FetchSettings", "ReplicaFetcherManager", "fetch_request", "fetcher_id"]
 
 log = logging.getLogger("weir.fetcher")
 
@@ -388,21 +389,49 @@ def _latest_epoch(partition: Partition) -> int:
     return -1 if epoch is None else epoch
 
 
+def fetcher_id(topic: str, partition: int, fetchers: int) -> int:
+    """Which of a leader's ``fetchers`` replicates ``topic``-``partition``: Kafka's
+    ``AbstractFetcherManager.getFetcherId``, ``abs(31 * topic.hashCode + partition) % n`` in
+    Java's 32-bit arithmetic, so a partition goes to the same fetcher as on a Kafka broker."""
+    units = topic.encode("utf-16-be")  # Java's String.hashCode hashes UTF-16 code units
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
+    value = _int32((31 * _int32(h) + partition) & 0xFFFFFFFF)
+    return (0 if value == -(2**31) else abs(value)) % fetchers  # Kafka's Utils.abs
+
+
+def _int32(value: int) -> int:
+    return value - 2**32 if value >= 2**31 else value
+
+
 @dataclass(eq=False, repr=False, kw_only=True)
 class ReplicaFetcherManager:
-    """The set of LeaderFetchers of this broker, following metadata's role changes."""
+    """The LeaderFetchers of this broker, following metadata's role changes.
+
+    ``num.replica.fetchers`` fetchers per leader, each with its own connection; a partition
+    goes to ``fetcher_id``. ``resize`` applies a new count (the config is dynamic in Kafka):
+    every followed partition is re-added where the new count puts it. ``shutdown_idle`` stops
+    fetchers left without partitions (Kafka's ``shutdownIdleFetcherThreads``).
+    """
 
     broker_id: int
     endpoint: Callable[[int], tuple[str, int] | None]
     time_ms: Callable[[], int]
     security: ClientSecurity | None = None
     settings: FetchSettings = field(default_factory=FetchSettings)
-    _fetchers: dict[int, LeaderFetcher] = field(init=False, default_factory=dict)
+    num_fetchers: int = 1
+    _fetchers: dict[tuple[int, int], LeaderFetcher] = field(init=False, default_factory=dict)
+    _stopping: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
     def follow(self, partition: Partition) -> None:
         """(Re)start replicating ``partition`` from its current leader."""
         self.unfollow((partition.topic, partition.index))
-        fetcher = self._fetchers.get(partition.leader_id)
+        key = (
+            partition.leader_id,
+            fetcher_id(partition.topic, partition.index, self.num_fetchers),
+        )
+        fetcher = self._fetchers.get(key)
         if fetcher is None:
             fetcher = LeaderFetcher(
                 leader_id=partition.leader_id,
@@ -412,7 +441,7 @@ class ReplicaFetcherManager:
                 security=self.security,
                 settings=self.settings,
             )
-            self._fetchers[partition.leader_id] = fetcher
+            self._fetchers[key] = fetcher
         fetcher.add(partition)
 
     def unfollow(self, key: tuple[str, int]) -> None:
@@ -422,7 +451,33 @@ class ReplicaFetcherManager:
     def is_following(self, key: tuple[str, int]) -> bool:
         return any(key in f.partitions for f in self._fetchers.values())
 
+    def assignment(self) -> dict[tuple[int, int], set[tuple[str, int]]]:
+        """``(leader id, fetcher id)`` → the partitions that fetcher replicates."""
+        return {key: set(f.partitions) for key, f in self._fetchers.items() if f.partitions}
+
+    def resize(self, num_fetchers: int) -> None:
+        """Use ``num_fetchers`` fetchers per leader from now on."""
+        if num_fetchers == self.num_fetchers:
+            return
+        log.info("replica fetchers per leader: %d -> %d", self.num_fetchers, num_fetchers)
+        self.num_fetchers = num_fetchers
+        followed = [
+            f.partition for fetcher in self._fetchers.values() for f in fetcher.partitions.values()
+        ]
+        for partition in followed:
+            self.follow(partition)
+        self.shutdown_idle()
+
+    def shutdown_idle(self) -> None:
+        """Stop the fetchers that replicate nothing (their connections close)."""
+        for key in [k for k, f in self._fetchers.items() if not f.partitions]:
+            task = asyncio.create_task(self._fetchers.pop(key).stop(), name="fetcher-stop")
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
+
     async def stop(self) -> None:
         for fetcher in self._fetchers.values():
             await fetcher.stop()
         self._fetchers.clear()
+        if self._stopping:
+            await asyncio.gather(*self._stopping, return_exceptions=True)

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 from kio.schema.errors import ErrorCode
 
 from tests.weir.inprocess import ThreadedBroker, threaded_cluster
@@ -24,7 +30,14 @@ from weir.config import BrokerConfig, InvalidConfigError, check_broker_constrain
 from weir.log.log import Log, LogConfig
 from weir.partition import Partition
 from weir.protocol.api_keys import ApiKey
-from weir.replication.fetcher import FetchSettings, LeaderFetcher, _Followed, fetch_request
+from weir.replication.fetcher import (
+    FetchSettings,
+    LeaderFetcher,
+    ReplicaFetcherManager,
+    _Followed,
+    fetch_request,
+    fetcher_id,
+)
 
 # Each config, the FetchSettings field it sets, and a value other than its default.
 CONFIGS = [
@@ -139,3 +152,122 @@ def test_leader_receives_the_configured_fetch(configured_pair: dict[int, Threade
     assert request.min_bytes == 7
     assert request.max_bytes == 654321
     assert {p.partition_max_bytes for t in request.topics for p in t.partitions} == {54321}
+
+
+# -- num.replica.fetchers --------------------------------------------------------------------
+def test_fetcher_id_is_kafkas_hash() -> None:
+    # Java: "hello".hashCode() == 99162322; 31 * 99162322 + 0 wraps to -1220935314.
+    assert fetcher_id("hello", 0, 2**31 - 1) == 1220935314
+    # Non-ASCII topics hash their UTF-16 code units, as Java does ("é" is 0xE9).
+    assert fetcher_id("é", 1, 2**31 - 1) == 31 * 0xE9 + 1
+    assert {fetcher_id("t", p, 1) for p in range(10)} == {0}
+    assert {fetcher_id("t", p, 3) for p in range(10)} == {0, 1, 2}
+
+
+@pytest.fixture
+def partitions(tmp_path: Path) -> Iterator[list[Partition]]:
+    made = []
+    for index in range(6):
+        log = Log.open(tmp_path / f"t-{index}", config=LogConfig(), time_ms=FakeClock())
+        partition = Partition(broker_id=2, topic="t", index=index, topic_id="x", log=log)
+        partition.leader_id = 1
+        made.append(partition)
+    yield made
+    for partition in made:
+        partition.log.close()
+
+
+async def test_partitions_spread_over_num_replica_fetchers_and_resize_moves_them(
+    partitions: list[Partition],
+) -> None:
+    manager = ReplicaFetcherManager(
+        broker_id=2, endpoint=lambda _: None, time_ms=FakeClock(), num_fetchers=3
+    )
+    try:
+        for partition in partitions:
+            manager.follow(partition)
+        assert manager.assignment() == {
+            (1, n): {("t", p.index) for p in partitions if fetcher_id("t", p.index, 3) == n}
+            for n in range(3)
+        }
+        manager.resize(1)
+        assert manager.assignment() == {(1, 0): {("t", p.index) for p in partitions}}
+        # The emptied fetchers were stopped, not left holding connections.
+        assert len(manager._fetchers) == 1
+    finally:
+        await manager.stop()
+
+
+def test_num_replica_fetchers_must_be_positive() -> None:
+    with pytest.raises(InvalidConfigError, match=r"num\.replica\.fetchers"):
+        BrokerConfig(broker_id=1, static={"num.replica.fetchers": "0"})
+
+
+def test_each_fetcher_has_its_own_connection_and_the_count_changes_dynamically(
+    redis_server: str, tmp_path: Path
+) -> None:
+    with threaded_cluster(
+        root=tmp_path,
+        redis_url=redis_server,
+        broker_ids=(1, 2),
+        configs=["num.replica.fetchers=3"],
+    ) as brokers:
+        connections: dict[int, set[int]] = {1: set(), 2: set()}  # leader -> follower conns
+        for leader_id, broker in brokers.items():
+            original = broker.broker.handlers[ApiKey.FETCH]
+
+            async def recording(
+                ctx: Any, request: Any, _original: Any = original, _leader: int = leader_id
+            ) -> Any:
+                if request.body.replica_id >= 0:
+                    connections[_leader].add(id(ctx))
+                return await _original(ctx, request)
+
+            broker.broker.handlers[ApiKey.FETCH] = recording
+        admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+        admin.create_topics([NewTopic("fetchers", 8, 2)])["fetchers"].result(15)
+
+        def assignments() -> dict[tuple[int, int], set[tuple[str, int]]]:
+            return {
+                key: keys
+                for broker in brokers.values()
+                for key, keys in broker.run(_assignment(broker)).items()
+            }
+
+        deadline = time.monotonic() + 15
+        while sum(map(len, assignments().values())) < 8 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # Each leader's partitions, spread by Kafka's hash over the follower's fetchers.
+        expected: dict[int, int] = {}
+        for leader, _ in assignments():
+            expected[leader] = expected.get(leader, 0) + 1
+        assert sum(expected.values()) > 2  # some leader is fetched from over several fetchers
+        while time.monotonic() < deadline and any(
+            len(connections[leader]) < count for leader, count in expected.items()
+        ):
+            time.sleep(0.05)
+        assert {leader: len(connections[leader]) for leader in expected} == expected
+
+        # num.replica.fetchers is dynamic: broker 2 goes back to one fetcher per leader.
+        change = ConfigResource(
+            "broker",
+            "2",
+            incremental_configs=[
+                ConfigEntry(
+                    "num.replica.fetchers", "1", incremental_operation=AlterConfigOpType.SET
+                )
+            ],
+        )
+        admin.incremental_alter_configs([change])[change].result(15)
+        followed = set().union(*brokers[2].run(_assignment(brokers[2])).values())
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (
+            set(brokers[2].run(_assignment(brokers[2]))) != {(1, 0)}
+        ):
+            time.sleep(0.05)
+        assert brokers[2].run(_assignment(brokers[2])) == {(1, 0): followed}
+
+
+async def _assignment(broker: ThreadedBroker) -> dict[tuple[int, int], set[tuple[str, int]]]:
+    """The follower's fetcher assignment, read on the broker's own loop."""
+    return broker.broker.fetchers.assignment()
