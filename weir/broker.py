@@ -241,6 +241,11 @@ class Broker:
             ),
             recovery_interval_ms=int(config.get("log.flush.offset.checkpoint.interval.ms")),
             flush_check_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
+            producer_expiration_check_interval_ms=int(
+                config.get("producer.id.expiration.check.interval.ms")
+            ),
+            # Dynamic in Kafka: read at each check.
+            producer_expiration_ms=lambda: int(self.view.config.get("producer.id.expiration.ms")),
         )
         self.admin = TopicAdmin(
             view=self.view, store=self.store, lease=self.lease, channel=self.channel

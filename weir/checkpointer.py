@@ -3,8 +3,8 @@ LogManager schedule them.
 
 Theory of operation
 -------------------
-Three schedules on one clock (monotonic ms, passed in), each period a Kafka config read once
-at start (all three are read-only in Kafka):
+Four schedules on one clock (monotonic ms, passed in), each period a Kafka config read once
+at start (all four are read-only in Kafka):
 
 * ``replica.high.watermark.checkpoint.interval.ms`` (5 s): the high watermarks are written
   (``replication-offset-checkpoint``).
@@ -13,6 +13,11 @@ at start (all three are read-only in Kafka):
   appended since (the recovery point is "the persistent record of the last flush").
 * ``log.flush.scheduler.interval.ms`` (Long.MAX_VALUE: never): Kafka's log flusher; each
   log not flushed for its topic's ``flush.ms`` is fsynced (``Log.flush_if_due``).
+* ``producer.id.expiration.check.interval.ms`` (10 min): each log forgets the idempotent
+  producers whose last batch is older than ``producer.id.expiration.ms`` (dynamic: read at
+  each check), as Kafka's ``PeriodicProducerExpirationCheck`` does, so a broker that sees many
+  short-lived producers does not keep their state forever. Record timestamps are wall-clock
+  times: the check compares them with the log's own (wall) clock.
 
 Kafka runs a task once when its period is not positive; here a non-positive period means the
 task does not run periodically (the broker still writes every checkpoint at shutdown).
@@ -38,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = [
     "FLUSH_CHECK_INTERVAL_MS",
     "HW_CHECKPOINT_INTERVAL_MS",
+    "PRODUCER_EXPIRATION_CHECK_INTERVAL_MS",
+    "PRODUCER_EXPIRATION_MS",
     "RECOVERY_CHECKPOINT_INTERVAL_MS",
     "Checkpointer",
 ]
@@ -48,6 +55,8 @@ log = logging.getLogger("weir.broker")
 HW_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
 RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.offset.checkpoint.interval.ms
 FLUSH_CHECK_INTERVAL_MS = 2**63 - 1  # log.flush.scheduler.interval.ms
+PRODUCER_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
+PRODUCER_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 
 
 @dataclass(slots=True)
@@ -70,7 +79,8 @@ class _Schedule:
 
 
 class Checkpointer:
-    """HW checkpoints, flush with recovery-point checkpoints, and the flush.ms flusher."""
+    """HW checkpoints, flush with recovery-point checkpoints, the flush.ms flusher and the
+    producer expiration check."""
 
     def __init__(
         self,
@@ -80,18 +90,22 @@ class Checkpointer:
         high_watermark_interval_ms: int = HW_CHECKPOINT_INTERVAL_MS,
         recovery_interval_ms: int = RECOVERY_CHECKPOINT_INTERVAL_MS,
         flush_check_interval_ms: int = FLUSH_CHECK_INTERVAL_MS,
+        producer_expiration_check_interval_ms: int = PRODUCER_EXPIRATION_CHECK_INTERVAL_MS,
+        producer_expiration_ms: Callable[[], int] = lambda: PRODUCER_EXPIRATION_MS,
     ) -> None:
         self._replicas = replicas
         self._time_ms = time_ms
+        self._producer_expiration_ms = producer_expiration_ms
         now = time_ms()
         self._hw = _Schedule.starting(now, high_watermark_interval_ms)
         self._recovery = _Schedule.starting(now, recovery_interval_ms)
         self._flusher = _Schedule.starting(now, flush_check_interval_ms)
+        self._producers = _Schedule.starting(now, producer_expiration_check_interval_ms)
 
     def next_due_ms(self) -> int | None:
         """When the next task is due, on the checkpointer's clock (None: nothing periodic)."""
-        times = [s.next_ms for s in (self._hw, self._recovery, self._flusher)]
-        return min((t for t in times if t is not None), default=None)
+        schedules = (self._hw, self._recovery, self._flusher, self._producers)
+        return min((s.next_ms for s in schedules if s.next_ms is not None), default=None)
 
     async def run(self) -> None:
         while (due := self.next_due_ms()) is not None:
@@ -100,6 +114,9 @@ class Checkpointer:
 
     def tick(self, now_ms: int) -> None:
         """Run what is due at ``now_ms``."""
+        if self._producers.due(now_ms):
+            self._producers.restart(now_ms)
+            self._expire_producers()
         if self._flusher.due(now_ms):
             self._flusher.restart(now_ms)
             self._flush_due_logs()
@@ -110,6 +127,12 @@ class Checkpointer:
         elif self._hw.due(now_ms):
             self._hw.restart(now_ms)
             self._guarded(self._replicas.checkpoint_high_watermarks)
+
+    def _expire_producers(self) -> None:
+        max_age_ms = self._producer_expiration_ms()
+        for partition in self._replicas.partitions():
+            log_ = partition.log
+            log_.producer_state.remove_expired_producers(log_.time_ms(), max_age_ms)
 
     def _flush_due_logs(self) -> None:
         for partition in self._replicas.partitions():

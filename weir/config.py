@@ -1306,6 +1306,14 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         Range.at_least(1),
         dynamic=True,
     ),
+    _broker(
+        "producer.id.expiration.check.interval.ms",
+        I,
+        600000,
+        "The interval at which to remove producer IDs that have expired due to "
+        "<code>producer.id.expiration.ms</code> passing.",
+        Range.at_least(1),
+    ),
     # -- authorizer (weir.security.acl) ----------------------------------------------------
     _broker(
         "authorizer.class.name",
@@ -1724,7 +1732,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "log.cleaner.max.compaction.lag.ms",
         "leader.imbalance.per.broker.percentage",
         "follower.replication.throttled.rate",
-        "producer.id.expiration.ms",
     }
 )
 _NOT_YET_TOPIC: frozenset[str] = frozenset(

@@ -9,17 +9,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tests.weir.inprocess import build_settings
-from tests.weir.log.conftest import FakeClock
+from tests.weir.log.conftest import FakeClock, append, idempotent_batch
 from weir.broker import Broker
 from weir.checkpointer import (
     HW_CHECKPOINT_INTERVAL_MS,
     RECOVERY_CHECKPOINT_INTERVAL_MS,
     Checkpointer,
 )
+from weir.log.log import Log, LogConfig
 
 
 @dataclass
@@ -34,8 +36,18 @@ class FlushRecorder:
     def log(self) -> FlushRecorder:
         return self
 
+    @property
+    def producer_state(self) -> FlushRecorder:
+        return self
+
+    def time_ms(self) -> int:
+        return 0
+
     def flush_if_due(self) -> None:
         self.calls.append(f"flush-check {self.topic}-{self.index}")
+
+    def remove_expired_producers(self, now_ms: int, max_age_ms: int) -> None:
+        self.calls.append(f"expire {self.topic}-{self.index} older than {max_age_ms}")
 
 
 @dataclass
@@ -150,6 +162,47 @@ def test_flusher_asks_every_log_whether_flush_ms_is_due() -> None:
     assert replicas.calls == ["flush-check t-0", "flush-check t-1"] * 2
 
 
+def test_producer_expiration_runs_at_its_interval_with_the_current_max_age() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder(hosted=1)
+    max_age = [5_000]
+    checkpointer = Checkpointer(
+        replicas,  # type: ignore[arg-type]
+        time_ms=clock,
+        high_watermark_interval_ms=0,
+        recovery_interval_ms=0,
+        producer_expiration_check_interval_ms=1_000,
+        producer_expiration_ms=lambda: max_age[0],
+    )
+    run_until(checkpointer, clock, clock.now + 1_000)
+    max_age[0] = 7_000  # producer.id.expiration.ms is dynamic
+    run_until(checkpointer, clock, clock.now + 1_000)
+    assert replicas.calls == ["expire t-0 older than 5000", "expire t-0 older than 7000"]
+
+
+def test_producers_idle_longer_than_the_expiration_are_forgotten(tmp_path: Path) -> None:
+    wall = FakeClock()  # the log's clock; record timestamps are on it
+    log = Log.open(tmp_path / "t-0", config=LogConfig(), time_ms=wall)
+    try:
+        append(log, idempotent_batch(7, 0, 0, base_timestamp=wall.now))
+        wall.advance(3_000)
+        append(log, idempotent_batch(8, 0, 0, base_timestamp=wall.now))
+        replicas = SimpleNamespace(partitions=lambda: [SimpleNamespace(log=log)])
+        clock = FakeClock()
+        checkpointer = Checkpointer(
+            replicas,  # type: ignore[arg-type]
+            time_ms=clock,
+            high_watermark_interval_ms=0,
+            recovery_interval_ms=0,
+            producer_expiration_check_interval_ms=1_000,
+            producer_expiration_ms=lambda: 5_000,
+        )
+        wall.advance(2_000)  # producer 7 idle for 5 s, producer 8 for 2 s
+        run_until(checkpointer, clock, clock.now + 1_000)
+        assert set(log.producer_state.producers) == {8}
+    finally:
+        log.close()
+
+
 def test_default_flusher_never_runs() -> None:
     clock, replicas = FakeClock(), CheckpointRecorder(hosted=1)
     checkpointer = Checkpointer(replicas, time_ms=clock)  # type: ignore[arg-type]
@@ -164,6 +217,7 @@ def test_nothing_periodic_leaves_nothing_due() -> None:
         high_watermark_interval_ms=0,
         recovery_interval_ms=0,
         flush_check_interval_ms=-1,
+        producer_expiration_check_interval_ms=0,
     )
     assert checkpointer.next_due_ms() is None
 

@@ -77,7 +77,6 @@ DEBT_AT_MOST = {
         "max.connections.per.ip",
         "max.incremental.fetch.session.cache.slots",
         "num.recovery.threads.per.data.dir",
-        "producer.id.expiration.ms",
         "queued.max.requests",
         "socket.receive.buffer.bytes",
         "socket.send.buffer.bytes",
@@ -175,9 +174,7 @@ def test_refused_dynamic_broker_config_is_invalid_config_and_ignored_from_redis(
 def test_described_documentation_says_what_weir_does() -> None:
     entries = {e.name: e for e in describe_broker_config(BrokerConfig(broker_id=1))}
     assert entries["num.io.threads"].documentation.startswith("[Weir: refused: ")
-    assert entries["producer.id.expiration.ms"].documentation.startswith(
-        "[Weir: not yet implemented: "
-    )
+    assert entries["max.connections"].documentation.startswith("[Weir: not yet implemented: ")
     assert entries["replica.fetch.max.bytes"].documentation == (
         BROKER_CONFIGS["replica.fetch.max.bytes"].doc
     )
