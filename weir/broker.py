@@ -74,7 +74,7 @@ from weir.metadata.store import MetadataStore
 from weir.metadata_view import BrokerEndpoint, MetadataView, PartitionView, TopicView
 from weir.metrics import BrokerMetrics
 from weir.replica_manager import ReplicaManager
-from weir.replication.fetcher import FetchSettings, ReplicaFetcherManager
+from weir.replication.fetcher import FetchSettings, FollowerThrottle, ReplicaFetcherManager
 from weir.replication.isr_manager import IsrManager
 from weir.replication.throttle import ReplicationThrottle
 from weir.security.acl_store import AclCache, build_authorizer
@@ -264,6 +264,12 @@ class Broker:
             # replica.fetch.* are read-only in Kafka: read once, at start.
             settings=FetchSettings.from_config(config),
             num_fetchers=int(config.get("num.replica.fetchers")),
+            throttle=FollowerThrottle(
+                broker_id=settings.broker_id,
+                topic_config=self.view.topic_config,
+                config=current_config,
+                now_s=time.monotonic,
+            ),
         )
         self.fenced = asyncio.Event()
         # ACLs: every broker keeps them current; checks happen only with an authorizer.

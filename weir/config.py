@@ -1731,7 +1731,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "log.cleaner.backoff.ms",
         "log.cleaner.max.compaction.lag.ms",
         "leader.imbalance.per.broker.percentage",
-        "follower.replication.throttled.rate",
     }
 )
 _NOT_YET_TOPIC: frozenset[str] = frozenset(
@@ -1743,7 +1742,6 @@ _NOT_YET_TOPIC: frozenset[str] = frozenset(
         "message.timestamp.difference.max.ms",
         "message.timestamp.before.max.ms",
         "message.timestamp.after.max.ms",
-        "follower.replication.throttled.replicas",
         "message.downconversion.enable",
     }
 )

@@ -54,7 +54,6 @@ DEBT_AT_MOST = {
         "connections.max.idle.ms",
         "controlled.shutdown.enable",
         "fetch.max.bytes",
-        "follower.replication.throttled.rate",
         "leader.imbalance.per.broker.percentage",
         "log.cleaner.backoff.ms",
         "log.cleaner.dedupe.buffer.size",
@@ -83,7 +82,6 @@ DEBT_AT_MOST = {
     },
     "topic": {
         "compression.type",
-        "follower.replication.throttled.replicas",
         "max.compaction.lag.ms",
         "message.downconversion.enable",
         "message.timestamp.after.max.ms",

@@ -25,6 +25,14 @@ whole response) and ``replica.fetch.max.bytes`` (each partition's partition_max_
 request to the leader times out after ``replica.socket.timeout.ms``. Kafka cannot change any of
 them dynamically (all read-only), so they are read once, when the broker starts.
 
+Kafka's follower throttle (``FollowerThrottle``): a partition whose topic lists this broker's
+replica in ``follower.replication.throttled.replicas`` (or ``*``) and that is not in the ISR
+(still catching up, e.g. a reassignment's new replica) is left out of the Fetch while this
+broker's throttled traffic exceeds ``follower.replication.throttled.rate`` bytes per second;
+the bytes it receives are charged to that budget. In-sync replication is never slowed. When
+every ready partition is held back, the fetcher waits ``replica.fetch.backoff.ms``, as Kafka's
+does with an empty fetch.
+
 Errors are per partition: a leader that does not lead (yet) answers NOT_LEADER_OR_FOLLOWER or
 FENCED / UNKNOWN_LEADER_EPOCH; the partition is backed off for ``replica.fetch.backoff.ms``
 and retried, as Kafka's fetcher does, because the new leader may simply not have learned of
@@ -58,15 +66,22 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
 
 from weir.client import BrokerClient, BrokerClientError
 from weir.log.errors import LogError
+from weir.replication.quota import ReplicationQuota, is_throttled
 from weir.security.client import ClientSecurity
 
 if TYPE_CHECKING:
     # Types only: the fetcher drives partitions it is given, and weir.partition itself
     # imports weir.replication (LeaderState).
-    from weir.config import BrokerConfig
+    from weir.config import BrokerConfig, TopicConfig
     from weir.partition import Partition
 
-__all__ = ["FetchSettings", "ReplicaFetcherManager", "fetch_request", "fetcher_id"]
+__all__ = [
+    "FetchSettings",
+    "FollowerThrottle",
+    "ReplicaFetcherManager",
+    "fetch_request",
+    "fetcher_id",
+]
 
 log = logging.getLogger("weir.fetcher")
 
@@ -104,6 +119,35 @@ class FetchSettings:
         return self.backoff_ms / 1000
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
+class FollowerThrottle:
+    """Kafka's follower replication throttle, shared by every fetcher of this broker."""
+
+    broker_id: int
+    topic_config: Callable[[str], TopicConfig]
+    config: Callable[[], BrokerConfig]
+    now_s: Callable[[], float]
+    _quota: ReplicationQuota = field(init=False, default_factory=ReplicationQuota)
+
+    def throttled(self, partition: Partition) -> bool:
+        """Listed follower replica (this broker's) of a partition it is not in sync with."""
+        if self.broker_id in partition.isr:
+            return False
+        listed = self.topic_config(partition.topic).follower_replication_throttled_replicas
+        return is_throttled(listed, partition.index, self.broker_id)
+
+    def _rate(self) -> int:
+        return int(self.config().get("follower.replication.throttled.rate"))
+
+    def exceeded(self) -> bool:
+        """True while the throttled traffic has used up its budget."""
+        return not self._quota.available(rate=self._rate(), now_s=self.now_s())
+
+    def record(self, size: int) -> None:
+        """Count ``size`` throttled bytes just received."""
+        self._quota.record(size, rate=self._rate(), now_s=self.now_s())
+
+
 @dataclass(slots=True)
 class _Followed:
     partition: Partition
@@ -124,6 +168,7 @@ class LeaderFetcher:
     time_ms: Callable[[], int]
     security: ClientSecurity | None = None
     settings: FetchSettings = field(default_factory=FetchSettings)
+    throttle: FollowerThrottle | None = None
     _client: BrokerClient | None = field(init=False, default=None)
     partitions: dict[tuple[str, int], _Followed] = field(init=False, default_factory=dict)
     _changed: asyncio.Event = field(init=False, default_factory=asyncio.Event)
@@ -184,8 +229,11 @@ class LeaderFetcher:
                     await self._truncate(client, pending)
                 now = self.time_ms()
                 ready = [f for f in active if f.truncated and f.delayed_until_ms <= now]
-                if ready:
-                    await self._fetch(client, ready)
+                fetchable = self.fetchable(ready)
+                if fetchable:
+                    await self._fetch(client, fetchable)
+                elif ready:  # all held back by the throttle: wait as on an empty fetch
+                    await asyncio.sleep(self.settings.backoff_s)
             except BrokerClientError as exc:
                 log.info("fetch from broker %d failed: %s", self.leader_id, exc)
                 await asyncio.sleep(self.settings.backoff_s)
@@ -230,6 +278,13 @@ class LeaderFetcher:
                 )
                 followed.truncated = complete
 
+    def fetchable(self, ready: list[_Followed]) -> list[_Followed]:
+        """``ready`` without the throttled partitions while the throttle budget is spent."""
+        throttle = self.throttle
+        if throttle is None or not throttle.exceeded():
+            return ready
+        return [f for f in ready if not throttle.throttled(f.partition)]
+
     async def _fetch(self, client: BrokerClient, ready: list[_Followed]) -> None:
         request = fetch_request(self.broker_id, ready, self.settings)
         # Kafka's bound: replica.socket.timeout.ms, at least replica.fetch.wait.max.ms (the
@@ -242,6 +297,8 @@ class LeaderFetcher:
                 followed = self.partitions.get((topic_result.topic, data.partition_index))
                 if followed is None or not followed.truncated:
                     continue
+                if self.throttle is not None and self.throttle.throttled(followed.partition):
+                    self.throttle.record(len(data.records or b""))
                 self._apply(followed, data)
 
     def _apply(self, followed: _Followed, data: object) -> None:
@@ -420,6 +477,7 @@ class ReplicaFetcherManager:
     time_ms: Callable[[], int]
     security: ClientSecurity | None = None
     settings: FetchSettings = field(default_factory=FetchSettings)
+    throttle: FollowerThrottle | None = None
     num_fetchers: int = 1
     _fetchers: dict[tuple[int, int], LeaderFetcher] = field(init=False, default_factory=dict)
     _stopping: set[asyncio.Task[None]] = field(init=False, default_factory=set)
@@ -440,6 +498,7 @@ class ReplicaFetcherManager:
                 time_ms=self.time_ms,
                 security=self.security,
                 settings=self.settings,
+                throttle=self.throttle,
             )
             self._fetchers[key] = fetcher
         fetcher.add(partition)

@@ -1,4 +1,5 @@
-"""The follower fetcher obeys ``replica.fetch.*`` and ``replica.socket.timeout.ms``.
+"""The follower fetcher obeys ``replica.fetch.*``, ``replica.socket.timeout.ms``,
+``num.replica.fetchers`` and the follower replication throttle.
 
 Pure tests prove each config reaches ``FetchSettings`` and the Fetch request built from it,
 and that a refused partition waits ``replica.fetch.backoff.ms`` on a fake clock. One
@@ -26,12 +27,18 @@ from kio.schema.errors import ErrorCode
 
 from tests.weir.inprocess import ThreadedBroker, threaded_cluster
 from tests.weir.log.conftest import FakeClock
-from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
+from weir.config import (
+    BrokerConfig,
+    InvalidConfigError,
+    check_broker_constraints,
+    effective_topic_config,
+)
 from weir.log.log import Log, LogConfig
 from weir.partition import Partition
 from weir.protocol.api_keys import ApiKey
 from weir.replication.fetcher import (
     FetchSettings,
+    FollowerThrottle,
     LeaderFetcher,
     ReplicaFetcherManager,
     _Followed,
@@ -271,3 +278,66 @@ def test_each_fetcher_has_its_own_connection_and_the_count_changes_dynamically(
 async def _assignment(broker: ThreadedBroker) -> dict[tuple[int, int], set[tuple[str, int]]]:
     """The follower's fetcher assignment, read on the broker's own loop."""
     return broker.broker.fetchers.assignment()
+
+
+# -- follower.replication.throttled.* --------------------------------------------------------
+def _throttle(
+    replicas: str, rate: int | None, now: list[float]
+) -> tuple[FollowerThrottle, BrokerConfig]:
+    dynamic = {} if rate is None else {"follower.replication.throttled.rate": str(rate)}
+    config = BrokerConfig(broker_id=2, dynamic_broker=dynamic)
+    topic = effective_topic_config(config, {"follower.replication.throttled.replicas": replicas})
+    throttle = FollowerThrottle(
+        broker_id=2, topic_config=lambda _: topic, config=lambda: config, now_s=lambda: now[0]
+    )
+    return throttle, config
+
+
+def test_follower_throttle_applies_to_listed_replicas_outside_the_isr(
+    followed: _Followed,
+) -> None:
+    partition = followed.partition
+    partition.isr = (1,)
+    assert _throttle("0:2", 100, [0.0])[0].throttled(partition)
+    assert _throttle("*", 100, [0.0])[0].throttled(partition)
+    assert not _throttle("0:3", 100, [0.0])[0].throttled(partition)  # another broker's
+    assert not _throttle("", 100, [0.0])[0].throttled(partition)
+    partition.isr = (1, 2)  # in sync: never slowed
+    assert not _throttle("*", 100, [0.0])[0].throttled(partition)
+
+
+def test_throttled_partitions_wait_while_the_rate_is_spent(tmp_path: Path) -> None:
+    now = [0.0]
+    throttle, _ = _throttle("0:2", 1_000, now)
+    logs = [Log.open(tmp_path / f"t-{i}", config=LogConfig(), time_ms=FakeClock()) for i in (0, 1)]
+    try:
+        items = []
+        for index, log in enumerate(logs):
+            partition = Partition(broker_id=2, topic="t", index=index, topic_id="x", log=log)
+            partition.isr = (1,)
+            items.append(_Followed(partition=partition, leader_epoch=0, truncated=True))
+        fetcher = LeaderFetcher(
+            leader_id=1,
+            broker_id=2,
+            endpoint=lambda _: None,
+            time_ms=FakeClock(),
+            throttle=throttle,
+        )
+        assert fetcher.fetchable(items) == items  # budget left: everything is fetched
+        throttle.record(1_500)  # a catch-up fetch took more than a second's worth
+        assert fetcher.fetchable(items) == items[1:]  # partition 1 is not listed
+        now[0] += 1.0  # a second refills 1000 bytes: 500 left, fetching resumes
+        assert fetcher.fetchable(items) == items
+    finally:
+        for log in logs:
+            log.close()
+
+
+def test_no_follower_rate_means_no_limit(followed: _Followed) -> None:
+    throttle, _ = _throttle("*", None, [0.0])
+    followed.partition.isr = (1,)
+    throttle.record(10**12)
+    fetcher = LeaderFetcher(
+        leader_id=1, broker_id=2, endpoint=lambda _: None, time_ms=FakeClock(), throttle=throttle
+    )
+    assert fetcher.fetchable([followed]) == [followed]
