@@ -7,7 +7,8 @@ topic key through its ``TopicConfig`` field); the per-key behaviour tests live w
 that reads it (e.g. tests/weir/replication/test_fetcher_configs.py). The *not yet implemented*
 list can only shrink: ``DEBT_AT_MOST`` is the list as it was when the walk was written, and a
 key that the runtime starts reading must leave it. *Refused* keys fail with a message naming
-them as unsupported, at start-up, over the wire (a real AdminClient) and for topics.
+them as unsupported, at start-up, over the wire (a real AdminClient) and from
+``manage.py configs``.
 docs/configuration.md lists every key with its state.
 """
 
@@ -21,6 +22,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
+from tests.suite.commands import failed_cleanly, manage
 from tests.weir.inprocess import ThreadedBroker
 from weir.config import (
     BROKER_CONFIGS,
@@ -199,3 +201,17 @@ def test_admin_client_alter_of_a_refused_config_gets_invalid_config(
     error = caught.value.args[0]
     assert error.code() == KafkaError.INVALID_CONFIG
     assert "num.io.threads is not supported" in error.str()
+
+
+def test_configs_command_names_a_refused_config_as_unsupported(
+    inprocess_broker: ThreadedBroker,
+) -> None:
+    stderr = failed_cleanly(
+        manage(
+            "configs",
+            *("--bootstrap-server", inprocess_broker.bootstrap),
+            *("--entity-type", "brokers", "--entity-default"),
+            *("--alter", "--add-config", "background.threads=4"),
+        )
+    )
+    assert "background.threads is not supported by Weir" in stderr, stderr
