@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,20 @@ class CheckpointRecorder:
         self.calls.append("hw")
 
 
+# Every periodic task off; a test turns on the ones it is about.
+OFF = {
+    "high_watermark_interval_ms": 0,
+    "recovery_interval_ms": 0,
+    "flush_check_interval_ms": 0,
+    "producer_expiration_check_interval_ms": 0,
+}
+
+
+def only(replicas: object, clock: FakeClock, **options: Any) -> Checkpointer:
+    """A checkpointer on ``clock`` running only the tasks ``options`` give a period."""
+    return Checkpointer(replicas, time_ms=clock, **{**OFF, **options})  # type: ignore[arg-type]
+
+
 def run_until(checkpointer: Checkpointer, clock: FakeClock, end_ms: int) -> None:
     """What ``run`` does, on the fake clock: tick at every due time up to ``end_ms``."""
     while (due := checkpointer.next_due_ms()) is not None and due <= end_ms:
@@ -86,11 +101,7 @@ def test_default_writes_high_watermarks_every_5_s_and_flushes_once_a_minute() ->
 
 def test_high_watermark_interval_sets_the_hw_checkpoint_period() -> None:
     clock, replicas = FakeClock(), CheckpointRecorder()
-    checkpointer = Checkpointer(
-        replicas,  # type: ignore[arg-type]
-        time_ms=clock,
-        high_watermark_interval_ms=2_000,
-    )
+    checkpointer = only(replicas, clock, high_watermark_interval_ms=2_000)
     start = clock.now
     assert checkpointer.next_due_ms() == start + 2_000
     checkpointer.tick(start + 1_999)
@@ -113,11 +124,7 @@ def test_non_positive_interval_means_no_periodic_hw_checkpoint() -> None:
 
 def test_a_stalled_loop_writes_once_and_counts_on_from_now() -> None:
     clock, replicas = FakeClock(), CheckpointRecorder()
-    checkpointer = Checkpointer(
-        replicas,  # type: ignore[arg-type]
-        time_ms=clock,
-        high_watermark_interval_ms=1_000,
-    )
+    checkpointer = only(replicas, clock, high_watermark_interval_ms=1_000)
     late = clock.now + 30_500
     checkpointer.tick(late)
     assert replicas.calls == ["hw"]
@@ -126,11 +133,7 @@ def test_a_stalled_loop_writes_once_and_counts_on_from_now() -> None:
 
 def test_a_failed_write_is_retried_at_the_next_due_time() -> None:
     clock, replicas = FakeClock(), CheckpointRecorder(fail=True)
-    checkpointer = Checkpointer(
-        replicas,  # type: ignore[arg-type]
-        time_ms=clock,
-        high_watermark_interval_ms=1_000,
-    )
+    checkpointer = only(replicas, clock, high_watermark_interval_ms=1_000)
     run_until(checkpointer, clock, clock.now + 1_000)  # logged, not raised
     replicas.fail = False
     run_until(checkpointer, clock, clock.now + 1_000)
@@ -139,25 +142,14 @@ def test_a_failed_write_is_retried_at_the_next_due_time() -> None:
 
 def test_recovery_interval_sets_the_flush_and_recovery_checkpoint_period() -> None:
     clock, replicas = FakeClock(), CheckpointRecorder()
-    checkpointer = Checkpointer(
-        replicas,  # type: ignore[arg-type]
-        time_ms=clock,
-        high_watermark_interval_ms=0,
-        recovery_interval_ms=3_000,
-    )
+    checkpointer = only(replicas, clock, recovery_interval_ms=3_000)
     run_until(checkpointer, clock, clock.now + 9_000)
     assert replicas.calls == ["full"] * 3
 
 
 def test_flusher_asks_every_log_whether_flush_ms_is_due() -> None:
     clock, replicas = FakeClock(), CheckpointRecorder(hosted=2)
-    checkpointer = Checkpointer(
-        replicas,  # type: ignore[arg-type]
-        time_ms=clock,
-        high_watermark_interval_ms=0,
-        recovery_interval_ms=0,
-        flush_check_interval_ms=500,
-    )
+    checkpointer = only(replicas, clock, flush_check_interval_ms=500)
     run_until(checkpointer, clock, clock.now + 1_000)
     assert replicas.calls == ["flush-check t-0", "flush-check t-1"] * 2
 
@@ -165,11 +157,9 @@ def test_flusher_asks_every_log_whether_flush_ms_is_due() -> None:
 def test_producer_expiration_runs_at_its_interval_with_the_current_max_age() -> None:
     clock, replicas = FakeClock(), CheckpointRecorder(hosted=1)
     max_age = [5_000]
-    checkpointer = Checkpointer(
-        replicas,  # type: ignore[arg-type]
-        time_ms=clock,
-        high_watermark_interval_ms=0,
-        recovery_interval_ms=0,
+    checkpointer = only(
+        replicas,
+        clock,
         producer_expiration_check_interval_ms=1_000,
         producer_expiration_ms=lambda: max_age[0],
     )
@@ -188,11 +178,9 @@ def test_producers_idle_longer_than_the_expiration_are_forgotten(tmp_path: Path)
         append(log, idempotent_batch(8, 0, 0, base_timestamp=wall.now))
         replicas = SimpleNamespace(partitions=lambda: [SimpleNamespace(log=log)])
         clock = FakeClock()
-        checkpointer = Checkpointer(
-            replicas,  # type: ignore[arg-type]
-            time_ms=clock,
-            high_watermark_interval_ms=0,
-            recovery_interval_ms=0,
+        checkpointer = only(
+            replicas,
+            clock,
             producer_expiration_check_interval_ms=1_000,
             producer_expiration_ms=lambda: 5_000,
         )
@@ -211,14 +199,7 @@ def test_default_flusher_never_runs() -> None:
 
 
 def test_nothing_periodic_leaves_nothing_due() -> None:
-    checkpointer = Checkpointer(
-        CheckpointRecorder(),  # type: ignore[arg-type]
-        time_ms=FakeClock(),
-        high_watermark_interval_ms=0,
-        recovery_interval_ms=0,
-        flush_check_interval_ms=-1,
-        producer_expiration_check_interval_ms=0,
-    )
+    checkpointer = only(CheckpointRecorder(), FakeClock(), flush_check_interval_ms=-1)
     assert checkpointer.next_due_ms() is None
 
 
