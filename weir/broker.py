@@ -57,7 +57,7 @@ import redis.asyncio as aioredis
 
 from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
-from weir.config import BrokerConfig, InvalidConfigError
+from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
 from weir.controller import Controller
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
@@ -74,7 +74,7 @@ from weir.metadata.store import MetadataStore
 from weir.metadata_view import BrokerEndpoint, MetadataView, PartitionView, TopicView
 from weir.metrics import BrokerMetrics
 from weir.replica_manager import ReplicaManager
-from weir.replication.fetcher import ReplicaFetcherManager
+from weir.replication.fetcher import FetchSettings, FollowerThrottle, ReplicaFetcherManager
 from weir.replication.isr_manager import IsrManager
 from weir.replication.throttle import ReplicationThrottle
 from weir.security.acl_store import AclCache, build_authorizer
@@ -136,11 +136,7 @@ class Broker:
         self.broker_id = settings.broker_id
         self.cluster_id = settings.cluster_id
         config = BrokerConfig(static=settings.overrides, broker_id=settings.broker_id)
-        if config.get("broker.heartbeat.interval.ms") >= config.get("broker.session.timeout.ms"):
-            raise InvalidConfigError(
-                "broker.heartbeat.interval.ms",
-                "--config broker.heartbeat.interval.ms must be below broker.session.timeout.ms",
-            )
+        check_broker_constraints(config)
         self.time_ms = wall_clock_ms
         primary = settings.primary_listener or ListenerSpec(
             "PLAINTEXT", "PLAINTEXT", *settings.listen, settings.advertise
@@ -236,7 +232,21 @@ class Broker:
             config=current_config,
             time_ms=wall_clock_ms,
         )
-        self.checkpointer = Checkpointer(self.replicas)
+        self.checkpointer = Checkpointer(
+            self.replicas,
+            time_ms=lambda: time.monotonic_ns() // 1_000_000,
+            # Read-only in Kafka: read once, at start.
+            high_watermark_interval_ms=int(
+                config.get("replica.high.watermark.checkpoint.interval.ms")
+            ),
+            recovery_interval_ms=int(config.get("log.flush.offset.checkpoint.interval.ms")),
+            flush_check_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
+            producer_expiration_check_interval_ms=int(
+                config.get("producer.id.expiration.check.interval.ms")
+            ),
+            # Dynamic in Kafka: read at each check.
+            producer_expiration_ms=lambda: int(self.view.config.get("producer.id.expiration.ms")),
+        )
         self.admin = TopicAdmin(
             view=self.view, store=self.store, lease=self.lease, channel=self.channel
         )
@@ -251,6 +261,15 @@ class Broker:
             endpoint=self.view.endpoint_of,
             time_ms=wall_clock_ms,
             security=self.inter_broker_security,
+            # replica.fetch.* are read-only in Kafka: read once, at start.
+            settings=FetchSettings.from_config(config),
+            num_fetchers=int(config.get("num.replica.fetchers")),
+            throttle=FollowerThrottle(
+                broker_id=settings.broker_id,
+                topic_config=self.view.topic_config,
+                config=current_config,
+                now_s=time.monotonic,
+            ),
         )
         self.fenced = asyncio.Event()
         # ACLs: every broker keeps them current; checks happen only with an authorizer.
@@ -418,10 +437,13 @@ class Broker:
             now_ms=self.time_ms(),
             allow_delete=not change.store_reset,
         )
+        # num.replica.fetchers is dynamic: a new count moves partitions between fetchers.
+        self.fetchers.resize(int(self.view.config.get("num.replica.fetchers")))
         for key in changes.unfollow:
             self.fetchers.unfollow(key)
         for partition in changes.follow:
             self.fetchers.follow(partition)
+        self.fetchers.shutdown_idle()
         self.replicas.update_configs()
         self.groups.on_metadata()
         self.controller.poke()

@@ -41,7 +41,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 from enum import IntEnum
 from types import MappingProxyType
@@ -59,8 +59,10 @@ __all__ = [
     "ConfigSynonym",
     "ConfigType",
     "InvalidConfigError",
+    "Support",
     "Synonym",
     "TopicConfig",
+    "check_broker_constraints",
     "describe_broker_config",
     "describe_topic_config",
     "effective_topic_config",
@@ -224,6 +226,24 @@ def _metadata_version(name: str, value: Any) -> Problem | None:
 
 
 # -- definitions -----------------------------------------------------------------------------
+class Support:
+    """How honest a config is (docs/configuration.md lists every one).
+
+    IMPLEMENTED: read by the broker with Kafka's semantics and default.
+    REFUSED: Weir cannot do what Kafka does with it; setting it is an error naming it as
+    unsupported (INVALID_CONFIG on the wire, a ``--config`` error at start), its default is
+    still described.
+    NO_EFFECT: Kafka 3.x ignores it too (Weir behaves as a 3.x broker), so it is accepted.
+    NOT_YET_IMPLEMENTED: accepted and described but not read yet: the debt of issue 16.
+    Tests hold this list to shrink only (tests/weir/test_config_support.py).
+    """
+
+    IMPLEMENTED = "implemented"
+    REFUSED = "refused"
+    NO_EFFECT = "no effect"
+    NOT_YET_IMPLEMENTED = "not yet implemented"
+
+
 @dataclass(frozen=True, slots=True)
 class Synonym:
     """A broker config a topic config falls back to; ``factor`` converts its unit to ms."""
@@ -250,6 +270,17 @@ class ConfigDef:
     read_only: bool = True
     synonyms: tuple[Synonym, ...] = ()
     dynamic_only: bool = False
+    # What Weir does with it (``Support``) and, unless implemented, why (see the tables at
+    # the end of the definitions).
+    support: str = Support.IMPLEMENTED
+    support_note: str = ""
+
+    def __post_init__(self) -> None:
+        # A LIST value is a tuple everywhere (``parse`` returns one, ``to_string`` joins one):
+        # a default written as a string would be joined one character at a time by
+        # DescribeConfigs (``P,L,A,I,N,...``), so a string default is parsed here.
+        if self.type is ConfigType.LIST and isinstance(self.default, str):
+            object.__setattr__(self, "default", _parse_type(self.name, self.default, self.type))
 
     @property
     def sensitive(self) -> bool:
@@ -498,7 +529,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _broker(
         "sasl.enabled.mechanisms",
         LST,
-        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
         "The list of SASL mechanisms enabled in the Kafka server. Weir supports PLAIN, "
         "SCRAM-SHA-256 and SCRAM-SHA-512 (Kafka's default, GSSAPI, is not supported).",
     ),
@@ -1041,6 +1072,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         I,
         1,
         "Number of fetcher threads used to replicate records from each source broker.",
+        Range.at_least(1),
         dynamic=True,
     ),
     _broker(
@@ -1273,6 +1305,14 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "ongoing.",
         Range.at_least(1),
         dynamic=True,
+    ),
+    _broker(
+        "producer.id.expiration.check.interval.ms",
+        I,
+        600000,
+        "The interval at which to remove producer IDs that have expired due to "
+        "<code>producer.id.expiration.ms</code> passing.",
+        Range.at_least(1),
     ),
     # -- authorizer (weir.security.acl) ----------------------------------------------------
     _broker(
@@ -1635,8 +1675,121 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
     ),
 )
 
-BROKER_CONFIGS: Mapping[str, ConfigDef] = MappingProxyType({d.name: d for d in _BROKER_DEFS})
-TOPIC_CONFIGS: Mapping[str, ConfigDef] = MappingProxyType({d.name: d for d in _TOPIC_DEFS})
+
+# -- what Weir does with each config ---------------------------------------------------------
+_THREADS = "Weir serves a broker from one asyncio event loop; it has no such thread pool"
+_TRANSACTIONS = "Weir has no transaction coordinator (transactional producers are refused)"
+_REFUSED_BROKER: Mapping[str, str] = {
+    "num.io.threads": _THREADS,
+    "num.network.threads": _THREADS,
+    "background.threads": _THREADS,
+    "delegation.token.secret.key": "Weir has no delegation tokens",
+    "transactional.id.expiration.ms": _TRANSACTIONS,
+    "transaction.max.timeout.ms": _TRANSACTIONS,
+    "transaction.state.log.num.partitions": _TRANSACTIONS,
+    "transaction.state.log.replication.factor": _TRANSACTIONS,
+    "transaction.state.log.min.isr": _TRANSACTIONS,
+    "transaction.state.log.segment.bytes": _TRANSACTIONS,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": _TRANSACTIONS,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": _TRANSACTIONS,
+    "transaction.partition.verification.enable": _TRANSACTIONS,
+}
+_FORMAT = "Kafka 3.x ignores it (record batches are always format v2); Weir behaves as a 3.x broker"
+_NO_EFFECT_BROKER: Mapping[str, str] = {"log.message.format.version": _FORMAT}
+_NO_EFFECT_TOPIC: Mapping[str, str] = {"message.format.version": _FORMAT}
+# Accepted but not read yet. Remove a name when the broker implements it (with a test that it
+# changes behaviour) or refuses it; never add one.
+_TODO = "accepted but not read yet (issue 16)"
+_NOT_YET_BROKER: frozenset[str] = frozenset(
+    {
+        "queued.max.requests",
+        "controlled.shutdown.enable",
+        "fetch.max.bytes",
+        "max.incremental.fetch.session.cache.slots",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "connections.max.idle.ms",
+        "max.connections.per.ip",
+        "max.connections",
+        "compression.type",
+        "log.roll.jitter.ms",
+        "log.roll.jitter.hours",
+        "log.retention.check.interval.ms",
+        "log.flush.start.offset.checkpoint.interval.ms",
+        "log.preallocate",
+        "num.recovery.threads.per.data.dir",
+        "log.message.timestamp.difference.max.ms",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms",
+        "log.message.downconversion.enable",
+        "log.cleaner.enable",
+        "log.cleaner.threads",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.backoff.ms",
+        "log.cleaner.max.compaction.lag.ms",
+        "leader.imbalance.per.broker.percentage",
+    }
+)
+_NOT_YET_TOPIC: frozenset[str] = frozenset(
+    {
+        "segment.jitter.ms",
+        "max.compaction.lag.ms",
+        "compression.type",
+        "preallocate",
+        "message.timestamp.difference.max.ms",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms",
+        "message.downconversion.enable",
+    }
+)
+
+
+def _classified(
+    defs: tuple[ConfigDef, ...],
+    refused: Mapping[str, str],
+    no_effect: Mapping[str, str],
+    not_yet: frozenset[str],
+) -> Mapping[str, ConfigDef]:
+    """The table by name, each definition carrying its ``Support`` and note."""
+    names = {d.name for d in defs}
+    unknown = (set(refused) | set(no_effect) | not_yet) - names
+    assert not unknown, f"classified configs that do not exist: {sorted(unknown)}"
+    table: dict[str, ConfigDef] = {}
+    for d in defs:
+        if d.name in refused:
+            d = replace(d, support=Support.REFUSED, support_note=refused[d.name])
+        elif d.name in no_effect:
+            d = replace(d, support=Support.NO_EFFECT, support_note=no_effect[d.name])
+        elif d.name in not_yet:
+            d = replace(d, support=Support.NOT_YET_IMPLEMENTED, support_note=_TODO)
+        table[d.name] = d
+    return MappingProxyType(table)
+
+
+BROKER_CONFIGS: Mapping[str, ConfigDef] = _classified(
+    _BROKER_DEFS, _REFUSED_BROKER, _NO_EFFECT_BROKER, _NOT_YET_BROKER
+)
+TOPIC_CONFIGS: Mapping[str, ConfigDef] = _classified(
+    _TOPIC_DEFS, {}, _NO_EFFECT_TOPIC, _NOT_YET_TOPIC
+)
+
+
+def _refused(kind: str, definition: ConfigDef) -> str:
+    return (
+        f"{definition.name} is not supported by Weir ({definition.support_note}); see "
+        f"docs/configuration.md for every {kind} config Weir implements"
+    )
+
+
+def _documentation(definition: ConfigDef) -> str:
+    """Kafka's documentation, prefixed with what Weir does when that is not Kafka's."""
+    if definition.support == Support.IMPLEMENTED:
+        return definition.doc
+    return f"[Weir: {definition.support}: {definition.support_note}] {definition.doc}"
+
 
 # Broker configs that are several names for one setting (``DynamicBrokerConfig
 # .brokerConfigSynonyms``), in precedence order. Describe lists them as synonyms.
@@ -1710,6 +1863,8 @@ def parse_broker_overrides(pairs: Iterable[str]) -> dict[str, str]:
             raise InvalidConfigError(
                 key, f"--config {pair}: {key} can only be set dynamically (kafka-configs --alter)"
             )
+        if definition.support == Support.REFUSED:
+            raise InvalidConfigError(key, f"--config {pair}: {_refused('broker', definition)}")
         try:
             result[key] = definition.to_string(definition.parse(value)) or ""
         except InvalidConfigError as exc:
@@ -1738,6 +1893,9 @@ def validate_broker_dynamic_configs(
         raise InvalidConfigError(
             unknown[0], _unknown_message("broker", unknown[0], BROKER_CONFIGS), error_code=code
         )
+    refused = sorted(k for k in configs if BROKER_CONFIGS[k].support == Support.REFUSED)
+    if refused:
+        raise InvalidConfigError(refused[0], _refused("broker", BROKER_CONFIGS[refused[0]]))
     read_only = sorted(k for k in configs if BROKER_CONFIGS[k].read_only)
     if read_only:
         raise InvalidConfigError(
@@ -1877,6 +2035,23 @@ class BrokerConfig:
         )
 
 
+def check_broker_constraints(config: BrokerConfig) -> None:
+    """The checks between configs Kafka's ``KafkaConfig`` makes at start-up; InvalidConfigError
+    names the first config of a broken pair."""
+    # (lower, higher, relation, strictly below): the heartbeat must leave the session time to
+    # renew; a follower's long poll must end before its socket times out or the leader drops
+    # it from the ISR.
+    pairs = (
+        ("broker.heartbeat.interval.ms", "broker.session.timeout.ms", "must be below", True),
+        ("replica.fetch.wait.max.ms", "replica.socket.timeout.ms", "must be at most", False),
+        ("replica.fetch.wait.max.ms", "replica.lag.time.max.ms", "must be at most", False),
+    )
+    for low, high, relation, strict in pairs:
+        a, b = config.get(low), config.get(high)
+        if a > b or (strict and a == b):
+            raise InvalidConfigError(low, f"--config {low} ({a}) {relation} {high} ({b})")
+
+
 def _lenient_dynamic(values: Mapping[str, str] | None, level: str) -> dict[str, str]:
     """Keep the dynamic overrides a broker can apply; log and drop the rest (as Kafka)."""
     kept: dict[str, str] = {}
@@ -1884,6 +2059,9 @@ def _lenient_dynamic(values: Mapping[str, str] | None, level: str) -> dict[str, 
         definition = BROKER_CONFIGS.get(name)
         if definition is None or definition.read_only:
             log.warning("ignoring dynamic %s config %s: not a dynamic broker config", level, name)
+            continue
+        if definition.support == Support.REFUSED:
+            log.warning("ignoring dynamic %s config: %s", level, _refused("broker", definition))
             continue
         try:
             kept[name] = definition.to_string(definition.parse(raw)) or ""
@@ -1913,6 +2091,8 @@ def validate_topic_configs(
         definition = TOPIC_CONFIGS.get(name)
         if definition is None:
             raise InvalidConfigError(name, _unknown_message("topic", name, TOPIC_CONFIGS))
+        if definition.support == Support.REFUSED:
+            raise InvalidConfigError(name, _refused("topic", definition))
         assert raw is not None
         parsed[name] = definition.parse(raw)
         result[name] = definition.to_string(parsed[name]) or ""
@@ -1986,6 +2166,9 @@ def _topic_values(broker: BrokerConfig, overrides: Mapping[str, str]) -> dict[st
         definition = TOPIC_CONFIGS.get(name)
         if definition is None:
             log.warning("ignoring unknown topic config %s=%s", name, raw)
+            continue
+        if definition.support == Support.REFUSED:
+            log.warning("ignoring topic config override: %s", _refused("topic", definition))
             continue
         try:
             values[name] = definition.parse(raw)
@@ -2097,7 +2280,7 @@ def describe_topic_config(
                 sensitive=definition.sensitive,
                 synonyms=tuple(synonyms),
                 config_type=definition.type,
-                documentation=definition.doc,
+                documentation=_documentation(definition),
             )
         )
     return entries
@@ -2146,7 +2329,7 @@ def describe_broker_config(
                 sensitive=definition.sensitive,
                 synonyms=tuple(synonyms),
                 config_type=definition.type,
-                documentation=definition.doc,
+                documentation=_documentation(definition),
             )
         )
     return entries

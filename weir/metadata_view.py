@@ -99,9 +99,9 @@ class MetadataChange:
 
 
 def log_config_of(config: TopicConfig) -> LogConfig:
-    """The log layer's part of an effective topic config (the configs named alike)."""
-    # file.delete.delay.ms has never been taken from the topic: the log keeps its default.
-    return copy_fields(LogConfig, config, file_delete_delay_ms=LogConfig().file_delete_delay_ms)
+    """The log layer's part of an effective topic config (the configs named alike, among them
+    ``file.delete.delay.ms``, which falls back to ``log.segment.delete.delay.ms``)."""
+    return copy_fields(LogConfig, config)
 
 
 class MetadataView:

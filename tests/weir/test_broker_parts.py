@@ -1,8 +1,8 @@
 """The broker's parts on their own: pure inputs, fakes for what they call, a fake clock.
 
 ``MetadataView`` is fed ``ClusterImage`` values; ``ControllerLease`` a fake store; the
-``IsrManager`` fake lease/controller/channel and a partition stand-in; the checkpointer and
-the replication throttle a fake replica manager. The handler registry is checked for its
+``IsrManager`` fake lease/controller/channel and a partition stand-in; the replication
+throttle a fake replica manager. The handler registry is checked for its
 binding rule (a handler gets exactly the parts its signature names), and the rules handlers
 share (leader/epoch check, per-partition answers, grouping by topic, the controller gate) on
 their own.
@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from weir.checkpointer import CHECKPOINT_INTERVAL_S, HW_CHECKPOINT_INTERVAL_S, Checkpointer
-from weir.config import BrokerConfig
+from weir.config import BrokerConfig, effective_topic_config
 from weir.controller_lease import ControllerLease
 from weir.handlers import bind
 from weir.handlers._authz import Access
@@ -33,7 +32,7 @@ from weir.metadata.image import (
 from weir.metadata.image import (
     ControllerLease as LeaseImage,
 )
-from weir.metadata_view import MetadataView
+from weir.metadata_view import MetadataView, log_config_of
 from weir.replication.isr_manager import IsrManager
 from weir.replication.throttle import ReplicationThrottle
 
@@ -120,6 +119,25 @@ def test_view_applies_dynamic_configs_and_forgets_cached_topic_configs() -> None
     changed = ClusterImage(**{**_fields(changed), "topic_configs": {"t": {"retention.ms": "5"}}})
     v.apply(changed)
     assert v.topic_config("t").retention_ms == 5
+
+
+def test_log_config_takes_file_delete_delay_from_the_topic_then_the_broker() -> None:
+    broker = BrokerConfig(broker_id=1, static={"log.segment.delete.delay.ms": "7000"})
+    assert log_config_of(effective_topic_config(broker, {})).file_delete_delay_ms == 7000
+    topic = effective_topic_config(broker, {"file.delete.delay.ms": "1234"})
+    assert log_config_of(topic).file_delete_delay_ms == 1234
+
+
+def test_log_config_takes_the_flush_policy_from_the_topic_then_the_broker() -> None:
+    broker = BrokerConfig(
+        broker_id=1,
+        static={"log.flush.interval.messages": "10", "log.flush.scheduler.interval.ms": "900"},
+    )
+    default = log_config_of(effective_topic_config(broker, {}))
+    # flush.ms falls back to log.flush.interval.ms, then to the flusher's own interval.
+    assert (default.flush_messages, default.flush_ms) == (10, 900)
+    topic = effective_topic_config(broker, {"flush.messages": "2", "flush.ms": "300"})
+    assert (log_config_of(topic).flush_messages, log_config_of(topic).flush_ms) == (2, 300)
 
 
 def _fields(img: ClusterImage) -> dict[str, Any]:
@@ -364,27 +382,7 @@ def test_nothing_is_proposed_for_followers_or_an_isr_in_sync() -> None:
     assert not in_sync.isr_change_pending and not follower.isr_change_pending
 
 
-# -- Checkpointer, ReplicationThrottle ------------------------------------------------------
-@dataclass
-class CheckpointRecorder:
-    calls: list[str] = field(default_factory=list)
-
-    def checkpoint(self, *, flush: bool = False) -> None:
-        self.calls.append("full" if flush else "plain")
-
-    def checkpoint_high_watermarks(self) -> None:
-        self.calls.append("hw")
-
-
-def test_checkpointer_writes_high_watermarks_and_flushes_once_a_minute() -> None:
-    replicas = CheckpointRecorder()
-    checkpointer = Checkpointer(replicas)  # type: ignore[arg-type]
-    ticks = int(CHECKPOINT_INTERVAL_S / HW_CHECKPOINT_INTERVAL_S)
-    for _ in range(ticks):
-        checkpointer.tick(HW_CHECKPOINT_INTERVAL_S)
-    assert replicas.calls == ["hw"] * (ticks - 1) + ["full"]
-
-
+# -- ReplicationThrottle (the Checkpointer: tests/weir/test_checkpointer.py) -------------
 def test_throttle_applies_to_listed_partitions_and_followers_outside_the_isr() -> None:
     from weir.config import effective_topic_config
 

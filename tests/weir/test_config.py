@@ -450,14 +450,14 @@ def test_describe_topic_filters_by_keys() -> None:
 def test_describe_broker_marks_read_only_and_hides_secrets() -> None:
     broker = BrokerConfig(
         broker_id=2,
-        static={"delegation.token.secret.key": "hunter2", "log.retention.ms": "100"},
+        static={"ssl.keystore.password": "hunter2", "log.retention.ms": "100"},
         dynamic_broker={"log.retention.ms": "50"},
     )
     entries = describe_broker_config(broker)
     broker_id = entry(entries, "broker.id")
     assert (broker_id.value, broker_id.read_only) == ("2", True)
     assert broker_id.source is ConfigSource.STATIC_BROKER_CONFIG
-    secret = entry(entries, "delegation.token.secret.key")
+    secret = entry(entries, "ssl.keystore.password")
     assert secret.value is None and secret.sensitive
     assert secret.config_type is ConfigType.PASSWORD
     assert all(s.value is None for s in secret.synonyms)

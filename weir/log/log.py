@@ -18,6 +18,13 @@ outside the CRC; LogAppendTime topics also rewrite ``maxTimestamp`` and the CRC)
 active segment if Kafka's rule says so, writes the payload with one ``write()`` and updates
 the indexes, the leader-epoch cache and the producer state from the headers it already has.
 
+Flush policy, Kafka's: every write goes to the page cache; an append that leaves
+``flush_messages`` (``flush.messages``) or more offsets above the recovery point fsyncs the
+log at once, and ``flush_if_due`` -- called by the broker's flusher every
+``log.flush.scheduler.interval.ms`` -- fsyncs a log not flushed for ``flush_ms``
+(``flush.ms``). Both default to never (Long.MAX_VALUE): durability comes from replication,
+and the periodic recovery-point checkpoint flushes too.
+
 Fetch gets ``FileSlice`` objects (whole batches) to send with ``sendfile``. A deleted
 segment's data file stays open for ``file_delete_delay_ms`` so a slice being sent keeps
 working, as Kafka's ``file.delete.delay.ms`` does.
@@ -78,6 +85,7 @@ log = logging.getLogger(__name__)
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
+LONG_MAX = 2**63 - 1  # Kafka's "never" for flush.messages and flush.ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +99,8 @@ class LogConfig:
     message_timestamp_type: str = CREATE_TIME
     max_message_bytes: int = 1048588
     file_delete_delay_ms: int = 60000
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
 
     def __post_init__(self) -> None:
         if self.message_timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
@@ -150,6 +160,8 @@ class Log:
         self._retired: list[tuple[int, BinaryIO]] = []
         self._dir_dirty = False
         self._closed = False
+        # When the log was last fsynced, for flush.ms (Kafka starts counting at load).
+        self.last_flush_ms = time_ms()
         # ``_sync_state()`` when every file of the active segment was last known fsynced
         # (a clean open, a brand-new log, a flush); None: unknown. Lets close skip fsyncs
         # of files that did not change since.
@@ -451,6 +463,7 @@ class Log:
                     timestamp=info.max_timestamp,
                 )
         self.producer_state.map_end_offset = next_offset
+        self._flush_if_many_unflushed()
         return AppendResult(
             base_offset=first_offset,
             last_offset=next_offset - 1,
@@ -498,6 +511,7 @@ class Log:
             if header.has_producer_id:
                 self.producer_state.update(header, header.base_offset)
         self.producer_state.map_end_offset = self.log_end_offset
+        self._flush_if_many_unflushed()
         return AppendResult(
             base_offset=first_offset,
             last_offset=last_offset,
@@ -657,6 +671,16 @@ class Log:
 
     # -- durability and lifecycle ----------------------------------------------------------
 
+    def _flush_if_many_unflushed(self) -> None:
+        """``flush.messages``: fsync once that many offsets are above the recovery point."""
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush()
+
+    def flush_if_due(self) -> None:
+        """``flush.ms``: fsync when the last flush is that old (Kafka's log flusher)."""
+        if self._time_ms() - self.last_flush_ms >= self.config.flush_ms:
+            self.flush()
+
     def flush(self) -> None:
         """fsync every segment holding unflushed data, then move the recovery point to LEO.
 
@@ -671,6 +695,7 @@ class Log:
             fsync_directory(self.directory)
             self._dir_dirty = False
         self.recovery_point = self.log_end_offset
+        self.last_flush_ms = self._time_ms()
         self._synced = self._sync_state()
         # Keep the newest snapshot a crash would load, and every later one.
         snapshots = self.producer_state.snapshot_offsets()

@@ -96,16 +96,18 @@ def topic_overrides(cluster: Cluster, topic: str) -> dict[str, str]:
     return {k: e.value for k, e in entries.items() if not e.is_default}
 
 
-def lift_leader_throttle(cluster: Cluster, broker_id: int) -> None:
-    """Delete the leader's replication throttle (the move then catches up at full speed)."""
-    succeeded(
-        manage(
-            "configs",
-            *("--bootstrap-server", cluster.bootstrap()),
-            *("--entity-type", "brokers", "--entity-name", str(broker_id)),
-            *("--alter", "--delete-config", "leader.replication.throttled.rate"),
+def lift_throttle(cluster: Cluster, leader: int, follower: int) -> None:
+    """Delete the replication throttle on both sides, as Kafka applies it: the leader's rate
+    and the new follower's (the move then catches up at full speed)."""
+    for broker_id, side in ((leader, "leader"), (follower, "follower")):
+        succeeded(
+            manage(
+                "configs",
+                *("--bootstrap-server", cluster.bootstrap()),
+                *("--entity-type", "brokers", "--entity-name", str(broker_id)),
+                *("--alter", "--delete-config", f"{side}.replication.throttled.rate"),
+            )
         )
-    )
 
 
 def replica_dir(cluster: Cluster, broker_id: int, topic: str, index: int = 0) -> Path:
@@ -136,7 +138,7 @@ def test_reassignment_under_load_moves_replicas_and_loses_nothing(
         listed = reassign(cluster, "--list")
         assert "moving-0: replicas: [3, 2, 1]. adding: [3]. removing: [1]." in listed, listed
         assert topic_overrides(cluster, topic)[THROTTLED_TOPIC_CONFIGS[1]] == "0:3"
-        lift_leader_throttle(cluster, leader)
+        lift_throttle(cluster, leader, 3)
         out = wait_completed(cluster, plan, ["moving-0"])
         assert "Clearing topic-level throttles on topics moving" in out
         writer.wait_progress(200, cluster)
@@ -246,8 +248,8 @@ def test_an_ongoing_reassignment_survives_controller_failover(
     assert new_controller in (source, target)
     listed = reassign(cluster, "--list")
     assert f"{topic}-0: replicas: [{source}, {target}]. adding: [{target}]." in listed, listed
-    # Lift the throttle on the leader: the move completes under the new controller.
-    lift_leader_throttle(cluster, source)
+    # Lift the throttle: the move completes under the new controller.
+    lift_throttle(cluster, source, target)
     wait_completed(cluster, plan, [f"{topic}-0"])
     info = cluster.wait_full_isr(topic)
     assert info.replicas == (source, target)
