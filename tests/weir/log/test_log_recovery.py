@@ -12,6 +12,7 @@ from weir.log.checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from weir.log.errors import KafkaStorageError
 from weir.log.loader import CLEAN_SHUTDOWN_FILE
 from weir.log.log import Log, LogConfig
+from weir.log.segment import LogSegment
 
 from .conftest import START_MS, LogFactory, append, disk_headers, make_batch, read_headers
 
@@ -75,15 +76,26 @@ def test_recovery_truncates_a_torn_tail(open_log: LogFactory, caplog) -> None:
     disk_headers(log)  # every batch on disk is whole and CRC-valid
 
 
-def test_recovery_truncates_garbage_after_the_last_batch(open_log: LogFactory) -> None:
+def closed_after_fill(open_log: LogFactory, *, clean: bool = True) -> tuple[int, int, LogSegment]:
+    """A filled log, closed (cleanly, or as if the close never finished): its end offset,
+    size in bytes and active segment."""
     log = open_log(CONFIG)
     fill(log)
-    end, size = log.log_end_offset, log.size_bytes
-    active = log.active_segment.log_path
+    end, size, active = log.log_end_offset, log.size_bytes, log.active_segment
     log.close()
-    (log.directory / CLEAN_SHUTDOWN_FILE).unlink()  # as if the close never finished
-    with open(active, "ab") as f:
-        f.write(b"\x00" * 3 + b"garbage" * 20)
+    if not clean:
+        (log.directory / CLEAN_SHUTDOWN_FILE).unlink()
+    return end, size, active
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
+
+
+def test_recovery_truncates_garbage_after_the_last_batch(open_log: LogFactory) -> None:
+    end, size, active = closed_after_fill(open_log, clean=False)
+    append_bytes(active.log_path, b"\x00" * 3 + b"garbage" * 20)
     log = open_log(CONFIG, recovery_point=0)
     assert (log.log_end_offset, log.size_bytes) == (end, size)
 
@@ -298,14 +310,10 @@ def loader_warnings(caplog) -> list[str]:
 
 
 def test_torn_tail_after_a_clean_shutdown_is_truncated(open_log: LogFactory, caplog) -> None:
-    log = open_log(CONFIG)
-    fill(log)
-    end, size = log.log_end_offset, log.size_bytes
-    active = log.active_segment
+    end, size, active = closed_after_fill(open_log)
     path, base = active.log_path, active.base_offset
-    log.close()
-    with open(path, "ab") as f:  # the disk lied: half a batch after the clean close
-        f.write(make_batch(count=5, value_size=100)[:70])
+    # The disk lied: half a batch after the clean close.
+    append_bytes(path, make_batch(count=5, value_size=100)[:70])
     with caplog.at_level(logging.WARNING):
         log = open_log(CONFIG, recovery_point=end)
     assert (log.log_end_offset, log.size_bytes) == (end, size)
@@ -317,13 +325,9 @@ def test_torn_tail_after_a_clean_shutdown_is_truncated(open_log: LogFactory, cap
 
 
 def test_zeroed_tail_after_a_clean_shutdown_is_truncated(open_log: LogFactory) -> None:
-    log = open_log(CONFIG)
-    fill(log)
-    end, size = log.log_end_offset, log.size_bytes
-    path = log.active_segment.log_path
-    log.close()
-    with open(path, "ab") as f:  # preallocated or never-written blocks read as zeros
-        f.write(b"\x00" * 4096)
+    end, size, active = closed_after_fill(open_log)
+    # Preallocated or never-written blocks read as zeros.
+    append_bytes(active.log_path, b"\x00" * 4096)
     log = open_log(CONFIG)
     assert (log.log_end_offset, log.size_bytes) == (end, size)
 
