@@ -234,7 +234,8 @@ class Support:
     unsupported (INVALID_CONFIG on the wire, a ``--config`` error at start), its default is
     still described.
     NO_EFFECT: Kafka 3.x ignores it too (Weir behaves as a 3.x broker), so it is accepted.
-    NOT_YET_IMPLEMENTED: accepted and described but not read yet: the debt of issue 16.
+    NOT_YET_IMPLEMENTED: not read yet, so only its default (what Weir does anyway) is
+    accepted and any other value is refused: the debt of issue 16.
     Tests hold this list to shrink only (tests/weir/test_config_support.py).
     """
 
@@ -1699,7 +1700,7 @@ _NO_EFFECT_BROKER: Mapping[str, str] = {"log.message.format.version": _FORMAT}
 _NO_EFFECT_TOPIC: Mapping[str, str] = {"message.format.version": _FORMAT}
 # Accepted but not read yet. Remove a name when the broker implements it (with a test that it
 # changes behaviour) or refuses it; never add one.
-_TODO = "accepted but not read yet (issue 16)"
+_TODO = "only the default is accepted until Weir reads it (issue 16)"
 _NOT_YET_BROKER: frozenset[str] = frozenset(
     {
         "queued.max.requests",
@@ -1784,6 +1785,24 @@ def _refused(kind: str, definition: ConfigDef) -> str:
     )
 
 
+def _unsupported(kind: str, definition: ConfigDef, value: Any) -> str | None:
+    """Why Weir refuses ``value`` for this config, or None when it does what Kafka does.
+
+    A refused config is refused whatever its value. A config Weir does not implement yet
+    accepts only its default, which is what Weir does anyway: any other value would be
+    accepted and then silently not applied.
+    """
+    if definition.support == Support.REFUSED:
+        return _refused(kind, definition)
+    if definition.support == Support.NOT_YET_IMPLEMENTED and value != definition.default:
+        return (
+            f"{definition.name}={definition.to_string(value)} is not supported by Weir yet: "
+            f"only its default ({definition.to_string(definition.default)}) is accepted; "
+            f"see docs/configuration.md for every {kind} config Weir implements"
+        )
+    return None
+
+
 def _documentation(definition: ConfigDef) -> str:
     """Kafka's documentation, prefixed with what Weir does when that is not Kafka's."""
     if definition.support == Support.IMPLEMENTED:
@@ -1863,12 +1882,14 @@ def parse_broker_overrides(pairs: Iterable[str]) -> dict[str, str]:
             raise InvalidConfigError(
                 key, f"--config {pair}: {key} can only be set dynamically (kafka-configs --alter)"
             )
-        if definition.support == Support.REFUSED:
-            raise InvalidConfigError(key, f"--config {pair}: {_refused('broker', definition)}")
         try:
-            result[key] = definition.to_string(definition.parse(value)) or ""
+            parsed = definition.parse(value)
         except InvalidConfigError as exc:
             raise InvalidConfigError(key, f"--config {pair}: {exc.message}") from None
+        problem = _unsupported("broker", definition, parsed)
+        if problem is not None:
+            raise InvalidConfigError(key, f"--config {pair}: {problem}")
+        result[key] = definition.to_string(parsed) or ""
     return result
 
 
@@ -1908,9 +1929,13 @@ def validate_broker_dynamic_configs(
     for name, raw in configs.items():
         definition = BROKER_CONFIGS[name]
         try:
-            result[name] = definition.to_string(definition.parse(raw)) or ""
+            parsed = definition.parse(raw)
         except InvalidConfigError as exc:
             raise InvalidConfigError(name, exc.message, error_code=code) from None
+        problem = _unsupported("broker", definition, parsed)
+        if problem is not None:
+            raise InvalidConfigError(name, problem)
+        result[name] = definition.to_string(parsed) or ""
     return result
 
 
@@ -2060,13 +2085,16 @@ def _lenient_dynamic(values: Mapping[str, str] | None, level: str) -> dict[str, 
         if definition is None or definition.read_only:
             log.warning("ignoring dynamic %s config %s: not a dynamic broker config", level, name)
             continue
-        if definition.support == Support.REFUSED:
-            log.warning("ignoring dynamic %s config: %s", level, _refused("broker", definition))
-            continue
         try:
-            kept[name] = definition.to_string(definition.parse(raw)) or ""
+            parsed = definition.parse(raw)
         except InvalidConfigError as exc:
             log.warning("ignoring dynamic %s config: %s", level, exc.message)
+            continue
+        problem = _unsupported("broker", definition, parsed)
+        if problem is not None:
+            log.warning("ignoring dynamic %s config: %s", level, problem)
+            continue
+        kept[name] = definition.to_string(parsed) or ""
     return kept
 
 
@@ -2091,10 +2119,11 @@ def validate_topic_configs(
         definition = TOPIC_CONFIGS.get(name)
         if definition is None:
             raise InvalidConfigError(name, _unknown_message("topic", name, TOPIC_CONFIGS))
-        if definition.support == Support.REFUSED:
-            raise InvalidConfigError(name, _refused("topic", definition))
         assert raw is not None
         parsed[name] = definition.parse(raw)
+        problem = _unsupported("topic", definition, parsed[name])
+        if problem is not None:
+            raise InvalidConfigError(name, problem)
         result[name] = definition.to_string(parsed[name]) or ""
 
     def effective(name: str) -> Any:
@@ -2167,13 +2196,16 @@ def _topic_values(broker: BrokerConfig, overrides: Mapping[str, str]) -> dict[st
         if definition is None:
             log.warning("ignoring unknown topic config %s=%s", name, raw)
             continue
-        if definition.support == Support.REFUSED:
-            log.warning("ignoring topic config override: %s", _refused("topic", definition))
-            continue
         try:
-            values[name] = definition.parse(raw)
+            parsed = definition.parse(raw)
         except InvalidConfigError as exc:
             log.warning("ignoring topic config override: %s", exc.message)
+            continue
+        problem = _unsupported("topic", definition, parsed)
+        if problem is not None:
+            log.warning("ignoring topic config override: %s", problem)
+            continue
+        values[name] = parsed
     return values
 
 

@@ -108,7 +108,7 @@ def test_broker_configs_list_get_set_and_reset(cp_cluster: Cluster, operator: AP
     assert one["broker_id"] == 1
     assert one["metadata"]["resource_name"].endswith("/broker=1/config=min.insync.replicas")
 
-    name = "log.cleaner.backoff.ms"
+    name = "log.cleaner.delete.retention.ms"
     put = operator.put(f"{url}/{name}", {"value": "16000"}, format="json")
     assert put.status_code == 204, put.content
 
@@ -151,19 +151,21 @@ def test_broker_config_bad_input_names_the_problem(
     unknown = operator.get(f"{url}/no.such.config")
     assert unknown.status_code == 404
     assert "no.such.config" in unknown.json()["message"]
-    bad_value = operator.put(f"{url}/log.cleaner.backoff.ms", {"value": "abc"}, format="json")
+    bad_value = operator.put(
+        f"{url}/log.cleaner.delete.retention.ms", {"value": "abc"}, format="json"
+    )
     assert bad_value.status_code == 400
     assert "abc" in bad_value.json()["message"]
-    no_value = operator.put(f"{url}/log.cleaner.backoff.ms", {}, format="json")
+    no_value = operator.put(f"{url}/log.cleaner.delete.retention.ms", {}, format="json")
     assert no_value.status_code == 400
     assert "value" in no_value.json()["message"]
-    denied = viewer.put(f"{url}/log.cleaner.backoff.ms", {"value": "1"}, format="json")
+    denied = viewer.put(f"{url}/log.cleaner.delete.retention.ms", {"value": "1"}, format="json")
     assert denied.status_code == 403
 
 
 def test_cluster_wide_broker_configs(cp_cluster: Cluster, operator: APIClient) -> None:
     url = f"{_base()}/broker-configs"
-    name = "log.cleaner.backoff.ms"
+    name = "log.cleaner.delete.retention.ms"
     assert operator.put(f"{url}/{name}", {"value": "18000"}, format="json").status_code == 204
     try:
         listed = operator.get(url).json()
