@@ -106,6 +106,19 @@ def test_acknowledged_commits_and_the_group_survive_a_coordinator_kill(
             40,
             lambda: f"read {len(member.values)} (had {read_at_kill} at the kill)",
         )
+
+        # Commits go on: the new coordinator acknowledges one on every partition. (Reading
+        # needs only the partition leaders; until the client has found the new coordinator
+        # its commits fail, and a member stopped before then would drop its last commit.)
+        def committed_after_the_kill() -> bool:
+            with lock:
+                return all(acked[p] > acked_before_kill[p] for p in acked_before_kill)
+
+        wait_until(
+            committed_after_the_kill,
+            40,
+            lambda: f"no commit acknowledged since the kill: {acked} vs {acked_before_kill}",
+        )
     finally:
         produced = producer.stop()
     try:
