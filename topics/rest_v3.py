@@ -578,15 +578,11 @@ class PartitionReassignmentView(V3ReadView):
 
 
 # -- produce ---------------------------------------------------------------------------------
-class ProduceBatchSuccessSerializer(serializers.Serializer):
+class ProduceBatchSuccessSerializer(ProduceResponseSerializer):
+    """One produced record's report, by its entry id (no error code, as Confluent's)."""
+
     id = serializers.CharField()
-    cluster_id = serializers.CharField()
-    topic_name = serializers.CharField()
-    partition_id = serializers.IntegerField()
-    offset = serializers.IntegerField()
-    timestamp = serializers.CharField(allow_null=True)
-    key = ProduceSizeSerializer(allow_null=True)
-    value = ProduceSizeSerializer(allow_null=True)
+    error_code = None
 
 
 class ProduceBatchFailureSerializer(serializers.Serializer):
