@@ -171,6 +171,17 @@ _BROKER_COUNTERS = {
     ),
 }
 
+# Each broker process's own gauges (``weir.process_stats``): snapshot field -> (name, help).
+_PROCESS_GAUGES = {
+    "rss_bytes": ("weir_broker_process_resident_memory_bytes", "Broker resident memory"),
+    "open_fds": ("weir_broker_process_open_fds", "Broker open file descriptors"),
+    "asyncio_tasks": ("weir_broker_asyncio_tasks", "Live asyncio tasks in the broker"),
+    "producer_ids": (
+        "weir_broker_producer_ids",
+        "Idempotent producer ids remembered across the broker's replicas",
+    ),
+}
+
 
 def _broker_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> list[Metric]:
     """Request counters of each broker (``broker`` label, Kafka JMX exporter names)."""
@@ -188,12 +199,19 @@ def _broker_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> 
         "Time from reading a request to sending its response, in milliseconds",
         labels=["broker", "request"],
     )
+    process = {
+        field: GaugeMetricFamily(name, doc, labels=["broker"])
+        for field, (name, doc) in _PROCESS_GAUGES.items()
+    }
     for broker, snap in sorted(snapshots.items()):
         if only is not None and broker != only:
             continue
         label = str(broker)
         for field, family in totals.items():
             family.add_metric([label], snap.get(field, 0))
+        for field, value in snap.get("process", {}).items():
+            if field in process:
+                process[field].add_metric([label], value)
         bounds = snap.get("latency_buckets_ms", [])
         for key, stats in sorted(snap.get("apis", {}).items(), key=lambda kv: int(kv[0])):
             name = _api_name(int(key))
@@ -203,7 +221,7 @@ def _broker_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> 
                 cumulative += count
                 buckets.append((str(bound) if bound == "+Inf" else f"{float(bound)}", cumulative))
             latency.add_metric([label, name], buckets, stats["time_ns"] / 1_000_000)
-    return [*totals.values(), requests, latency]
+    return [*totals.values(), *process.values(), requests, latency]
 
 
 def cluster_families(gw: Any, *, only_broker: int | None = None) -> list[Metric]:

@@ -20,6 +20,7 @@ from weir.metadata.partition_state import (
     PartitionStatus,
     ReplicaStatus,
 )
+from weir.process_stats import process_stats
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
@@ -103,7 +104,10 @@ class StatePublisher:
                 now_ms=now,
                 # The control plane cannot see static configs; it needs this one to
                 # count under-min-ISR partitions.
-                extra={"min_insync_replicas": int(self.config().get("min.insync.replicas"))},
+                extra={
+                    "min_insync_replicas": int(self.config().get("min.insync.replicas")),
+                    "process": process_stats(self.replicas.partitions()),
+                },
             )
         except Exception as exc:  # Redis away: observability only, try again later
             log.debug("publishing partition state failed: %s", exc)

@@ -167,6 +167,11 @@ def test_one_brokers_series(cp_cluster: Cluster, anonymous: APIClient) -> None:
     brokers = {dict(labels).get("broker") for _, labels in samples}
     assert brokers == {"2"}
     assert value(samples, "kafka_server_brokertopicmetrics_bytesin_total", broker="2") is not None
+    # The broker process's own gauges (weir.process_stats), read from /proc by the broker.
+    assert value(samples, "weir_broker_process_resident_memory_bytes", broker="2") > 20_000_000
+    assert value(samples, "weir_broker_process_open_fds", broker="2") > 3
+    assert value(samples, "weir_broker_asyncio_tasks", broker="2") >= 1
+    assert value(samples, "weir_broker_producer_ids", broker="2") >= 0
     assert anonymous.get("/metrics?broker=x").status_code == 400
     assert anonymous.get("/metrics?broker=99").status_code == 404
 
