@@ -8,37 +8,19 @@ delivered and read back every record, and that the report names the ratios.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks.runner import run_benchmark
+
 RECORDS = 300
 
 
 def test_security_benchmark_runs_every_listener(tmp_path: Path) -> None:
     out = tmp_path / "security.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.security",
-            "--records",
-            str(RECORDS),
-            "--size",
-            "256",
-            "--runs",
-            "1",
-            "--client-auth",
-            "--timeout",
-            "60",
-            "--json",
-            str(out),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
+    completed = run_benchmark(
+        "security",
+        *("--records", str(RECORDS), "--size", "256", "--runs", "1", "--client-auth"),
+        *("--timeout", "60", "--json", str(out)),
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "SSL/PLAINTEXT produce:" in completed.stdout
