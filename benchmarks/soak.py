@@ -13,7 +13,11 @@ This benchmark starts one broker (private Redis, ``benchmarks.peers.start_weir``
   few records, commit and leave (generations and members churn, group ids are reused);
 * **topics**: a topic with 3 partitions is created, written to and deleted, over and over;
 * a **steady producer** (acks=all, idempotent) at ``--steady-rate`` records/s, so segments
-  roll (``log.segment.bytes`` is small) and old ones are deleted by retention.
+  roll (``log.segment.bytes`` is small) and old ones are deleted by retention, which runs
+  every ``--retention-interval`` seconds exactly as Celery beat runs it in production
+  (``brokers.ops.housekeeping.run_retention`` over the broker command channel). Without it
+  a broker keeps every segment, as Kafka without its retention thread would, and open files
+  grow with the log.
 
 Every ``--sample-interval`` seconds it samples the broker process: RSS and open descriptors
 from ``/proc/<pid>``, and from the broker's own metrics snapshot (``weir.process_stats``)
@@ -39,6 +43,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import random
 import socket
 import sys
@@ -92,6 +97,7 @@ class SoakSettings:
     group_rate: float = 1.0  # consumer-group members joining per second
     groups: int = 50
     topic_interval: float = 10.0  # seconds between topic create/delete cycles
+    retention_interval: float = 60.0  # seconds between retention runs (Celery's job)
     steady_rate: float = 200.0  # records/s of the steady idempotent producer
     producer_id_expiration_ms: int = 120_000
     producer_id_check_interval_ms: int = 10_000
@@ -104,6 +110,7 @@ class Sample:
     elapsed_s: float
     rss_bytes: int
     open_fds: int
+    open_sockets: int
     asyncio_tasks: int | None
     producer_ids: int | None
 
@@ -118,6 +125,8 @@ class Counters:
     group_members: int = 0
     topics: int = 0
     steady_records: int = 0
+    retention_runs: int = 0
+    segments_deleted: int = 0
     errors: dict[str, int] = field(default_factory=dict)
 
     def error(self, kind: str) -> None:
@@ -136,18 +145,25 @@ def _proc_rss(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-def _proc_fds(pid: int) -> int:
-    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
+def _proc_fds(pid: int) -> tuple[int, int]:
+    """Open descriptors of ``pid`` and how many of them are sockets."""
+    targets = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed while we looked
+            targets.append(os.readlink(fd))
+    return len(targets), sum(t.startswith("socket:") for t in targets)
 
 
 def take_sample(handle: PeerHandle, redis_client: redis.Redis, started: float) -> Sample:
     pid = broker_pid(handle)
     snapshots = read_broker_metrics(redis_client.hgetall(_metrics_key(handle)))
     process = snapshots.get(1, {}).get("process", {})
+    fds, sockets = _proc_fds(pid)
     return Sample(
         elapsed_s=round(time.monotonic() - started, 1),
         rss_bytes=_proc_rss(pid),
-        open_fds=_proc_fds(pid),
+        open_fds=fds,
+        open_sockets=sockets,
         asyncio_tasks=process.get("asyncio_tasks"),
         producer_ids=process.get("producer_ids"),
     )
@@ -174,8 +190,11 @@ def _paced(rate: float, stop: threading.Event, work: Callable[[], None]) -> None
 class Churn:
     """The five churn workloads against one broker (see the module docstring)."""
 
-    def __init__(self, bootstrap: str, settings: SoakSettings, topic: str) -> None:
+    def __init__(
+        self, bootstrap: str, settings: SoakSettings, topic: str, env: dict[str, str]
+    ) -> None:
         self.bootstrap = bootstrap
+        self.env = env
         self.settings = settings
         self.topic = topic
         self.counters = Counters()
@@ -255,6 +274,29 @@ class Churn:
             delete_topic(self.bootstrap, name)
         self.counters.topics += 1
 
+    def retention(self) -> None:
+        """One retention run, the control plane's job (Django is set up on first use)."""
+        from brokers.ops.housekeeping import run_retention
+        from controlplane.cluster import gateway
+
+        try:
+            result = run_retention(gw=gateway(), timeout_s=30)
+        except Exception:  # a run that fails is counted, the next one tries again
+            self.counters.error("retention")
+            return
+        self.counters.retention_runs += 1
+        self.counters.segments_deleted += result.segments_deleted
+
+    def setup_control_plane(self) -> None:
+        """Point this process's Django settings at the soak's cluster and set Django up."""
+        import django
+
+        for name in ("WEIR_REDIS_URL", "WEIR_CLUSTER_ID"):
+            os.environ[name] = self.env[name]
+        os.environ["WEIR_BOOTSTRAP_SERVERS"] = self.bootstrap
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+        django.setup()
+
     def steady(self) -> None:
         producer = Producer(
             self._client(**{"enable.idempotence": True, "acks": "all", "linger.ms": 20})
@@ -283,6 +325,7 @@ class Churn:
             ("groups", lambda: _paced(s.group_rate, self.stop, self.group_member)),
             ("topics", lambda: _paced(1.0 / s.topic_interval, self.stop, self.topic_cycle)),
             ("steady", self.steady),
+            ("retention", lambda: _paced(1.0 / s.retention_interval, self.stop, self.retention)),
         ]
         return [
             threading.Thread(target=target, name=f"soak-{name}", daemon=True)
@@ -349,7 +392,8 @@ def _run_in(
         redis_client = redis.Redis.from_url(handle.env["WEIR_REDIS_URL"], decode_responses=True)
         topic = unique_topic("soak")
         create_topic(handle.bootstrap, topic, partitions=3)
-        churn = Churn(handle.bootstrap, settings, topic)
+        churn = Churn(handle.bootstrap, settings, topic, handle.env)
+        churn.setup_control_plane()
         started = time.monotonic()
         samples = [take_sample(handle, redis_client, started)]
         threads = churn.threads()
@@ -366,6 +410,7 @@ def _run_in(
                 s = samples[-1]
                 out(
                     f"  {s.elapsed_s:7.0f} s  rss {s.rss_bytes / MIB:6.1f} MiB  fds {s.open_fds:4d}"
+                    f" ({s.open_sockets} sockets)"
                     f"  tasks {s.asyncio_tasks}  producer ids {s.producer_ids}"
                     f"  | producers {churn.counters.producers} connections"
                     f" {churn.counters.connections} members {churn.counters.group_members}"
@@ -388,13 +433,18 @@ def _run_in(
             f"{s.elapsed_s:.0f}",
             f"{s.rss_bytes / MIB:.1f}",
             str(s.open_fds),
+            str(s.open_sockets),
             str(s.asyncio_tasks),
             str(s.producer_ids),
         ]
         for label, s in (("start", samples[0]), ("after warm-up", baseline), ("end", end))
     ]
     out("")
-    out(format_table(["sample", "at s", "RSS MiB", "open fds", "tasks", "producer ids"], rows))
+    out(
+        format_table(
+            ["sample", "at s", "RSS MiB", "open fds", "sockets", "tasks", "producer ids"], rows
+        )
+    )
     out(f"peak producer ids {peak_ids} (bound {producer_id_bound(settings)})")
     out(f"churn: {json.dumps(asdict(churn.counters))}")
     out("verdict: " + ("flat within the stated bounds" if not broken else "; ".join(broken)))
@@ -431,6 +481,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "group_rate",
         "topic_interval",
         "steady_rate",
+        "retention_interval",
     ):
         parser.add_argument(
             f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name)
