@@ -219,3 +219,27 @@ async def test_socket_buffer_sizes_are_applied_to_the_server_side_sockets() -> N
         # Linux reports twice the size asked for (its bookkeeping overhead).
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (32768, 65536)
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (49152, 98304)
+
+
+async def test_the_protected_inter_broker_listener_makes_the_others_shed_a_connection() -> None:
+    shared = ConnectionQuotas(
+        lambda: ConnectionLimits(max_connections=1), protected_listener="BROKER"
+    )
+    # A 5 s idle time sweeps every 0.5 s: the excess check runs with it.
+    async with serving(quotas=shared, max_idle_ms=5000) as clients:
+        inter = await serve(quotas=shared, max_idle_ms=5000)
+        inter.server.name = "BROKER"
+        try:
+            client_reader, client_writer = await clients.connect()
+            assert await answered(client_reader, client_writer)
+            # Over max.connections, yet the inter-broker listener accepts...
+            assert await answered(*await inter.connect())
+            # ...and the client listener closes its least recently active connection.
+            assert await closed_by_server(client_reader)
+            assert clients.server.metrics is not None
+            assert clients.server.metrics.connections_refused == {"max_connections": 1}
+            assert shared.total == 1
+        finally:
+            for writer in inter.clients:
+                writer.close()
+            await inter.server.stop()
