@@ -46,7 +46,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
@@ -300,11 +300,11 @@ class RequestQueue(Generic[W]):
     def forget(self, waiter: W) -> None:
         self._waiting.pop(waiter, None)
 
-    def remove(self, frames: int = 1) -> list[W]:
+    def remove(self, frames: int = 1) -> Sequence[W]:
         """Frames left the queue; the waiters to wake when it is no longer full."""
         self.count = max(0, self.count - frames)
         if self.full or not self._waiting:
-            return []
+            return ()  # the hot path: once per request, no allocation
         woken = list(self._waiting)
         self._waiting.clear()
         return woken
