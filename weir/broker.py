@@ -58,6 +58,7 @@ import redis.asyncio as aioredis
 from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
 from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
+from weir.connection_limits import ConnectionQuotas, CurrentLimits, RequestQueue
 from weir.controller import Controller
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
@@ -289,6 +290,15 @@ class Broker:
             allocate_producer_id=self.store.allocate_producer_id,
             time_ms=wall_clock_ms,
         )
+        # Connection limits shared by every listener (weir.connection_limits); max.connections
+        # and max.connections.per.ip(.overrides) are dynamic: read per connection.
+        self.connection_quotas = ConnectionQuotas(
+            CurrentLimits(current_config, listeners=tuple(spec.name for spec in self.listeners)),
+            protected_listener=(
+                self.inter_broker_listener.name if len(self.listeners) > 1 else None
+            ),
+        )
+        self.request_queue: RequestQueue[Any] = RequestQueue(int(config.get("queued.max.requests")))
         self.server = self._listener_server(primary)
         # Secondary listeners (e.g. SASL_SSL): name → (server, advertised endpoint).
         self.extra_servers: dict[str, tuple[KafkaServer, list[tuple[str, int]]]] = {
@@ -318,7 +328,20 @@ class Broker:
             principal_mapping_rules=(
                 tls_config(overrides, spec.name, "ssl.principal.mapping.rules")[1] or "DEFAULT"
             ),
+            **self._connection_settings(),
         )
+
+    def _connection_settings(self) -> dict[str, Any]:
+        """What every listener shares: connection limits, the request queue bound and the
+        socket settings (read-only in Kafka: read once, at start)."""
+        config = self.view.config
+        return {
+            "quotas": self.connection_quotas,
+            "request_queue": self.request_queue,
+            "send_buffer_bytes": int(config.get("socket.send.buffer.bytes")),
+            "receive_buffer_bytes": int(config.get("socket.receive.buffer.bytes")),
+            "max_idle_ms": int(config.get("connections.max.idle.ms")),
+        }
 
     # lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -444,6 +467,8 @@ class Broker:
         for partition in changes.follow:
             self.fetchers.follow(partition)
         self.fetchers.shutdown_idle()
+        # max.connections may have been raised: a waiting acceptor looks again.
+        self.connection_quotas.changed()
         self.replicas.update_configs()
         self.groups.on_metadata()
         self.controller.poke()

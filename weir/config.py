@@ -215,6 +215,23 @@ def _throttled_replicas(name: str, value: Any) -> Problem | None:
     )
 
 
+_IP_OVERRIDE = re.compile(r"\s*[^,\s](?:[^,]*[^,\s])?\s*:\s*[0-9]+\s*")
+
+
+def _ip_overrides(name: str, value: Any) -> Problem | None:
+    """``max.connections.per.ip.overrides``: ``host:count,host:count`` (Kafka's
+    ``parseCsvMap``, split at each entry's last colon, so IPv6 addresses keep theirs)."""
+    if not value:
+        return None
+    for entry in str(value).split(","):
+        if not _IP_OVERRIDE.fullmatch(entry) or int(entry.rpartition(":")[2]) > INT_MAX:
+            return Problem(
+                f"Error parsing configuration property '{name}': expected host:count, "
+                f"got '{entry.strip()}'"
+            )
+    return None
+
+
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+){1,3}(-IV[0-9]+)?\Z")
 
 
@@ -683,9 +700,19 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "max.connections.per.ip",
         I,
         INT_MAX,
-        "The maximum number of connections we allow from each ip address. New connections "
-        "from the ip address are dropped if the limit is reached.",
+        "The maximum number of connections we allow from each ip address. This can be set to 0 "
+        "if there are overrides configured using max.connections.per.ip.overrides property. "
+        "New connections from the ip address are dropped if the limit is reached.",
         Range.at_least(0),
+        dynamic=True,
+    ),
+    _broker(
+        "max.connections.per.ip.overrides",
+        S,
+        "",
+        "A comma-separated list of per-ip or hostname overrides to the default maximum number "
+        'of connections. An example value is "hostName:100,127.0.0.1:200"',
+        _ip_overrides,
         dynamic=True,
     ),
     _broker(
@@ -1703,15 +1730,9 @@ _NO_EFFECT_TOPIC: Mapping[str, str] = {"message.format.version": _FORMAT}
 _TODO = "only the default is accepted until Weir reads it (issue 16)"
 _NOT_YET_BROKER: frozenset[str] = frozenset(
     {
-        "queued.max.requests",
         "controlled.shutdown.enable",
         "fetch.max.bytes",
         "max.incremental.fetch.session.cache.slots",
-        "socket.send.buffer.bytes",
-        "socket.receive.buffer.bytes",
-        "connections.max.idle.ms",
-        "max.connections.per.ip",
-        "max.connections",
         "compression.type",
         "log.roll.jitter.ms",
         "log.roll.jitter.hours",
@@ -1851,7 +1872,8 @@ def _listener_config(key: str) -> ConfigDef | None:
     if _JAAS_SUFFIX.fullmatch(rest):
         rest = "sasl.jaas.config"
     definition = BROKER_CONFIGS.get(rest)
-    if definition is None or not (rest.startswith(("ssl.", "sasl."))):
+    # max.connections per listener is static here (Kafka also alters it per broker).
+    if definition is None or not (rest.startswith(("ssl.", "sasl.")) or rest == "max.connections"):
         return None
     return definition
 
@@ -2075,6 +2097,14 @@ def check_broker_constraints(config: BrokerConfig) -> None:
         a, b = config.get(low), config.get(high)
         if a > b or (strict and a == b):
             raise InvalidConfigError(low, f"--config {low} ({a}) {relation} {high} ({b})")
+    if config.get("max.connections.per.ip") == 0 and not config.get(
+        "max.connections.per.ip.overrides"
+    ):
+        raise InvalidConfigError(
+            "max.connections.per.ip",
+            "--config max.connections.per.ip can be set to zero only if "
+            "max.connections.per.ip.overrides property is set.",
+        )
 
 
 def _lenient_dynamic(values: Mapping[str, str] | None, level: str) -> dict[str, str]:

@@ -47,6 +47,8 @@ class BrokerMetrics:
         "_apis",
         "bytes_in",
         "bytes_out",
+        "connections_closed_idle",
+        "connections_refused",
         "network_bytes_in",
         "network_bytes_out",
         "replication_bytes_out",
@@ -59,6 +61,14 @@ class BrokerMetrics:
         self.replication_bytes_out = 0
         self.network_bytes_in = 0
         self.network_bytes_out = 0
+        # weir.connection_limits: connections closed by reason (per_ip: over
+        # max.connections.per.ip at accept; max_connections: shed for the inter-broker
+        # listener) and connections closed after connections.max.idle.ms.
+        self.connections_refused: dict[str, int] = {}
+        self.connections_closed_idle = 0
+
+    def connection_refused(self, reason: str) -> None:
+        self.connections_refused[reason] = self.connections_refused.get(reason, 0) + 1
 
     def observe(
         self, api_key: int, elapsed_ns: int, size_in: int, size_out: int, body: Any
@@ -92,6 +102,8 @@ class BrokerMetrics:
             "replication_bytes_out": self.replication_bytes_out,
             "network_bytes_in": self.network_bytes_in,
             "network_bytes_out": self.network_bytes_out,
+            "connections_refused": dict(self.connections_refused),
+            "connections_closed_idle": self.connections_closed_idle,
             "latency_buckets_ms": list(LATENCY_BUCKETS_MS),
             "apis": {
                 str(key): {

@@ -36,6 +36,16 @@ listener keeps serving. On an SSL listener the principal comes from the client c
 (``weir.security.tls.principal_from_peer``); on SASL_SSL, SASL sets it as on SASL_PLAINTEXT.
 File regions cannot be sendfile'd through TLS (the kernel would send them unencrypted): they
 are read with ``os.pread`` in pieces and written as bytes.
+
+Connection limits (``weir.connection_limits``, shared by the broker's listeners): each listener
+runs its own accept loop so that it can stop accepting -- at ``max.connections`` (or the
+listener's own limit) it waits for a slot before the next ``accept``, as Kafka's Acceptor does,
+while every accepted client keeps being served. A connection over ``max.connections.per.ip``
+(and its overrides) is closed as soon as it is accepted. ``queued.max.requests`` bounds the
+requests read ahead across connections (a connection that has some queued stops reading
+while the bound is reached); ``connections.max.idle.ms`` closes connections that moved no
+bytes for that long and have no request in flight; accepted sockets get
+``socket.send.buffer.bytes``, the listening socket ``socket.receive.buffer.bytes``.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import ssl
 import struct
 import time
@@ -51,6 +62,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from weir.connection_limits import (
+    ConnectionQuotas,
+    RequestQueue,
+    apply_socket_buffers,
+    is_idle,
+    normalize_host,
+)
 from weir.metrics import BrokerMetrics
 from weir.protocol.codec import (
     API_VERSIONS_KEY,
@@ -83,6 +101,11 @@ _TLS_HANDSHAKE_TIMEOUT = 10.0
 # Over TLS a file region is read and written in pieces of this size, so that a large Fetch
 # response never sits in memory whole.
 _TLS_READ_CHUNK = 1024 * 1024
+# asyncio's own wait after a failed accept (EMFILE, ENFILE, ENOBUFS): retry a second later.
+_ACCEPT_RETRY_DELAY = 1.0
+# Why reading from a connection is paused (several may hold at once).
+_PAUSED_FOR_BYTES = "bytes"
+_PAUSED_FOR_QUEUE = "queued.max.requests"
 
 
 @dataclass(slots=True)
@@ -117,7 +140,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._queued_bytes = 0
         self._wakeup = asyncio.Event()
         self._transport: asyncio.Transport | None = None
-        self._reading_paused = False
+        self._paused_for: set[str] = set()
+        # connections.max.idle.ms: when bytes last moved either way; whether a request is
+        # being handled (a connection with one in flight is never idle).
+        self.last_active = time.monotonic()
+        self._handling = False
+        # The address counted by the listener's ConnectionQuotas, until released.
+        self.quota_address: str | None = None
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._task: asyncio.Task[None] | None = None
@@ -153,6 +182,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._decoder.failed:
             return
+        self.last_active = time.monotonic()
         try:
             frames = self._decoder.buffer_updated(nbytes)
         except FramingError as exc:
@@ -164,16 +194,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._queued_bytes += len(frame)
             self._frames.extend(frames)
             self._wakeup.set()
-            if self._queued_bytes > _MAX_QUEUED_BYTES and self._transport:
-                self._transport.pause_reading()
-                self._reading_paused = True
+            if self._queued_bytes > _MAX_QUEUED_BYTES:
+                self._pause(_PAUSED_FOR_BYTES)
+            queue = self._server.request_queue
+            queue.add(len(frames))
+            if queue.full:
+                self._pause(_PAUSED_FOR_QUEUE)
+                queue.wait(self)
 
     def eof_received(self) -> bool:
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.context.closed = True
-        self._server.connections.discard(self)
+        self._server.forget(self)
         self._wakeup.set()
         self._can_write.set()
         if self._task is not None:
@@ -202,11 +236,43 @@ class KafkaConnection(asyncio.BufferedProtocol):
             await self._wakeup.wait()
         frame = self._frames.popleft()
         self._queued_bytes -= len(frame)
-        if self._reading_paused and self._queued_bytes <= _MAX_QUEUED_BYTES // 2:
-            self._reading_paused = False
-            if self._transport is not None and not self.context.closed:
-                self._transport.resume_reading()
+        if self._queued_bytes <= _MAX_QUEUED_BYTES // 2:
+            self._resume(_PAUSED_FOR_BYTES)
+        for waiter in self._server.request_queue.remove(1):
+            waiter._resume(_PAUSED_FOR_QUEUE)
+        if not self._frames:  # nothing read ahead: the next request may always be read
+            self._server.request_queue.forget(self)
+            self._resume(_PAUSED_FOR_QUEUE)
         return frame
+
+    def _pause(self, reason: str) -> None:
+        if not self._paused_for and self._transport is not None:
+            self._transport.pause_reading()
+        self._paused_for.add(reason)
+
+    def _resume(self, reason: str) -> None:
+        if reason not in self._paused_for:
+            return
+        self._paused_for.discard(reason)
+        if not self._paused_for and self._transport is not None and not self.context.closed:
+            self._transport.resume_reading()
+
+    def release_queued(self) -> None:
+        """Closing: the frames still queued leave the broker's request queue."""
+        queue = self._server.request_queue
+        queue.forget(self)
+        for waiter in queue.remove(len(self._frames)):
+            waiter._resume(_PAUSED_FOR_QUEUE)
+        self._frames.clear()
+
+    @property
+    def busy(self) -> bool:
+        """A request is being handled (a parked Fetch, too) or waits behind one."""
+        return self._handling or bool(self._frames)
+
+    def idle(self, now: float, max_idle_s: float) -> bool:
+        """connections.max.idle.ms: no bytes moved for that long, nothing in flight."""
+        return is_idle(last_active=self.last_active, now=now, max_idle_s=max_idle_s, busy=self.busy)
 
     async def _start_tls(self, transport: asyncio.Transport) -> None:
         """Upgrade the connection to TLS, set an SSL listener's principal, then serve."""
@@ -247,7 +313,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _drop(self, transport: asyncio.BaseTransport) -> None:
         self.context.closed = True
-        self._server.connections.discard(self)
+        self._server.forget(self)
         transport.close()
 
     async def _serve(self) -> None:
@@ -256,7 +322,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 frame = await self._next_frame()
                 if frame is None:
                     return
-                if not await self._handle(frame):
+                self._handling = True
+                keep = await self._handle(frame)
+                self._handling = False
+                self.last_active = time.monotonic()
+                if not keep:
                     self.close()
                     return
         except asyncio.CancelledError:
@@ -426,8 +496,18 @@ class KafkaServer:
     ssl_context: ssl.SSLContext | None = None
     # ssl.principal.mapping.rules: the SSL principal from the client certificate's DN.
     principal_mapping_rules: str = "DEFAULT"
+    # Connection limits, shared by the broker's listeners (weir.connection_limits).
+    quotas: ConnectionQuotas = field(default_factory=ConnectionQuotas)
+    request_queue: RequestQueue[KafkaConnection] = field(default_factory=RequestQueue)
+    # socket.send.buffer.bytes / socket.receive.buffer.bytes (-1: the OS default).
+    send_buffer_bytes: int = -1
+    receive_buffer_bytes: int = -1
+    # connections.max.idle.ms (negative: never close idle connections, as Kafka).
+    max_idle_ms: int = 600_000
     connections: set[KafkaConnection] = field(init=False, default_factory=set)
-    _server: asyncio.Server | None = field(init=False, default=None)
+    _sockets: list[socket.socket] = field(init=False, default_factory=list)
+    _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
+    _slot_freed: asyncio.Event = field(init=False, default_factory=asyncio.Event)
 
     @property
     def sasl(self) -> bool:
@@ -435,27 +515,139 @@ class KafkaServer:
         return self.security_protocol.startswith("SASL_")
 
     async def bind(self, host: str, port: int) -> tuple[str, int]:
-        """Bind the listening socket without accepting yet; the bound (host, port)."""
+        """Bind the listening socket(s) without accepting yet; the bound (host, port)."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self),
-            host,
-            port,
-            reuse_address=True,
-            backlog=1024,
-            start_serving=False,
+        infos = await loop.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
-        sockname = self._server.sockets[0].getsockname()
+        # As loop.create_server binds (one socket per address), but accepted by our own
+        # loop, which can wait at max.connections.
+        seen: set[tuple[int, Any]] = set()
+        for family, type_, proto, _, address in infos:
+            if (family, address) in seen:
+                continue
+            seen.add((family, address))
+            sock = socket.socket(family, type_, proto)
+            self._sockets.append(sock)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                # Before listen(), as Kafka: accepted sockets inherit it and TCP's window
+                # scale is chosen from it.
+                apply_socket_buffers(sock, send=-1, receive=self.receive_buffer_bytes)
+                sock.bind(address)
+                sock.listen(1024)
+                sock.setblocking(False)
+            except OSError as exc:
+                self._close_sockets()
+                message = f"error while attempting to bind on address {address!r}: "
+                raise OSError(exc.errno, message + (exc.strerror or str(exc)).lower()) from None
+        sockname = self._sockets[0].getsockname()
         return sockname[0], sockname[1]
 
     async def start_serving(self) -> None:
-        assert self._server is not None
-        await self._server.start_serving()
+        assert self._sockets
+        self.quotas.subscribe(self._slot_freed.set)
+        for sock in self._sockets:
+            self._tasks.append(asyncio.create_task(self._accept_loop(sock)))
+        if self.max_idle_ms >= 0 or self.quotas.protected_listener is not None:
+            self._tasks.append(asyncio.create_task(self._watch_connections()))
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        self.quotas.unsubscribe(self._slot_freed.set)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self._close_sockets()
         for connection in list(self.connections):
             connection.close()
-        if self._server is not None:
-            await self._server.wait_closed()
+
+    def _close_sockets(self) -> None:
+        for sock in self._sockets:
+            sock.close()
+        self._sockets.clear()
+
+    # connection limits -----------------------------------------------------------------
+    async def _accept_loop(self, listening: socket.socket) -> None:
+        """Accept while a slot is free (max.connections); admit or refuse (per ip)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self.quotas.slot_available(self.name):
+                log.info(
+                    "listener %s: at its connection limit, accepting when one closes", self.name
+                )
+                while not self.quotas.slot_available(self.name):
+                    self._slot_freed.clear()
+                    await self._slot_freed.wait()
+            try:
+                sock, address = await loop.sock_accept(listening)
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                continue
+            except OSError as exc:  # EMFILE, ENFILE, ENOBUFS: wait and retry, as asyncio does
+                log.error("listener %s: accept failed (%s); retrying", self.name, exc)
+                await asyncio.sleep(_ACCEPT_RETRY_DELAY)
+                continue
+            await self._admit(sock, str(address[0]))
+
+    async def _admit(self, sock: socket.socket, host: str) -> None:
+        """Count the accepted socket against the per-ip limit and serve it, or close it."""
+        refused = self.quotas.admit(self.name, host)
+        if refused is not None:
+            limit = self.quotas.limits.ip_limit(normalize_host(host))
+            log.info(
+                "Rejected connection from %s, address already has the configured maximum "
+                "of %d connections.",
+                host,
+                limit,
+            )
+            if self.metrics is not None:
+                self.metrics.connection_refused(refused)
+            sock.close()
+            return
+        connection = KafkaConnection(self)
+        connection.quota_address = host
+        try:
+            apply_socket_buffers(sock, send=self.send_buffer_bytes, receive=-1)
+            sock.setblocking(False)
+            await asyncio.get_running_loop().connect_accepted_socket(lambda: connection, sock)
+        except OSError as exc:  # the peer left already
+            log.debug("listener %s: dropping a connection from %s: %s", self.name, host, exc)
+            self.forget(connection)
+            sock.close()
+
+    def forget(self, connection: KafkaConnection) -> None:
+        """A connection closed: it leaves the listener, its quota slot and the queue."""
+        self.connections.discard(connection)
+        connection.release_queued()
+        address, connection.quota_address = connection.quota_address, None
+        if address is not None:
+            self.quotas.release(self.name, address)
+
+    async def _watch_connections(self) -> None:
+        """connections.max.idle.ms, and the excess left by the protected listener."""
+        max_idle_s = self.max_idle_ms / 1000
+        # A tenth of the idle time (at most a second): closes within 10 % of the limit.
+        interval = min(1.0, max_idle_s / 10) if self.max_idle_ms >= 0 else 1.0
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            if self.max_idle_ms >= 0:
+                for connection in list(self.connections):
+                    if connection.idle(now, max_idle_s):
+                        log.info(
+                            "closing %s: idle for connections.max.idle.ms (%d ms)",
+                            connection._peer(),
+                            self.max_idle_ms,
+                        )
+                        if self.metrics is not None:
+                            self.metrics.connections_closed_idle += 1
+                        connection.close()
+            if self.quotas.over_limit(self.name) and self.connections:
+                # Kafka's closeExcessConnections: the least recently active one goes.
+                victim = min(self.connections, key=lambda c: (c.busy, c.last_active))
+                log.info("closing %s: over max.connections", victim._peer())
+                if self.metrics is not None:
+                    self.metrics.connection_refused("max_connections")
+                victim.close()

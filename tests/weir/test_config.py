@@ -212,8 +212,8 @@ def test_a_config_weir_does_not_implement_yet_accepts_only_its_default() -> None
     name = "log.cleaner.max.compaction.lag.ms"
     with pytest.raises(InvalidConfigError, match=rf"{name}=1000 is not supported by Weir yet"):
         BrokerConfig(broker_id=1, static={name: "1000"})
-    with pytest.raises(InvalidConfigError, match=r"max\.connections=10 is not supported"):
-        validate_broker_dynamic_configs({"max.connections": "10"})
+    with pytest.raises(InvalidConfigError, match=r"log\.preallocate=true is not supported"):
+        validate_broker_dynamic_configs({"log.preallocate": "true"})
     with pytest.raises(InvalidConfigError, match=r"compression\.type=gzip is not supported"):
         validate_topic_configs({"compression.type": "gzip"})
     assert validate_topic_configs({"compression.type": "producer"}) == {

@@ -53,7 +53,6 @@ NAMED_NOT_READ = {"compression.type": "the offsets topic is created with compres
 DEBT_AT_MOST = {
     "broker": {
         "compression.type",
-        "connections.max.idle.ms",
         "controlled.shutdown.enable",
         "fetch.max.bytes",
         "leader.imbalance.per.broker.percentage",
@@ -74,13 +73,8 @@ DEBT_AT_MOST = {
         "log.retention.check.interval.ms",
         "log.roll.jitter.hours",
         "log.roll.jitter.ms",
-        "max.connections",
-        "max.connections.per.ip",
         "max.incremental.fetch.session.cache.slots",
         "num.recovery.threads.per.data.dir",
-        "queued.max.requests",
-        "socket.receive.buffer.bytes",
-        "socket.send.buffer.bytes",
     },
     "topic": {
         "compression.type",
@@ -174,7 +168,7 @@ def test_refused_dynamic_broker_config_is_invalid_config_and_ignored_from_redis(
 def test_described_documentation_says_what_weir_does() -> None:
     entries = {e.name: e for e in describe_broker_config(BrokerConfig(broker_id=1))}
     assert entries["num.io.threads"].documentation.startswith("[Weir: refused: ")
-    assert entries["max.connections"].documentation.startswith("[Weir: not yet implemented: ")
+    assert entries["log.preallocate"].documentation.startswith("[Weir: not yet implemented: ")
     assert entries["replica.fetch.max.bytes"].documentation == (
         BROKER_CONFIGS["replica.fetch.max.bytes"].doc
     )
