@@ -49,6 +49,7 @@ from typing import BinaryIO
 from weir.log.checkpoint import fsync_directory
 from weir.log.errors import (
     InvalidRecordError,
+    KafkaStorageError,
     LogError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -391,6 +392,34 @@ class Log:
                     f"of {header.last_offset_delta}"
                 )
 
+    def _write(
+        self,
+        payload: bytearray | memoryview,
+        infos: list[BatchInfo],
+        max_timestamp: int,
+        first_offset: int,
+        last_offset: int,
+        now_ms: int,
+    ) -> None:
+        """Roll if due, then write ``payload`` to the active segment.
+
+        A failing disk (ENOSPC, EIO, EROFS, EFBIG; creating a rolled segment's files
+        included) raises KafkaStorageError with nothing of the payload left in the file and
+        the log's offsets untouched; the caller takes the partition offline."""
+        try:
+            self._maybe_roll(
+                size=len(payload),
+                max_timestamp=max_timestamp,
+                first_offset=first_offset,
+                last_offset=last_offset,
+                now_ms=now_ms,
+            )
+            self.active_segment.append(payload, infos)
+        except OSError as exc:
+            raise KafkaStorageError(
+                f"{self.directory}: append at offset {first_offset} failed: {exc}"
+            ) from exc
+
     def append(
         self,
         payload: bytearray | memoryview,
@@ -442,14 +471,7 @@ class Log:
             next_offset = last + 1
         if log_append_time:
             offset_of_max = first_offset
-        self._maybe_roll(
-            size=len(payload),
-            max_timestamp=max_timestamp,
-            first_offset=first_offset,
-            last_offset=next_offset - 1,
-            now_ms=now,
-        )
-        self.active_segment.append(payload, infos)
+        self._write(payload, infos, max_timestamp, first_offset, next_offset - 1, now)
         self.log_end_offset = next_offset
         self.size_bytes += len(payload)
         latest_epoch = self.leader_epoch_cache.latest_epoch
@@ -493,14 +515,7 @@ class Log:
             expected = header.next_offset
         self._close_retired()
         first_offset, last_offset = headers[0].base_offset, headers[-1].last_offset
-        self._maybe_roll(
-            size=len(payload),
-            max_timestamp=max_timestamp,
-            first_offset=first_offset,
-            last_offset=last_offset,
-            now_ms=self._time_ms(),
-        )
-        self.active_segment.append(payload, infos)
+        self._write(payload, infos, max_timestamp, first_offset, last_offset, self._time_ms())
         self.log_end_offset = last_offset + 1
         self.size_bytes += len(payload)
         for header in headers:
