@@ -25,7 +25,12 @@ log at once, and ``flush_if_due`` -- called by the broker's flusher every
 (``flush.ms``). Both default to never (Long.MAX_VALUE): durability comes from replication,
 and the periodic recovery-point checkpoint flushes too.
 
-Fetch gets ``FileSlice`` objects (whole batches) to send with ``sendfile``. A deleted
+A write the disk refuses (ENOSPC, EIO, EROFS, EFBIG; a roll's new files included) raises
+``KafkaStorageError`` with nothing of the payload left in the file and no offset moved
+(``_write``); the partition above takes the replica offline.
+
+Fetch gets ``FileSlice`` objects (whole batches) to send with ``sendfile``; a segment
+CRC-checks bytes it did not append itself before their first read (``LogSegment.read``). A deleted
 segment's data file stays open for ``file_delete_delay_ms`` so a slice being sent keeps
 working, as Kafka's ``file.delete.delay.ms`` does.
 
