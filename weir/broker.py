@@ -27,6 +27,10 @@ deletes topics. On each new image the view is rebuilt first, then local replicas
 follow it, then the parts that react to it; waiters wake last. When Redis is away the data
 plane keeps serving with the last image it has.
 
+A partition whose disk fails (at open or while running, see ``ReplicaManager``) goes
+offline here: the fetchers drop it and the registration lease reports it, so the controller
+elects another leader from its ISR.
+
 Listeners: the first one is the primary (any security protocol); answers on each listener
 name the brokers by their endpoints on that listener (``endpoint_rewriter``). Brokers reach
 each other -- replica fetchers, requests forwarded to the controller, ISR changes -- on the
@@ -187,7 +191,10 @@ class Broker:
             data_dir=settings.data_dir,
             time_ms=wall_clock_ms,
             log_config_for=self.view.log_config,
+            on_offline=self._on_partition_offline,
         )
+        # Offline-partition reports in flight (see _on_partition_offline).
+        self._reports: set[asyncio.Task[None]] = set()
         self.metrics = BrokerMetrics()
         self.channel = ControllerChannel(
             broker_id=settings.broker_id,
@@ -432,7 +439,7 @@ class Broker:
             await _bounded(self.commands.stop(), "stopping the command server")
         await _bounded(self.metadata.stop(), "stopping the metadata cache")
         # The part loops, ended for sure (a cancel alone can be swallowed: weir.loop_task).
-        left = await stop_tasks(self._tasks, SHUTDOWN_STEP_S)
+        left = await stop_tasks([*self._tasks, *self._reports], SHUTDOWN_STEP_S)
         if left:
             names = ", ".join(sorted(task.get_name() for task in left))
             log.warning("shutdown: %s did not stop in %.0f s; going on", names, SHUTDOWN_STEP_S)
@@ -449,6 +456,20 @@ class Broker:
         """Another process registered this broker id: this one is a zombie and must stop."""
         log.error("broker %d was fenced (%s); shutting down", self.broker_id, exc)
         self.fenced.set()
+
+    def _on_partition_offline(self, key: tuple[str, int]) -> None:
+        """A partition's disk failed here: stop following it and tell the controller (in
+        the registration lease), which moves its leadership and ISR to other replicas."""
+        self.fetchers.unfollow(key)
+        registration = self.registration
+        if registration is None:
+            return  # not registered yet: register() is followed by reconcile, which reports
+        task = asyncio.get_running_loop().create_task(
+            registration.report_offline(list(self.replicas.offline_partitions())),
+            name="report-offline",
+        )
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
 
     def _on_metadata(self, image: ClusterImage) -> None:
         """A new image: the view first, then local replicas and fetchers, then the parts

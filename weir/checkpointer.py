@@ -32,10 +32,13 @@ never decide what is committed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from weir.log.errors import KafkaStorageError
 
 if TYPE_CHECKING:
     from weir.replica_manager import ReplicaManager
@@ -135,11 +138,11 @@ class Checkpointer:
             log_.producer_state.remove_expired_producers(log_.time_ms(), max_age_ms)
 
     def _flush_due_logs(self) -> None:
-        for partition in self._replicas.partitions():
-            try:  # one failing disk write must not keep the other logs unflushed
-                partition.log.flush_if_due()
-            except OSError as exc:
-                log.error("flush of %s-%d failed: %s", partition.topic, partition.index, exc)
+        for partition in list(self._replicas.partitions()):
+            # One failing disk must not keep the other logs unflushed; the failed
+            # partition is offline now and the replica manager logged why.
+            with contextlib.suppress(KafkaStorageError):
+                partition.flush(only_if_due=True)
 
     @staticmethod
     def _guarded(task: Callable[[], None]) -> None:

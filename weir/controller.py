@@ -14,6 +14,9 @@ The decisions are pure functions of the metadata image (``partition_changes_for`
   ``unclean.leader.election.enable`` may an out-of-sync live replica lead; otherwise the
   partition goes offline (leader -1) and keeps its last ISR, waiting for an ISR member;
 * dead brokers leave the ISR of partitions whose leader is alive (KRaft fences them);
+* a broker that reports a partition offline (its log failed on that broker's disk, see
+  ``ClusterImage.offline_brokers``) counts as dead for that partition alone: it loses the
+  leadership and leaves the ISR, as a Kafka replica on an offline log directory does;
 * an ISR change proposed by a leader (AlterPartition) is accepted only for the current
   leader epoch and partition epoch, keeps the leader, stays inside the replicas and only adds
   live brokers;
@@ -49,6 +52,7 @@ __all__ = [
     "ReassignmentError",
     "completed_reassignment",
     "elect_leader",
+    "live_replicas",
     "partition_changes_for",
     "preferred_leader_change",
     "reassignment_change",
@@ -85,10 +89,17 @@ def partition_changes_for(
     changes: dict[str, list[PartitionChange]] = {}
     for topic in image.topics.values():
         for partition in topic.partitions.values():
-            change = _change_for(partition, live, unclean=unclean_for(topic.name))
+            here = live_replicas(image, live, topic.name, partition.partition)
+            change = _change_for(partition, here, unclean=unclean_for(topic.name))
             if change is not None:
                 changes.setdefault(topic.name, []).append(change)
     return changes
+
+
+def live_replicas(image: ClusterImage, live: set[int], topic: str, index: int) -> set[int]:
+    """``live`` less the brokers that report ``topic``-``index`` offline."""
+    offline = image.offline_brokers(topic, index)
+    return live - offline if offline else live
 
 
 def _change_for(
@@ -408,7 +419,9 @@ class Controller:
                 key = (topic.name, partition.partition)
                 if wanted is not None and key not in wanted:
                     continue
-                decided = decide(partition, live)
+                decided = decide(
+                    partition, live_replicas(image, live, topic.name, partition.partition)
+                )
                 if isinstance(decided, ErrorCode):
                     results[key] = decided
                 else:
@@ -468,7 +481,9 @@ class Controller:
         if partition is None:
             return ErrorCode.unknown_topic_or_partition, None
         try:
-            change = validate_isr_change(partition, request, set(image.brokers))
+            change = validate_isr_change(
+                partition, request, live_replicas(image, set(image.brokers), topic, index)
+            )
         except IsrChangeError as exc:
             log.info("refusing ISR change of %s-%d: %s", topic, index, exc)
             return exc.error, partition

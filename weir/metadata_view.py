@@ -148,7 +148,10 @@ class MetadataView:
             for p in sorted(topic.partitions.values(), key=lambda p: p.partition):
                 # Views and assignments take the image's leader, epochs and replica sets as
                 # they are; the image calls the partition's index ``partition``.
-                offline = tuple(r for r in p.replicas if r not in live)
+                # Down brokers, and those whose disk failed this partition (Kafka lists
+                # replicas on an offline log directory here too).
+                failed = image.offline_brokers(topic.name, p.partition)
+                offline = tuple(r for r in p.replicas if r not in live or r in failed)
                 parts.append(
                     copy_fields(PartitionView, p, index=p.partition, offline_replicas=offline)
                 )

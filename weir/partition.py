@@ -11,6 +11,13 @@ the leader and leader epoch, the replica set, the ISR and the high watermark (HW
   reports (capped at its own LEO). Before fetching from a new leader the fetcher truncates
   it by leader epoch (KIP-101).
 
+A failure of the disk under this replica (an ``OSError`` such as ENOSPC, EIO, EROFS or
+EFBIG, a corrupt batch found on read, any ``KafkaStorageError`` of the log) is reported to
+``on_storage_error`` (the replica manager takes the replica offline on this broker) and
+surfaces as ``KafkaStorageError`` (KAFKA_STORAGE_ERROR on the wire), as Kafka fails a log
+on an offline log directory. The write that failed was never acknowledged: the log cut it
+off (or the loader's tail recovery will, on the next start).
+
 Consumers never read at or above the HW. Two kinds of waiters are woken here: parked
 Fetch requests and ``acks=all`` produces (the purgatory), on every LEO or HW movement; each
 waiter re-checks its own condition, so a notification is only a hint.
@@ -21,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from weir.log.errors import KafkaStorageError
 from weir.log.log import AppendResult, FileSlice, Log, LogConfig
-from weir.protocol.records import BatchHeader
+from weir.protocol.records import BatchHeader, CorruptBatchError
 from weir.replication.isr import LeaderState
 
 __all__ = ["AppendOutcome", "Partition"]
@@ -58,6 +66,8 @@ class Partition:
     _follower_hw: int = field(init=False, default=0)
     _waiters: set[Callable[[], None]] = field(init=False, default_factory=set)
     isr_change_pending: bool = field(init=False, default=False)
+    # Told when this replica's disk fails (see the module docstring); the replica manager's.
+    on_storage_error: Callable[[Partition, str], None] | None = None
 
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"
@@ -155,7 +165,10 @@ class Partition:
     ) -> AppendOutcome:
         """Append a produce payload (a writable buffer, stamped in place) as leader; raises
         the log's errors (LogError)."""
-        result: AppendResult = self.log.append(payload, batches, leader_epoch=self.leader_epoch)
+        try:
+            result: AppendResult = self.log.append(payload, batches, leader_epoch=self.leader_epoch)
+        except (KafkaStorageError, OSError) as exc:
+            raise self._disk_failed("append", exc) from exc
         if result.duplicate:
             return AppendOutcome(
                 base_offset=result.base_offset,
@@ -184,14 +197,29 @@ class Partition:
         ):
             self.notify()
 
-    def read(self, offset: int, max_bytes: int, *, committed_only: bool = True) -> list[FileSlice]:
-        max_offset = self.high_watermark if committed_only else None
-        return self.log.read(offset, max_bytes, max_offset=max_offset)
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None,
+        min_one_batch: bool = True,
+    ) -> list[FileSlice]:
+        """``Log.read`` (whole, CRC-verified batches below ``max_offset``; None: the LEO)."""
+        try:
+            return self.log.read(
+                offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch
+            )
+        except (KafkaStorageError, CorruptBatchError, OSError) as exc:
+            raise self._disk_failed("read", exc) from exc
 
     # follower path -----------------------------------------------------------------------
     def append_as_follower(self, payload: bytearray, leader_hw: int) -> None:
         if payload:
-            self.log.append_as_follower(payload)
+            try:
+                self.log.append_as_follower(payload)
+            except (KafkaStorageError, OSError) as exc:
+                raise self._disk_failed("follower append", exc) from exc
         self.update_follower_hw(leader_hw)
 
     def update_follower_hw(self, leader_hw: int) -> None:
@@ -199,8 +227,19 @@ class Partition:
             self._follower_hw = min(leader_hw, self.log.log_end_offset)
 
     def truncate_to(self, offset: int) -> None:
-        self.log.truncate_to(offset)
+        try:
+            self.log.truncate_to(offset)
+        except (KafkaStorageError, CorruptBatchError, OSError) as exc:
+            raise self._disk_failed("truncation", exc) from exc
         self._follower_hw = min(self._follower_hw, self.log.log_end_offset)
+
+    def _disk_failed(self, doing: str, exc: Exception) -> KafkaStorageError:
+        """Report a failure of this replica's disk; the error to raise in its place."""
+        detail = str(exc) if isinstance(exc, KafkaStorageError) else f"{type(exc).__name__}: {exc}"
+        cause = f"{doing} failed: {detail}"
+        if self.on_storage_error is not None:
+            self.on_storage_error(self, cause)
+        return KafkaStorageError(f"{self.topic}-{self.index}: {cause}")
 
     # waiters -----------------------------------------------------------------------------
     def add_waiter(self, waiter: Callable[[], None]) -> None:
@@ -212,6 +251,18 @@ class Partition:
     def notify(self) -> None:
         for waiter in list(self._waiters):
             waiter()
+
+    def flush(self, *, only_if_due: bool = False) -> None:
+        """fsync the log (``only_if_due``: when ``flush.ms`` says so). A failed fsync takes
+        the replica offline: after one, the kernel may have dropped the unwritten pages, so
+        what the log holds is no longer known (Kafka fails the log directory too)."""
+        try:
+            if only_if_due:
+                self.log.flush_if_due()
+            else:
+                self.log.flush()
+        except (KafkaStorageError, OSError) as exc:
+            raise self._disk_failed("flush", exc) from exc
 
     # lifecycle ---------------------------------------------------------------------------
     def delete_records_before(self, offset: int) -> int:

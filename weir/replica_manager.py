@@ -16,12 +16,23 @@ not have reached the disk and a restarted replica knows its last HW.
 
 A partition whose log cannot be opened (an unreadable file, an error the loader could not
 repair: ``LogLoader`` truncates what it can, so what reaches here is a disk or a directory
-it cannot trust) goes **offline on this broker**: one error line names it and the cause,
-it is kept out of the hosted partitions (handlers answer NOT_LEADER_OR_FOLLOWER, the
-fetcher does not follow it, so its leader shrinks it out of the ISR) and it is not
-retried until the broker restarts, as Kafka does with a log on an offline log directory.
-Every other partition opens and serves as usual: one partition's disk never stops the
-process. ``offline_partitions`` lists them with their causes.
+it cannot trust), or whose disk fails while it runs (an append, a read or a truncation
+raised ``KafkaStorageError``: ENOSPC, EIO, EROFS, EFBIG, a corrupt batch found before it
+was served; see ``Partition``), goes **offline on this broker**: one error line names it and
+the cause, it leaves the hosted partitions (a leader's waiting ``acks=all`` produces and
+parked fetches wake and fail over; handlers answer KAFKA_STORAGE_ERROR, as Kafka does for a
+replica on an offline log directory; the fetcher stops following it) and ``on_offline`` is
+called, so the broker reports it to the controller (``BrokerRegistration.report_offline``),
+which moves its leadership and ISR to the other replicas. It is not retried until the
+broker restarts. A failed log keeps its files open (a fetch response being sent from them
+still completes) and is closed without a flush or a clean-shutdown marker, so the next
+start recovers its tail; its checkpoint entries are kept.
+
+Kafka takes the whole log directory offline on such an error (and stops the broker when
+none is left). Weir has one data directory per broker, so that would mean every partition;
+it takes only the failing partition offline instead: other partitions on a disk that is
+full fail on their own next write and follow, while those on a disk with one bad region
+keep serving. ``offline_partitions`` lists the offline partitions with their causes.
 
 ``cleaner-offset-checkpoint`` is Kafka's log cleaner checkpoint: per compacted partition, the
 first dirty offset (everything below it was compacted). It is written whenever a clean
@@ -31,6 +42,7 @@ finishes or retention moves a log start (housekeeping), and read at start; an en
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -38,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from weir.log.checkpoint import read_offset_checkpoint, write_offset_checkpoint
+from weir.log.errors import KafkaStorageError
 from weir.log.log import Log, LogConfig
 from weir.partition import Partition
 
@@ -83,14 +96,18 @@ class ReplicaManager:
         data_dir: Path,
         time_ms: Callable[[], int],
         log_config_for: Callable[[str], LogConfig],
+        on_offline: Callable[[tuple[str, int]], None] | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self._on_offline = on_offline
         self.data_dir = data_dir
         self._time_ms = time_ms
         self._log_config_for = log_config_for
         self._partitions: dict[tuple[str, int], Partition] = {}
         # Partitions whose log failed to open, with why; see the module docstring.
         self._offline: dict[tuple[str, int], str] = {}
+        # Replicas whose disk failed while running: closed at shutdown (module docstring).
+        self._failed: dict[tuple[str, int], Partition] = {}
         data_dir.mkdir(parents=True, exist_ok=True)
         self._recovery_points = self._read_checkpoint(RECOVERY_POINT_FILE)
         self._log_starts = self._read_checkpoint(LOG_START_FILE)
@@ -114,6 +131,10 @@ class ReplicaManager:
     def offline_partitions(self) -> Mapping[tuple[str, int], str]:
         """Assigned partitions whose log could not be opened here, with the cause."""
         return dict(self._offline)
+
+    def is_offline(self, topic: str, index: int) -> bool:
+        """True when ``topic``-``index`` is offline on this broker (its disk failed it)."""
+        return (topic, index) in self._offline
 
     def in_sync_replica_count(self, topic: str, index: int) -> int:
         """The size of the ISR of a local replica (0 when there is none here)."""
@@ -172,6 +193,9 @@ class ReplicaManager:
         for key in [k for k in self._offline if k not in wanted]:
             # Deleted or moved away: forget it (its directory stays for the operator).
             del self._offline[key]
+            failed = self._failed.pop(key, None)
+            if failed is not None:
+                failed.log.close_handlers()
         for key in list(self._partitions):
             if key in wanted:
                 continue
@@ -197,19 +221,38 @@ class ReplicaManager:
         try:
             return self._open(assignment)
         except Exception as exc:  # any failure is this partition's alone
-            key = (assignment.topic, assignment.index)
-            cause = f"{type(exc).__name__}: {exc}"
-            self._offline[key] = cause
-            log.error(
-                "%s-%d is offline on broker %d: its log in %s cannot be opened (%s); "
-                "other replicas must serve it until this broker restarts",
-                assignment.topic,
-                assignment.index,
-                self.broker_id,
-                self.data_dir / f"{assignment.topic}-{assignment.index}",
-                cause,
+            self._go_offline(
+                (assignment.topic, assignment.index),
+                f"its log in {self.data_dir / f'{assignment.topic}-{assignment.index}'} "
+                f"cannot be opened ({type(exc).__name__}: {exc})",
             )
             return None
+
+    def _storage_failed(self, partition: Partition, cause: str) -> None:
+        """``Partition.on_storage_error``: its disk failed while running; take it offline."""
+        key = (partition.topic, partition.index)
+        if self._partitions.get(key) is not partition:
+            return  # already offline (or replaced)
+        del self._partitions[key]
+        self._failed[key] = partition
+        self._go_offline(key, f"{partition.log.directory}: {cause}")
+        # No leader state any more: waiting acks=all produces and parked fetches wake and
+        # find it offline.
+        partition.make_follower(
+            leader_id=-1, leader_epoch=-1, partition_epoch=-1, replicas=(), isr=()
+        )
+
+    def _go_offline(self, key: tuple[str, int], cause: str) -> None:
+        self._offline[key] = cause
+        log.error(
+            "%s-%d is offline on broker %d: %s; other replicas must serve it until this "
+            "broker restarts",
+            *key,
+            self.broker_id,
+            cause,
+        )
+        if self._on_offline is not None:
+            self._on_offline(key)
 
     def _open(self, assignment: Assignment) -> Partition:
         key = (assignment.topic, assignment.index)
@@ -238,6 +281,7 @@ class ReplicaManager:
             index=assignment.index,
             topic_id=assignment.topic_id,
             log=log_obj,
+            on_storage_error=self._storage_failed,
         )
         # The last HW this replica knew (Kafka's replication-offset-checkpoint): a replica
         # elected leader after a restart serves consumers from it at once.
@@ -251,17 +295,22 @@ class ReplicaManager:
     def checkpoint(self, *, flush: bool = False) -> None:
         """Write the recovery-point and log-start checkpoints (flushing logs first if asked)."""
         if flush:
-            for partition in self._partitions.values():
-                partition.log.flush()
-        recovery = {k: p.log.recovery_point for k, p in self._partitions.items()}
-        starts = {k: p.log.log_start_offset for k, p in self._partitions.items()}
+            for partition in list(self._partitions.values()):
+                # A failed fsync takes that partition offline; the others still flush.
+                with contextlib.suppress(KafkaStorageError):
+                    partition.flush()
+        # A failed log keeps its entries: recovery scans from its last recovery point.
+        hosted = {**self._failed, **self._partitions}
+        recovery = {k: p.log.recovery_point for k, p in hosted.items()}
+        starts = {k: p.log.log_start_offset for k, p in hosted.items()}
         write_offset_checkpoint(self.data_dir / RECOVERY_POINT_FILE, recovery)
         write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
         self.checkpoint_high_watermarks()
 
     def checkpoint_log_starts(self) -> None:
         """Write ``log-start-offset-checkpoint`` now (retention just moved log starts)."""
-        starts = {k: p.log.log_start_offset for k, p in self._partitions.items()}
+        hosted = {**self._failed, **self._partitions}
+        starts = {k: p.log.log_start_offset for k, p in hosted.items()}
         write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
 
     # log cleaner checkpoint ----------------------------------------------------------------
@@ -293,14 +342,19 @@ class ReplicaManager:
 
     def checkpoint_high_watermarks(self) -> None:
         """Write ``replication-offset-checkpoint`` (Kafka does it every 5 s)."""
-        high_watermarks = {k: p.high_watermark for k, p in self._partitions.items()}
+        hosted = {**self._failed, **self._partitions}
+        high_watermarks = {k: p.high_watermark for k, p in hosted.items()}
         write_offset_checkpoint(self.data_dir / HIGH_WATERMARK_FILE, high_watermarks)
 
     def close(self) -> None:
         for partition in self._partitions.values():
             partition.close()
+        for partition in self._failed.values():
+            # As a crash leaves it: no flush, no clean-shutdown marker (see the docstring).
+            partition.log.close_handlers()
         self.checkpoint()
         self._partitions.clear()
+        self._failed.clear()
 
 
 def _read_topic_id(path: Path) -> str | None:

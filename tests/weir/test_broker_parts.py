@@ -434,9 +434,13 @@ def test_access_without_an_authorizer_allows_everything() -> None:
 @dataclass
 class LocalReplicas:
     local: dict[tuple[str, int], Any] = field(default_factory=dict)
+    offline: set[tuple[str, int]] = field(default_factory=set)
 
     def get(self, topic: str, index: int) -> Any:
         return self.local.get((topic, index))
+
+    def is_offline(self, topic: str, index: int) -> bool:
+        return (topic, index) in self.offline
 
 
 def test_leaders_fence_a_client_whose_leader_epoch_differs() -> None:
@@ -445,12 +449,17 @@ def test_leaders_fence_a_client_whose_leader_epoch_differs() -> None:
     v = view()
     v.apply(image())
     replica = FakePartition(leader_epoch=5)
-    leaders = Leaders(v, LocalReplicas({("t", 0): replica}))  # type: ignore[arg-type]
+    local = LocalReplicas({("t", 0): replica})
+    leaders = Leaders(v, local)  # type: ignore[arg-type]
     assert leaders.led("t", 0) == (ErrorCode.none, replica)
     assert leaders.led("t", 0, 5) == (ErrorCode.none, replica)
     assert leaders.led("t", 0, 4) == (ErrorCode.fenced_leader_epoch, None)
     assert leaders.led("t", 0, 6) == (ErrorCode.unknown_leader_epoch, None)
     assert leaders.led("t", 1, 5) == (ErrorCode.not_leader_or_follower, None)
+    # Offline here (its disk failed it): KAFKA_STORAGE_ERROR, as Kafka answers.
+    del local.local[("t", 0)]
+    local.offline.add(("t", 0))
+    assert leaders.led("t", 0, 5) == (ErrorCode.kafka_storage_error, None)
 
 
 def test_per_partition_denies_a_whole_topic_without_reading_it() -> None:

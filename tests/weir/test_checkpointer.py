@@ -47,6 +47,11 @@ class FlushRecorder:
     def flush_if_due(self) -> None:
         self.calls.append(f"flush-check {self.topic}-{self.index}")
 
+    def flush(self, *, only_if_due: bool = False) -> None:
+        """``Partition.flush``: the checkpointer asks only for due flushes."""
+        assert only_if_due
+        self.flush_if_due()
+
     def remove_expired_producers(self, now_ms: int, max_age_ms: int) -> None:
         self.calls.append(f"expire {self.topic}-{self.index} older than {max_age_ms}")
 

@@ -166,6 +166,42 @@ def test_dead_leader_gets_a_successor_fenced_by_partition_epoch() -> None:
     }
 
 
+def test_a_leader_reporting_its_partition_offline_loses_it_to_the_isr() -> None:
+    """Broker 1's disk failed ``t-0`` (reported in its lease): for that partition alone it
+    counts as dead; ``t-1``, also led by 1, keeps its leader."""
+    img = image(
+        {
+            "t": [
+                part((1, 2, 3), (1, 2, 3), 1, partition_epoch=9),
+                part((1, 2, 3), (1, 2, 3), 1, index=1),
+            ]
+        },
+        live={1, 2, 3},
+    ).with_liveness({1, 2, 3}, ControllerLease(1, 1), {1: frozenset({("t", 0)})})
+    assert partition_changes_for(img, unclean_for=never) == {
+        "t": [PartitionChange(partition=0, leader=2, isr=(2, 3), expected_partition_epoch=9)]
+    }
+
+
+def test_a_follower_reporting_its_partition_offline_leaves_the_isr() -> None:
+    img = image({"t": [part((1, 2, 3), (1, 2, 3), 1, partition_epoch=4)]}, live={1, 2, 3})
+    img = img.with_liveness({1, 2, 3}, ControllerLease(1, 1), {3: frozenset({("t", 0)})})
+    (change,) = partition_changes_for(img, unclean_for=never)["t"]
+    assert change.leader is None and change.isr == (1, 2)
+
+
+def test_an_offline_report_cleared_by_a_restart_lets_the_replica_lead_again() -> None:
+    """The only in-sync replica reported it offline (leader -1, ISR kept); restarted, its
+    lease no longer lists it and it is elected again."""
+    img = image({"t": [part((1, 2), (1,), -1, partition_epoch=6)]}, live={1, 2})
+    offline = img.with_liveness({1, 2}, ControllerLease(1, 1), {1: frozenset({("t", 0)})})
+    assert partition_changes_for(offline, unclean_for=never) == {}
+    back = offline.with_liveness({1, 2}, ControllerLease(1, 1), {})
+    assert partition_changes_for(back, unclean_for=never) == {
+        "t": [PartitionChange(partition=0, leader=1, isr=(1,), expected_partition_epoch=6)]
+    }
+
+
 def test_dead_follower_leaves_the_isr_and_the_leader_stays() -> None:
     img = image({"t": [part((1, 2, 3), (1, 2, 3), 1, partition_epoch=4)]}, live={1, 3})
     (change,) = partition_changes_for(img, unclean_for=never)["t"]

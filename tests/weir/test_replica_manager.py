@@ -1,14 +1,20 @@
-"""ReplicaManager: one partition whose log cannot be opened never stops the others."""
+"""ReplicaManager: one partition whose log cannot be opened, or whose disk fails while it
+serves, goes offline alone; the others serve on."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from weir.log.log import LogConfig
-from weir.replica_manager import Assignment, ReplicaManager
+import pytest
 
-from .log.conftest import FakeClock
+from weir.log.checkpoint import read_offset_checkpoint
+from weir.log.errors import KafkaStorageError
+from weir.log.loader import CLEAN_SHUTDOWN_FILE
+from weir.log.log import LogConfig
+from weir.replica_manager import RECOVERY_POINT_FILE, Assignment, ReplicaManager
+
+from .log.conftest import FakeClock, corrupt_batch_at, make_batch, payload
 
 
 def assignment(topic: str, index: int) -> Assignment:
@@ -50,3 +56,53 @@ def test_a_partition_that_cannot_be_opened_goes_offline_and_the_rest_serve(
     manager.reconcile(wanted[::2], {"orders", "audit"}, now_ms=0)
     assert manager.offline_partitions() == {}
     manager.close()
+
+
+def test_a_partition_whose_disk_fails_while_serving_goes_offline_and_is_reported(
+    tmp_path: Path, caplog
+) -> None:
+    """A corrupt batch met by a read (a real one, written to the file) takes only that
+    partition offline: it leaves the hosted partitions, its waiters wake to a lost
+    leadership, ``on_offline`` reports it, and it is closed as a crash would leave it."""
+    config = LogConfig(index_interval_bytes=100)
+
+    def new_manager(reported: list[tuple[str, int]]) -> ReplicaManager:
+        return ReplicaManager(
+            broker_id=1,
+            data_dir=tmp_path,
+            time_ms=FakeClock(),
+            log_config_for=lambda _: config,
+            on_offline=reported.append,
+        )
+
+    wanted = [assignment("orders", 0), assignment("audit", 0)]
+    first = new_manager([])
+    first.reconcile(wanted, {"orders", "audit"}, now_ms=0)
+    for _ in range(6):
+        buf, batches = payload(make_batch(count=2, value_size=200))
+        first.get("orders", 0).append(buf, batches)
+    segment = first.get("orders", 0).log.active_segment
+    second_batch = [p for p, _ in segment.iter_headers()][1]
+    first.close()
+    corrupt_batch_at(segment.log_path, second_batch)
+
+    reported: list[tuple[str, int]] = []
+    manager = new_manager(reported)
+    manager.reconcile(wanted, {"orders", "audit"}, now_ms=0)
+    orders = manager.get("orders", 0)
+    woken: list[bool] = []
+    orders.add_waiter(lambda: woken.append(orders.is_leader))
+    with caplog.at_level(logging.ERROR), pytest.raises(KafkaStorageError, match="CRC-32C"):
+        orders.read(0, 1 << 20, max_offset=None)
+    assert manager.get("orders", 0) is None and manager.is_offline("orders", 0)
+    assert reported == [("orders", 0)] and woken == [False]
+    assert "CRC-32C" in manager.offline_partitions()[("orders", 0)]
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert line.startswith("orders-0 is offline on broker 1") and "position" in line
+    assert manager.get("audit", 0).is_leader  # the other partition serves on
+    manager.reconcile(wanted, {"orders", "audit"}, now_ms=0)  # not reopened before a restart
+    assert manager.get("orders", 0) is None
+    manager.close()
+    # Closed as a crash leaves it (the next start recovers it), its checkpoints kept.
+    assert not (tmp_path / "orders-0" / CLEAN_SHUTDOWN_FILE).exists()
+    assert ("orders", 0) in read_offset_checkpoint(tmp_path / RECOVERY_POINT_FILE)

@@ -31,8 +31,11 @@ def led_partition(
     metadata: MetadataView, replicas: ReplicaManager, topic: str, index: int
 ) -> tuple[ErrorCode, Partition | None]:
     """(NONE, this broker's replica) when it leads ``topic``-``index``, else (the error
-    clients expect, None)."""
+    clients expect, None): KAFKA_STORAGE_ERROR while it is offline on this broker (its disk
+    failed it), as Kafka answers for a replica on an offline log directory."""
     local = replicas.get(topic, index)
+    if local is None and replicas.is_offline(topic, index):
+        return ErrorCode.kafka_storage_error, None
     error = metadata.leader_error(topic, index, local)
     return error, (local if error is ErrorCode.none else None)
 

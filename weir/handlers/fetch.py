@@ -13,6 +13,9 @@ Size limits follow KIP-74: ``partition_max_bytes`` per partition, ``max_bytes`` 
 response, and the first non-empty partition always returns at least one whole batch so a
 consumer can never be stuck behind a batch larger than its limits.
 
+Batches are CRC-verified once before the first time they are served (``LogSegment.read``);
+a corrupt one takes the partition offline here and answers KAFKA_STORAGE_ERROR.
+
 Records are returned as ``RecordsRegion``s: the server sends them with sendfile. Weir does not
 keep incremental fetch sessions (KIP-227): it answers session id 0, which every client
 handles by sending full fetch requests.
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import by_topic, make, respond, types_of
-from weir.log.errors import OffsetOutOfRangeError
+from weir.log.errors import KafkaStorageError, OffsetOutOfRangeError
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import RecordsRegion, Request
 from weir.security.acl import AclOperation
@@ -202,11 +205,14 @@ def _read_one(
         limit = min(limit, allowed)
         min_one_batch = True  # a batch larger than the allowance must still move
     try:
-        slices = partition.log.read(
+        slices = partition.read(
             p.fetch_offset, max(limit, 1), max_offset=max_offset, min_one_batch=min_one_batch
         )
     except OffsetOutOfRangeError:
         return _PartitionRead(topic, index, ErrorCode.offset_out_of_range, hw, start, _EMPTY, 0)
+    except KafkaStorageError:
+        # The replica just went offline here (Partition): never serve what it holds.
+        return _PartitionRead(topic, index, ErrorCode.kafka_storage_error, -1, -1, _EMPTY, 0)
     if not slices:
         return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
     region = RecordsRegion(slices)

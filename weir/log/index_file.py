@@ -9,6 +9,13 @@ memory-mapped, so appending an entry is a ``struct.pack_into`` with no system ca
 segment stops being active, or on close, the file is trimmed to its valid entries; an index
 of a cleanly closed segment is therefore exactly ``entries * entry_size`` bytes long.
 
+A preallocated file is sparse, and a store into a mapped page the filesystem cannot back
+(a full disk or tmpfs) kills the process with SIGBUS, not an error. So the pages an entry
+will land on are reserved first with ``posix_fallocate``, ``RESERVE_BYTES`` at a time
+(``ensure_room``; one system call per few thousand entries): a full disk then fails the
+reservation with ENOSPC, an ordinary ``OSError`` the log turns into KAFKA_STORAGE_ERROR,
+before anything was written. A filesystem without fallocate is left sparse, as before.
+
 After a crash the active segment's index may still be preallocated with a zero tail; the
 subclasses' ``sanity_check`` notices (a zero entry can never be valid at the end) and the
 loader rebuilds the index from the log.
@@ -21,6 +28,7 @@ Not thread-safe: the owning ``Log`` serializes access.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import struct
@@ -30,7 +38,12 @@ from typing import ClassVar
 
 from weir.log.errors import CorruptIndexError
 
-__all__ = ["IndexFile"]
+__all__ = ["RESERVE_BYTES", "IndexFile"]
+
+# Index file space reserved (allocated on disk) at a time, ahead of the entries.
+RESERVE_BYTES = 64 * 1024
+# fallocate errors that mean "not supported here": such a file stays sparse.
+_NO_FALLOCATE = (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 
 
 class IndexFile:
@@ -61,6 +74,9 @@ class IndexFile:
         self._file_length = length
         self._length = self._round_down(length)
         self._entries = 0 if self.newly_created else self._length // self.entry_size
+        # Bytes from the file's start known to be allocated on disk (see ``ensure_room``):
+        # the entries written, whose pages were necessarily backed.
+        self._reserved = self._entries * self.entry_size
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path}, entries={self._entries})"
@@ -95,6 +111,25 @@ class IndexFile:
         os.truncate(self.path, length)
         self._file_length = self._length = length
         self._entries = min(self._entries, length // self.entry_size)
+        self._reserved = min(self._reserved, length)
+
+    def ensure_room(self, entries: int) -> None:
+        """Allocate the disk space ``entries`` more entries will need (see the module
+        docstring); OSError (ENOSPC, EFBIG, EIO) when the disk cannot give it."""
+        need = min((self._entries + entries) * self.entry_size, self._length)
+        if need <= self._reserved:
+            return
+        upto = min(self._length, max(need, self._reserved + RESERVE_BYTES))
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, self._reserved, upto - self._reserved)
+        except OSError as exc:
+            if exc.errno not in _NO_FALLOCATE:
+                raise
+            upto = self._length  # cannot reserve here: stay sparse
+        finally:
+            os.close(fd)
+        self._reserved = upto
 
     def trim_to_valid_size(self) -> None:
         self.resize(self._entries * self.entry_size)
@@ -129,6 +164,8 @@ class IndexFile:
         return self._entry(slot)[field]
 
     def _put(self, *values: int) -> None:
+        if (self._entries + 1) * self.entry_size > self._reserved:
+            self.ensure_room(1)
         self.entry_format.pack_into(self._mapped(), self._entries * self.entry_size, *values)
         self._entries += 1
 

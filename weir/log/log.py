@@ -25,7 +25,12 @@ log at once, and ``flush_if_due`` -- called by the broker's flusher every
 (``flush.ms``). Both default to never (Long.MAX_VALUE): durability comes from replication,
 and the periodic recovery-point checkpoint flushes too.
 
-Fetch gets ``FileSlice`` objects (whole batches) to send with ``sendfile``. A deleted
+A write the disk refuses (ENOSPC, EIO, EROFS, EFBIG; a roll's new files included) raises
+``KafkaStorageError`` with nothing of the payload left in the file and no offset moved
+(``_write``); the partition above takes the replica offline.
+
+Fetch gets ``FileSlice`` objects (whole batches) to send with ``sendfile``; a segment
+CRC-checks bytes it did not append itself before their first read (``LogSegment.read``). A deleted
 segment's data file stays open for ``file_delete_delay_ms`` so a slice being sent keeps
 working, as Kafka's ``file.delete.delay.ms`` does.
 
@@ -49,6 +54,7 @@ from typing import BinaryIO
 from weir.log.checkpoint import fsync_directory
 from weir.log.errors import (
     InvalidRecordError,
+    KafkaStorageError,
     LogError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -391,6 +397,34 @@ class Log:
                     f"of {header.last_offset_delta}"
                 )
 
+    def _write(
+        self,
+        payload: bytearray | memoryview,
+        infos: list[BatchInfo],
+        max_timestamp: int,
+        first_offset: int,
+        last_offset: int,
+        now_ms: int,
+    ) -> None:
+        """Roll if due, then write ``payload`` to the active segment.
+
+        A failing disk (ENOSPC, EIO, EROFS, EFBIG; creating a rolled segment's files
+        included) raises KafkaStorageError with nothing of the payload left in the file and
+        the log's offsets untouched; the caller takes the partition offline."""
+        try:
+            self._maybe_roll(
+                size=len(payload),
+                max_timestamp=max_timestamp,
+                first_offset=first_offset,
+                last_offset=last_offset,
+                now_ms=now_ms,
+            )
+            self.active_segment.append(payload, infos)
+        except OSError as exc:
+            raise KafkaStorageError(
+                f"{self.directory}: append at offset {first_offset} failed: {exc}"
+            ) from exc
+
     def append(
         self,
         payload: bytearray | memoryview,
@@ -442,14 +476,7 @@ class Log:
             next_offset = last + 1
         if log_append_time:
             offset_of_max = first_offset
-        self._maybe_roll(
-            size=len(payload),
-            max_timestamp=max_timestamp,
-            first_offset=first_offset,
-            last_offset=next_offset - 1,
-            now_ms=now,
-        )
-        self.active_segment.append(payload, infos)
+        self._write(payload, infos, max_timestamp, first_offset, next_offset - 1, now)
         self.log_end_offset = next_offset
         self.size_bytes += len(payload)
         latest_epoch = self.leader_epoch_cache.latest_epoch
@@ -493,14 +520,7 @@ class Log:
             expected = header.next_offset
         self._close_retired()
         first_offset, last_offset = headers[0].base_offset, headers[-1].last_offset
-        self._maybe_roll(
-            size=len(payload),
-            max_timestamp=max_timestamp,
-            first_offset=first_offset,
-            last_offset=last_offset,
-            now_ms=self._time_ms(),
-        )
-        self.active_segment.append(payload, infos)
+        self._write(payload, infos, max_timestamp, first_offset, last_offset, self._time_ms())
         self.log_end_offset = last_offset + 1
         self.size_bytes += len(payload)
         for header in headers:

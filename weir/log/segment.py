@@ -25,6 +25,16 @@ Invariants
 * The data file is opened with O_APPEND and only ever read with ``pread``/``sendfile`` at
   explicit positions, so a file position moved by a sender never affects a writer.
 
+Serving only valid bytes
+------------------------
+Fetch sends file regions as they are (``sendfile``), so a region must be checked before
+its first send: everything this process appended was validated when it was produced (or
+replicated), but what was on disk at open (and not CRC-scanned by recovery) is trusted only
+once ``read`` has CRC-checked it. The segment remembers where its own appends began
+(``_written_from``) and which older byte ranges were checked (``_verified``); a read that
+reaches unchecked bytes checks them first (one CRC pass over a cold region, none after) and
+a corrupt batch there raises ``KafkaStorageError`` instead of being served.
+
 Rolling follows Kafka: a segment is full when the next append would push it past
 ``segment.bytes``, when ``segment.ms`` passed since its first batch's timestamp (or, for
 segments without timestamps, its creation time), or when an index is full.
@@ -70,11 +80,24 @@ TIME_INDEX_SUFFIX = ".timeindex"
 HEADER_SCAN_CHUNK = 16 * 1024
 # Recovery reads (and CRC-checks) this much at a time.
 RECOVERY_CHUNK = 8 * 1024 * 1024
+# A read of bytes not checked yet CRC-checks them this much at a time.
+VERIFY_CHUNK = 1024 * 1024
 
 
 def segment_file_stem(offset: int) -> str:
     """Kafka's file name for ``offset``: 20 digits, zero padded."""
     return f"{offset:020d}"
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``ranges`` sorted, with overlapping and touching ones joined."""
+    out: list[tuple[int, int]] = []
+    for low, high in sorted(ranges):
+        if out and low <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], high))
+        else:
+            out.append((low, high))
+    return out
 
 
 def offset_from_file_name(name: str) -> int | None:
@@ -142,6 +165,10 @@ class LogSegment:
         self._closed = False
         # What the last ``recover`` found wrong (None: every byte was a valid batch).
         self.recovery_problem: str | None = None
+        # Every byte from here on was appended (validated) by this process; below it, the
+        # ranges ``read`` has CRC-checked, sorted and disjoint ("Serving only valid bytes").
+        self._written_from = self.size
+        self._verified: list[tuple[int, int]] = []
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size={self.size})"
@@ -262,7 +289,70 @@ class LogSegment:
             end = first_end if min_one_batch else position
         else:
             end = self._last_boundary_before(first_end, budget_end)
+        if position < self._written_from and end > position:
+            self._verify(position, min(end, self._written_from))
         return FileSlice(self.file, position, end - position)
+
+    # -- checking what is served ------------------------------------------------------------
+
+    def _verify(self, start: int, end: int) -> None:
+        """CRC-check the batches of [start, end) (batch boundaries) not checked before;
+        KafkaStorageError at the first invalid one."""
+        verified = self._verified
+        if verified and verified[0][0] <= start and end <= verified[0][1]:
+            return  # the usual case once a cold segment was read through
+        gaps = []
+        cursor = start
+        for low, high in verified:
+            if high <= cursor:
+                continue
+            if low >= end:
+                break
+            if low > cursor:
+                gaps.append((cursor, low))
+            cursor = high
+            if cursor >= end:
+                break
+        if cursor < end:
+            gaps.append((cursor, end))
+        for low, high in gaps:
+            self._check_batches(low, high)
+            verified.append((low, high))
+        if gaps:
+            self._verified = _merged(verified)
+
+    def _check_batches(self, start: int, end: int) -> None:
+        """Raise KafkaStorageError unless [start, end) is whole batches with valid CRCs."""
+        pos = start
+        while pos < end:
+            chunk = os.pread(self._fd, min(VERIFY_CHUNK, end - pos), pos)
+            at = 0
+            try:
+                while len(chunk) - at >= BATCH_HEADER_SIZE:
+                    header = parse_header(chunk, at)
+                    size = header.size
+                    if pos + at + size > end:
+                        raise CorruptBatchError(
+                            f"batch at position {pos + at} (offset {header.base_offset}) "
+                            f"runs past position {end}"
+                        )
+                    if at + size > len(chunk):
+                        if at:
+                            break  # read on from this batch
+                        chunk = self._pread(pos, size)  # one batch larger than the chunk
+                    if compute_crc(chunk, at, size) != header.crc:
+                        raise CorruptBatchError(
+                            f"batch at position {pos + at} (offset {header.base_offset}) "
+                            f"failed its CRC-32C check"
+                        )
+                    at += size
+                if at == 0:
+                    raise CorruptBatchError(
+                        f"{len(chunk)} bytes at position {pos} are not a whole batch header"
+                    )
+            except CorruptBatchError as exc:
+                raise KafkaStorageError(f"{self.log_path}: {exc}; not served") from exc
+            pos += at
 
     def _last_boundary_before(self, start: int, limit: int) -> int:
         """The largest batch boundary <= ``limit``, given a boundary ``start`` <= limit."""
@@ -379,16 +469,32 @@ class LogSegment:
         if position == 0:
             self._rolling_based_loaded = True
             self._rolling_based_timestamp = max(b.max_timestamp for b in batches)
+        view = memoryview(payload)
         try:
-            view = memoryview(payload)
+            # Index space first: a disk too full for an index entry fails here, before
+            # any byte of the batch is written (see ``index_file``).
+            self.offset_index.ensure_room(len(batches))
+            self.time_index.ensure_room(len(batches))
+        except OSError as exc:
+            raise KafkaStorageError(
+                f"{self.log_path}: no room for the index entries of an append at position "
+                f"{position}: {exc}"
+            ) from exc
+        try:
             written = os.write(self._fd, view)
             while written < len(view):
                 written += os.write(self._fd, view[written:])
         except OSError as exc:
             # Never leave half a write behind: the file must hold whole batches only.
-            os.ftruncate(self._fd, position)
+            undone = "cut off"
+            try:
+                os.ftruncate(self._fd, position)
+            except OSError as undo:
+                # The next start's tail recovery cuts the torn batch instead.
+                undone = f"not cut off ({undo}); recovery cuts it at the next start"
             raise KafkaStorageError(
-                f"{self.log_path}: write at position {position} failed: {exc}"
+                f"{self.log_path}: write at position {position} failed: {exc}; the partial "
+                f"write was {undone}"
             ) from exc
         timestamp, offset = self.max_timestamp_and_offset
         since = self._bytes_since_last_index_entry
@@ -518,6 +624,11 @@ class LogSegment:
         truncated = self.size - position
         os.ftruncate(self._fd, position)
         self.size = position
+        # What is appended from here on is this process's own.
+        self._written_from = min(self._written_from, position)
+        self._verified = [
+            (low, min(high, position)) for low, high in self._verified if low < position
+        ]
         self._bytes_since_last_index_entry = 0
         if position == 0:
             self.created_ms = self._time_ms()

@@ -10,7 +10,8 @@ corresponds to), then two tasks keep the image current:
   batch is applied to the immutable image (``ClusterImage.apply``, pure) and listeners are
   called with the new image;
 * the *liveness* task polls, every second, which registered brokers hold a lease (``MGET
-  broker:<id>...``), who holds the controller lease, and the store's ``incarnation``.
+  broker:<id>...``) and which partitions each reports offline, who holds the controller
+  lease, and the store's ``incarnation``.
 
 When Redis cannot be reached the cache keeps serving the last image (``connected`` turns
 False) and retries with backoff. Once Redis answers again it *re-snapshots* instead of
@@ -37,6 +38,7 @@ from weir.metadata.errors import MetadataUnavailableError
 from weir.metadata.image import ClusterImage, ControllerLease
 from weir.metadata.keys import KeyLayout
 from weir.metadata.records import Record, UnknownRecordError, record_from_fields
+from weir.metadata.registration import offline_partitions_of
 from weir.metadata.store import MetadataStore
 
 __all__ = ["Listener", "MetadataCache"]
@@ -265,5 +267,10 @@ class MetadataCache:
             self._resync.set()  # wiped or replaced underneath us
             return
         live = [i for i, lease in zip(ids, leases, strict=True) if lease is not None]
+        offline = {
+            i: offline_partitions_of(lease)
+            for i, lease in zip(ids, leases, strict=True)
+            if lease is not None
+        }
         lease = ControllerLease.parse(controller)
-        await self._update(lambda current: current.with_liveness(live, lease))
+        await self._update(lambda current: current.with_liveness(live, lease, offline))

@@ -10,7 +10,10 @@ with hand-made records. An image remembers the stream id it corresponds to, so a
 where to resume tailing.
 
 Liveness is not in the log: it comes from the brokers' expiring leases and the controller
-lease, polled by the cache and attached with ``with_liveness``.
+lease, polled by the cache and attached with ``with_liveness``. So do the partitions each
+live broker reports offline (its log failed on that broker's disk; KRaft's broker heartbeat
+carries offline log directories the same way): for those partitions the broker counts as
+not live (``offline_brokers``), so the controller moves their leadership and ISR away from it.
 """
 
 from __future__ import annotations
@@ -240,6 +243,8 @@ class ClusterImage:
     registrations: Mapping[int, BrokerImage] = field(default_factory=_empty)
     live_broker_ids: frozenset[int] = frozenset()
     controller: ControllerLease | None = None
+    # broker id -> the partitions (topic, index) it reports offline on its disk.
+    offline_replicas: Mapping[int, frozenset[tuple[str, int]]] = field(default_factory=_empty)
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_empty)
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_empty)
     incarnation: str = ""
@@ -267,13 +272,34 @@ class ClusterImage:
             builder.apply(record)
         return builder.build(stream_id or self.stream_id)
 
+    def offline_brokers(self, topic: str, index: int) -> frozenset[int]:
+        """Brokers that report ``topic``-``index`` offline on their disk: they can neither
+        lead it nor stay in its ISR."""
+        if not self.offline_replicas:
+            return frozenset()
+        key = (topic, index)
+        return frozenset(b for b, parts in self.offline_replicas.items() if key in parts)
+
     def with_liveness(
-        self, live_broker_ids: Iterable[int], controller: ControllerLease | None
+        self,
+        live_broker_ids: Iterable[int],
+        controller: ControllerLease | None,
+        offline_replicas: Mapping[int, frozenset[tuple[str, int]]] | None = None,
     ) -> ClusterImage:
         live = frozenset(live_broker_ids)
-        if live == self.live_broker_ids and controller == self.controller:
+        offline = self.offline_replicas if offline_replicas is None else offline_replicas
+        if (
+            live == self.live_broker_ids
+            and controller == self.controller
+            and offline == self.offline_replicas
+        ):
             return self
-        return replace(self, live_broker_ids=live, controller=controller)
+        return replace(
+            self,
+            live_broker_ids=live,
+            controller=controller,
+            offline_replicas=_frozen({b: p for b, p in offline.items() if p}),
+        )
 
     @classmethod
     def from_state(
@@ -407,6 +433,7 @@ class _Builder:
             registrations=_frozen(self.registrations),
             live_broker_ids=self.image.live_broker_ids,
             controller=self.image.controller,
+            offline_replicas=self.image.offline_replicas,
             topic_configs=_frozen(self.topic_configs),
             broker_configs=_frozen(self.broker_configs),
             incarnation=self.image.incarnation,
@@ -448,7 +475,9 @@ class ImageDiff:
             changed_topic_configs=changed_keys(old.topic_configs, new.topic_configs),
             changed_broker_configs=changed_keys(old.broker_configs, new.broker_configs),
             brokers_changed=(
-                old.registrations != new.registrations or old.live_broker_ids != new.live_broker_ids
+                old.registrations != new.registrations
+                or old.live_broker_ids != new.live_broker_ids
+                or old.offline_replicas != new.offline_replicas
             ),
             reset=bool(old.incarnation) and old.incarnation != new.incarnation,
         )

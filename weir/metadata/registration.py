@@ -21,6 +21,12 @@ the meantime this process is a zombie: ``BrokerFencedError``, the heartbeat stop
 ``on_fenced`` is called. If the registration vanished entirely (Redis was reset) the
 broker registers again with a new epoch.
 
+The lease also carries ``offline``: the partitions whose log failed on this broker's disk
+(``[[topic, index], ...]``), Weir's counterpart of the offline log directories a KRaft broker
+reports in its heartbeat. ``report_offline`` sets the list and renews at once; every renewal
+writes it into the lease, so it survives a lease re-acquired after a pause. A new
+registration (a restart) starts without it: the restarted broker opens its logs again.
+
 ``deregister`` (clean shutdown) removes the lease and the registration, and appends an
 ``UnregisterBroker`` record, only if they are still ours.
 """
@@ -49,7 +55,13 @@ from weir.metadata.errors import (
 from weir.metadata.image import BrokerImage, ListenerEndpoint
 from weir.metadata.keys import KeyLayout
 
-__all__ = ["DEFAULT_HEARTBEAT_MS", "DEFAULT_LEASE_MS", "BrokerRegistration", "live_brokers"]
+__all__ = [
+    "DEFAULT_HEARTBEAT_MS",
+    "DEFAULT_LEASE_MS",
+    "BrokerRegistration",
+    "live_brokers",
+    "offline_partitions_of",
+]
 
 log = logging.getLogger("weir.registration")
 
@@ -80,16 +92,26 @@ redis.call('XADD', KEYS[4], '*', 'type', 'RegisterBroker', 'data', data, 'end', 
 return {'ok', tostring(epoch)}
 """
 
-# KEYS: broker:<id>, brokers.  ARGV: broker id, instance, epoch, lease ms
+# KEYS: broker:<id>, brokers.  ARGV: broker id, instance, epoch, lease ms, offline partitions
+# (JSON list; '' when none was ever reported, so the lease is only extended)
 _RENEW = """
 local function ours(text)
   local holder = cjson.decode(text)
   return holder['instance'] == ARGV[2] and tostring(holder['epoch']) == ARGV[3]
 end
+local function with_offline(text)
+  local holder = cjson.decode(text)
+  holder['offline'] = cjson.decode(ARGV[5])
+  return cjson.encode(holder)
+end
 local lease = redis.call('GET', KEYS[1])
 if lease then
   if ours(lease) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    if ARGV[5] == '' then
+      redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    else
+      redis.call('SET', KEYS[1], with_offline(lease), 'PX', ARGV[4])
+    end
     return {'ok', ''}
   end
   return {'fenced', lease}
@@ -97,6 +119,7 @@ end
 local registration = redis.call('HGET', KEYS[2], ARGV[1])
 if not registration then return {'lost', ''} end
 if ours(registration) then
+  if ARGV[5] ~= '' then registration = with_offline(registration) end
   redis.call('SET', KEYS[1], registration, 'PX', ARGV[4])
   return {'reacquired', ''}
 end
@@ -161,6 +184,8 @@ class BrokerRegistration:
         self.on_fenced = on_fenced
         self.instance_id = uuid.uuid4().hex
         self.epoch: int | None = None
+        # Partitions reported offline (None: never any, the lease is only extended).
+        self.offline: tuple[tuple[str, int], ...] | None = None
         self.fenced: BrokerFencedError | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._register_script = redis.register_script(_REGISTER)
@@ -244,7 +269,13 @@ class BrokerRegistration:
         result = await self._run(
             self._renew_script,
             [self.keys.broker_lease(self.broker_id), self.keys.brokers],
-            [self.broker_id, self.instance_id, self.epoch, self.lease_ms],
+            [
+                self.broker_id,
+                self.instance_id,
+                self.epoch,
+                self.lease_ms,
+                "" if self.offline is None else json.dumps([list(p) for p in self.offline]),
+            ],
         )
         status = _text(result[0])
         if status == "reacquired":
@@ -260,6 +291,18 @@ class BrokerRegistration:
                 f"again with epoch {holder.get('epoch')} by {holder.get('host')}:"
                 f"{holder.get('port')}"
             )
+
+    async def report_offline(self, partitions: Sequence[tuple[str, int]]) -> None:
+        """Tell the controller (through the lease) which partitions are offline here.
+
+        Renews at once; if Redis is away the next heartbeat carries the list."""
+        self.offline = tuple(sorted(partitions))
+        try:
+            await self.renew()
+        except (MetadataUnavailableError, RegistrationLostError) as exc:
+            log.warning("reporting offline partitions failed (the heartbeat retries): %s", exc)
+        except BrokerFencedError as exc:
+            await self._fence(exc)
 
     async def _heartbeat_loop(self) -> None:
         # ``_heartbeat`` is None once stopped: a cancellation swallowed inside redis-py must
@@ -317,6 +360,18 @@ class BrokerRegistration:
 
     async def live_brokers(self) -> list[BrokerImage]:
         return await live_brokers(self.redis, cluster_id=self.keys.cluster_id)
+
+
+def offline_partitions_of(lease: str | bytes) -> frozenset[tuple[str, int]]:
+    """The ``offline`` partitions a lease reports (none when it has no such field, or it
+    is malformed: a lease must never stop liveness from being read)."""
+    try:
+        value = json.loads(lease).get("offline")
+        if not isinstance(value, list):  # absent, or Redis' cjson's {} for an empty list
+            return frozenset()
+        return frozenset((str(topic), int(index)) for topic, index in value)
+    except (ValueError, TypeError, AttributeError):
+        return frozenset()
 
 
 async def live_brokers(redis: aioredis.Redis, *, cluster_id: str) -> list[BrokerImage]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,8 @@ class BrokerProcess:
     log_path: Path
     port: int = field(default_factory=free_port, init=False)  # kept across restarts
     proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    # RLIMIT_FSIZE of the next start (a disk that refuses to grow files past it: EFBIG).
+    file_size_limit: int | None = field(default=None, init=False)
 
     @property
     def bootstrap(self) -> str:
@@ -78,9 +81,21 @@ class BrokerProcess:
         log = self.log_path.open("ab")
         # Killed with this test process if it dies before its fixtures could stop the broker.
         self.proc = subprocess.Popen(
-            argv, env=env, cwd=ROOT, stdout=log, stderr=log, preexec_fn=die_with_parent()
+            argv, env=env, cwd=ROOT, stdout=log, stderr=log, preexec_fn=self._preexec()
         )
         log.close()
+
+    def _preexec(self) -> Callable[[], None]:
+        die = die_with_parent()
+        limit = self.file_size_limit
+        if limit is None:
+            return die
+
+        def preexec() -> None:
+            die()
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        return preexec
 
     def wait_listening(self, timeout: float = 30.0) -> None:
         assert self.proc is not None, "spawn() first"

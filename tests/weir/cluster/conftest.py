@@ -170,6 +170,7 @@ class PartitionInfo:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     error_code: int
+    offline: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +262,7 @@ class Cluster:
                         replicas=tuple(p.replica_nodes),
                         isr=tuple(p.isr_nodes),
                         error_code=p.error_code,
+                        offline=tuple(p.offline_replicas),
                     )
                     for p in t.partitions
                 }

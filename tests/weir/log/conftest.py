@@ -175,6 +175,15 @@ def disk_headers(log: Log) -> list[BatchHeader]:
     return headers
 
 
+def corrupt_batch_at(log_path: Path, position: int) -> None:
+    """Flip a byte inside the records of the batch at ``position`` (its CRC no longer fits)."""
+    with log_path.open("r+b") as f:
+        f.seek(position + 70)
+        byte = f.read(1)
+        f.seek(position + 70)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()

@@ -154,6 +154,36 @@ async def test_cache_tracks_live_brokers_and_the_controller(
     await cache.wait_for(lambda i: 4 not in i.registrations, 5)
 
 
+async def test_partitions_a_broker_reports_offline_reach_the_image_until_it_registers_again(
+    cache: MetadataCache, redis_client: aioredis.Redis, cluster_id: str
+) -> None:
+    """The offline report rides on the lease (KRaft's heartbeat carries offline log dirs):
+    renewals keep it, a new registration (a restart) starts without it."""
+    broker = BrokerRegistration(
+        redis_client, cluster_id=cluster_id, broker_id=5, host="h", port=5, lease_ms=30_000
+    )
+    await broker.register(heartbeat=False)
+    await cache.wait_for(lambda i: 5 in i.brokers, 5)
+    assert cache.image.offline_brokers("orders", 2) == frozenset()
+    await broker.report_offline([("orders", 2)])
+    image = await cache.wait_for(lambda i: i.offline_brokers("orders", 2) == {5}, 5)
+    assert image.offline_brokers("orders", 1) == frozenset() and 5 in image.brokers
+    await broker.renew()  # a heartbeat keeps the report
+    await asyncio.sleep(FAST["poll_interval_s"] * 3)
+    assert cache.image.offline_brokers("orders", 2) == {5}
+    await broker.deregister()
+    restarted = BrokerRegistration(
+        redis_client, cluster_id=cluster_id, broker_id=5, host="h", port=5, lease_ms=30_000
+    )
+    await restarted.register(heartbeat=False)
+    await cache.wait_for(lambda i: 5 in i.brokers and not i.offline_brokers("orders", 2), 5)
+    await restarted.report_offline([])  # an emptied report (Redis' cjson writes it as {})
+    await restarted.renew()
+    await asyncio.sleep(FAST["poll_interval_s"] * 3)
+    assert 5 in cache.image.brokers and not cache.image.offline_replicas
+    await restarted.deregister()
+
+
 # -- Redis going away ----------------------------------------------------------------------
 @pytest.fixture
 async def own_redis(
