@@ -98,6 +98,9 @@ class ConnectionContext:
     authenticated: bool = False
     sasl: Any = None  # weir.security.sasl.SaslSession during/after a SASL exchange
     close_after_response: bool = False
+    # A client quota's throttle (weir.quotas): the connection is muted this long after the
+    # response is sent (KIP-219).
+    throttle_ms: int = 0
 
 
 Handler = Callable[[ConnectionContext, Request], Awaitable[Any]]
@@ -259,6 +262,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if not await self._handle(frame):
                     self.close()
                     return
+                if self.context.throttle_ms > 0:
+                    await self._throttle()
         except asyncio.CancelledError:
             pass
         except Exception:
@@ -322,6 +327,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._server.sasl and self.context.authenticated and not was_authenticated:
             self._lift_frame_cap()
         return not self.context.close_after_response
+
+    async def _throttle(self) -> None:
+        """Mute a throttled client as Kafka does (KIP-219): its response went out with
+        ``throttle_time_ms``; nothing more is read from it until that time has passed."""
+        delay_ms, self.context.throttle_ms = self.context.throttle_ms, 0
+        transport = self._transport
+        mute = transport is not None and not self._reading_paused
+        if mute:
+            assert transport is not None
+            transport.pause_reading()
+        try:
+            await asyncio.sleep(delay_ms / 1000)
+        finally:
+            if mute and not self.context.closed and not self._reading_paused:
+                assert transport is not None
+                transport.resume_reading()
 
     async def _raw_sasl_token(self, frame: bytearray) -> bool:
         """A bare SASL token after a v0 SaslHandshake: answer with a bare token."""
