@@ -123,11 +123,20 @@ def _over_quota(
     reads: list[_PartitionRead],
     now_ms: int,
 ) -> bool:
-    """Record the response's bytes against the consumer quota; True when throttled."""
+    """Record the response's bytes against the consumer quota; True when the response must
+    go out empty (throttled).
+
+    One exception to Kafka: a response larger than the whole window's allowance (only a
+    single batch bigger than the fetch cap can be) is sent and throttled instead, since
+    withholding it would starve the consumer forever: it would be refused at every fetch.
+    """
     size = sum(r.size for r in reads)
     if charge(ctx, request, quotas, QuotaKind.FETCH, size, now_ms) == 0:
         return False
-    quotas.unrecord(QuotaKind.FETCH, *identity(ctx, request), size, now_ms)
+    user, client_id = identity(ctx, request)
+    if size > quotas.max_value_in_window(QuotaKind.FETCH, user, client_id):
+        return False
+    quotas.unrecord(QuotaKind.FETCH, user, client_id, size, now_ms)
     return True
 
 
