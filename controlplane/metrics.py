@@ -221,7 +221,59 @@ def _broker_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> 
                 cumulative += count
                 buckets.append((str(bound) if bound == "+Inf" else f"{float(bound)}", cumulative))
             latency.add_metric([label, name], buckets, stats["time_ns"] / 1_000_000)
-    return [*totals.values(), *process.values(), requests, latency]
+    return [
+        *totals.values(),
+        *process.values(),
+        requests,
+        latency,
+        *_quota_families(snapshots, only),
+    ]
+
+
+# Client quota figures per type (weir.quotas): Kafka's JMX names for ``kafka.server:type=
+# Produce|Fetch|Request,user=...,client-id=...`` (byte-rate / request-time, throttle-time).
+_QUOTA_RATE = {
+    "Produce": ("kafka_server_produce_byte_rate", "Produce bytes per second under a quota"),
+    "Fetch": ("kafka_server_fetch_byte_rate", "Fetch bytes per second under a quota"),
+    "Request": (
+        "kafka_server_request_request_time",
+        "Request handling time, percent of one thread, under a quota",
+    ),
+}
+
+
+def _quota_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> list[Metric]:
+    """Per quota entity (metric tags ``user``, ``client_id``): rate, quota, throttling."""
+    labels = ["broker", "user", "client_id"]
+    rates = {t: _gauge(name, doc, labels) for t, (name, doc) in _QUOTA_RATE.items()}
+    throttle = {
+        t: _gauge(
+            f"kafka_server_{t.lower()}_throttle_time",
+            f"Average throttle time of {t} requests over the quota window, in milliseconds",
+            labels,
+        )
+        for t in _QUOTA_RATE
+    }
+    limit = _gauge("weir_client_quota_limit", "The quota applied", ["type", *labels])
+    throttled = CounterMetricFamily(
+        "weir_client_quota_throttled_requests",
+        "Requests throttled by a client quota",
+        labels=["type", *labels],
+    )
+    for broker, snap in sorted(snapshots.items()):
+        if only is not None and broker != only:
+            continue
+        for row in snap.get("client_quotas", []):
+            kind = row.get("type")
+            if kind not in _QUOTA_RATE:
+                continue
+            tags = [str(broker), row.get("user", ""), row.get("client_id", "")]
+            rates[kind].add_metric(tags, row.get("rate", 0.0))
+            throttle[kind].add_metric(tags, row.get("throttle_time_avg_ms", 0.0))
+            if row.get("quota") is not None:
+                limit.add_metric([kind, *tags], row["quota"])
+            throttled.add_metric([kind, *tags], row.get("throttled_requests", 0))
+    return [*rates.values(), *throttle.values(), limit, throttled]
 
 
 def cluster_families(gw: Any, *, only_broker: int | None = None) -> list[Metric]:

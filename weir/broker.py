@@ -15,6 +15,7 @@ what it needs (the metadata store, the replica manager, a config getter, a clock
 * ``IsrManager`` and ``ReplicationThrottle`` (weir.replication): the leader side of
   replication.
 * ``TopicAdmin``, ``GroupCoordinator``, the ACL cache and the SCRAM credential store.
+* ``QuotaManager`` (weir.quotas): client quotas, measured and enforced by the handlers.
 * ``StatePublisher`` and ``Checkpointer``: periodic state for the control plane and the disk.
 
 Handlers get the parts their signatures name (``weir.handlers.registry``), never the broker.
@@ -78,6 +79,7 @@ from weir.metadata.registration import BrokerRegistration, live_brokers
 from weir.metadata.store import MetadataStore
 from weir.metadata_view import BrokerEndpoint, MetadataView, PartitionView, TopicView
 from weir.metrics import BrokerMetrics
+from weir.quotas import QuotaManager
 from weir.replica_manager import ReplicaManager
 from weir.replication.fetcher import FetchSettings, FollowerThrottle, ReplicaFetcherManager
 from weir.replication.isr_manager import IsrManager
@@ -195,7 +197,13 @@ class Broker:
         )
         # Offline-partition reports in flight (see _on_partition_offline).
         self._reports: set[asyncio.Task[None]] = set()
-        self.metrics = BrokerMetrics()
+        # Client quotas: quota.window.* are read-only in Kafka (read once, at start); the
+        # quotas themselves follow the metadata image.
+        self.quotas = QuotaManager(
+            window_num=int(config.get("quota.window.num")),
+            window_size_s=int(config.get("quota.window.size.seconds")),
+        )
+        self.metrics = BrokerMetrics(client_quotas=self.quotas.snapshot)
         self.channel = ControllerChannel(
             broker_id=settings.broker_id,
             view=self.view,
@@ -296,6 +304,7 @@ class Broker:
             credentials=ScramCredentialStore(self.redis, cluster_id=settings.cluster_id),
             allocate_producer_id=self.store.allocate_producer_id,
             time_ms=wall_clock_ms,
+            quotas=self.quotas,
         )
         # Connection limits shared by every listener (weir.connection_limits); max.connections
         # and max.connections.per.ip(.overrides) are dynamic: read per connection.
@@ -475,6 +484,7 @@ class Broker:
         """A new image: the view first, then local replicas and fetchers, then the parts
         that react to it; waiters wake last, when all of that is in place."""
         change = self.view.apply(image)
+        self.quotas.update(image.client_quotas)
         changes = self.replicas.reconcile(
             change.placed,
             live_topics=set(change.live_topics),

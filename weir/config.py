@@ -697,6 +697,20 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "connections that idle more than this",
     ),
     _broker(
+        "quota.window.num",
+        I,
+        11,
+        "The number of samples to retain in memory for client quotas",
+        Range.at_least(1),
+    ),
+    _broker(
+        "quota.window.size.seconds",
+        I,
+        1,
+        "The time span of each sample for client quotas",
+        Range.at_least(1),
+    ),
+    _broker(
         "max.connections.per.ip",
         I,
         INT_MAX,

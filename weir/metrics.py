@@ -15,17 +15,26 @@ to the hash ``broker_metrics`` (field = broker id) under the cluster's key prefi
 plane's ``/metrics`` turns every fresh snapshot into Prometheus series with a ``broker`` label
 (Kafka JMX-exporter names). Counters start at zero when a broker starts, which Prometheus
 treats as a counter reset.
+
+``client_quotas`` in the snapshot lists, per quota type (``Produce``, ``Fetch``, ``Request``)
+and metric tags (``user``, ``client_id``; "" where the quota does not split by it), the
+quota, the measured rate (bytes/s, or percent of a thread for Request) and the throttling:
+``weir.quotas.QuotaManager.snapshot``. Only clients under a quota appear.
 """
 
 from __future__ import annotations
 
 import json
 from bisect import bisect_left
+from collections.abc import Callable
 from typing import Any
 
 from weir.metadata.keys import KeyLayout
 
 __all__ = ["LATENCY_BUCKETS_MS", "BrokerMetrics", "broker_metrics_key", "read_broker_metrics"]
+
+# Per-entity client quota figures (``weir.quotas.QuotaManager.snapshot``), given ``now_ms``.
+QuotaFigures = Callable[[int], list[dict[str, Any]]]
 
 # Upper bounds of the request latency histogram, in milliseconds (the last bucket is +Inf).
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
@@ -45,6 +54,7 @@ class BrokerMetrics:
 
     __slots__ = (
         "_apis",
+        "_client_quotas",
         "bytes_in",
         "bytes_out",
         "connections_closed_idle",
@@ -54,8 +64,9 @@ class BrokerMetrics:
         "replication_bytes_out",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, client_quotas: QuotaFigures | None = None) -> None:
         self._apis: dict[int, list[int]] = {}
+        self._client_quotas = client_quotas
         self.bytes_in = 0
         self.bytes_out = 0
         self.replication_bytes_out = 0
@@ -105,6 +116,7 @@ class BrokerMetrics:
             "connections_refused": dict(self.connections_refused),
             "connections_closed_idle": self.connections_closed_idle,
             "latency_buckets_ms": list(LATENCY_BUCKETS_MS),
+            "client_quotas": self._client_quotas(now_ms) if self._client_quotas else [],
             "apis": {
                 str(key): {
                     "count": stats[0],

@@ -106,6 +106,7 @@ _ACCEPT_RETRY_DELAY = 1.0
 # Why reading from a connection is paused (several may hold at once).
 _PAUSED_FOR_BYTES = "bytes"
 _PAUSED_FOR_QUEUE = "queued.max.requests"
+_PAUSED_FOR_THROTTLE = "client quota throttle"
 
 
 @dataclass(slots=True)
@@ -121,6 +122,9 @@ class ConnectionContext:
     authenticated: bool = False
     sasl: Any = None  # weir.security.sasl.SaslSession during/after a SASL exchange
     close_after_response: bool = False
+    # A client quota's throttle (weir.quotas): the connection is muted this long after the
+    # response is sent (KIP-219).
+    throttle_ms: int = 0
 
 
 Handler = Callable[[ConnectionContext, Request], Awaitable[Any]]
@@ -329,6 +333,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if not keep:
                     self.close()
                     return
+                if self.context.throttle_ms > 0:
+                    await self._throttle()
         except asyncio.CancelledError:
             pass
         except Exception:
@@ -392,6 +398,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._server.sasl and self.context.authenticated and not was_authenticated:
             self._lift_frame_cap()
         return not self.context.close_after_response
+
+    async def _throttle(self) -> None:
+        """Mute a throttled client as Kafka does (KIP-219): its response went out with
+        ``throttle_time_ms``; nothing more is read from it until that time has passed."""
+        delay_ms, self.context.throttle_ms = self.context.throttle_ms, 0
+        self._pause(_PAUSED_FOR_THROTTLE)
+        try:
+            await asyncio.sleep(delay_ms / 1000)
+        finally:
+            self._resume(_PAUSED_FOR_THROTTLE)
 
     async def _raw_sasl_token(self, frame: bytearray) -> bool:
         """A bare SASL token after a v0 SaslHandshake: answer with a bare token."""

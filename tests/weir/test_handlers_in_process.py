@@ -54,6 +54,7 @@ from weir.protocol.api_keys import ApiKey
 from weir.protocol.batch_builder import build_batch
 from weir.protocol.codec import Request
 from weir.protocol.inflate import iter_records
+from weir.quotas import QuotaManager
 from weir.replica_manager import ReplicaManager
 from weir.replication.isr_manager import IsrManager
 from weir.replication.throttle import ReplicationThrottle
@@ -307,6 +308,8 @@ async def test_produce_handler_takes_only_its_parts(parts: Parts) -> None:
         metadata=parts.view,
         replicas=parts.replicas,
         access=Access(),
+        quotas=QuotaManager(),
+        time_ms=now_ms,
     )
     answer = produced.responses[0].partition_responses[0]
     assert (answer.error_code, answer.base_offset) == (ErrorCode.none, 0)

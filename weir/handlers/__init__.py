@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from weir.handlers import acls as acl_api
 from weir.handlers import (
     api_versions,
+    client_quotas,
     cluster_control,
     configs,
     delete_records,
@@ -40,6 +41,8 @@ from weir.handlers import groups as group_api
 from weir.handlers import metadata as metadata_api
 from weir.handlers._authz import Access
 from weir.handlers._leader import Leaders
+from weir.handlers._quota import with_request_quota
+from weir.quotas import QuotaManager
 
 if TYPE_CHECKING:
     from weir.controller import Controller
@@ -75,6 +78,7 @@ _MODULES = (
     sasl,
     scram_credentials,
     acl_api,
+    client_quotas,
 )
 
 
@@ -101,10 +105,12 @@ def registry(
     credentials: ScramCredentialStore,
     allocate_producer_id: Callable[[], Awaitable[int]],
     time_ms: Callable[[], int],
+    quotas: QuotaManager | None = None,
 ) -> tuple[dict[int, Handler], dict[int, tuple[int, int]]]:
     """(handlers by API key, supported version range by API key), each handler bound to the
-    parts its signature names."""
+    parts its signature names and under the client request quota (``_quota``)."""
     versions = supported_versions()
+    quotas = quotas if quotas is not None else QuotaManager()
     parts: dict[str, Any] = {
         "metadata": metadata,
         "replicas": replicas,
@@ -121,11 +127,12 @@ def registry(
         "allocate_producer_id": allocate_producer_id,
         "time_ms": time_ms,
         "supported_versions": versions,
+        "quotas": quotas,
     }
     handlers: dict[int, Handler] = {}
     for module in _MODULES:
         for key, (_, fn) in module.HANDLERS.items():
-            handlers[key] = bind(fn, parts)
+            handlers[key] = with_request_quota(key, bind(fn, parts), quotas, time_ms)
     return handlers, versions
 
 

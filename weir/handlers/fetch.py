@@ -31,9 +31,11 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import by_topic, make, respond, types_of
+from weir.handlers._quota import charge, identity
 from weir.log.errors import KafkaStorageError, OffsetOutOfRangeError
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import RecordsRegion, Request
+from weir.quotas import QuotaKind, QuotaManager, not_request_time
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 
@@ -82,27 +84,63 @@ async def handle(
     isr: IsrManager,
     throttle: ReplicationThrottle,
     time_ms: Callable[[], int],
+    quotas: QuotaManager,
 ) -> Any:
     body = request.body
     replica_id = getattr(body, "replica_id", -1)
+    consumer_quota = replica_id < 0 and quotas.enabled(QuotaKind.FETCH)
+    max_bytes = body.max_bytes
+    if consumer_quota:
+        # Kafka never lets one fetch take more than the quota allows over the whole window.
+        cap = quotas.max_value_in_window(QuotaKind.FETCH, *identity(ctx, request))
+        max_bytes = max(1, int(min(max_bytes, cap)))
     wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
     wanted, denied = _authorized(access, ctx, wanted, replica_id)
     if replica_id >= 0:
         _record_follower_positions(replicas, isr, time_ms(), replica_id, wanted)
 
     def read_all() -> list[_PartitionRead]:
-        return _read_all(leaders, throttle, wanted, body.max_bytes, replica_id)
+        return _read_all(leaders, throttle, wanted, max_bytes, replica_id)
 
     reads = read_all()
     max_wait_s = body.max_wait.total_seconds()
     if not denied and _should_park(reads, body.min_bytes, max_wait_s, ctx):
-        await _park(replicas, wanted, body.min_bytes, max_wait_s, ctx, read_all)
+        with not_request_time():
+            await _park(replicas, wanted, body.min_bytes, max_wait_s, ctx, read_all)
         reads = read_all()
     # Charge the replication throttle for what is sent, not for parked re-reads.
     throttled = sum(r.size for r in reads if r.throttled)
     if throttled:
         throttle.record(throttled)
+    if consumer_quota and _over_quota(ctx, request, quotas, reads, time_ms()):
+        # Kafka answers a throttled fetch empty (and takes its bytes back): the client
+        # fetches the same offsets again once the connection is unmuted.
+        return respond(request, session_id=0, responses=())
     return _response(request, reads + denied)
+
+
+def _over_quota(
+    ctx: ConnectionContext,
+    request: Request,
+    quotas: QuotaManager,
+    reads: list[_PartitionRead],
+    now_ms: int,
+) -> bool:
+    """Record the response's bytes against the consumer quota; True when the response must
+    go out empty (throttled).
+
+    One exception to Kafka: a response larger than the whole window's allowance (only a
+    single batch bigger than the fetch cap can be) is sent and throttled instead, since
+    withholding it would starve the consumer forever: it would be refused at every fetch.
+    """
+    size = sum(r.size for r in reads)
+    if charge(ctx, request, quotas, QuotaKind.FETCH, size, now_ms) == 0:
+        return False
+    user, client_id = identity(ctx, request)
+    if size > quotas.max_value_in_window(QuotaKind.FETCH, user, client_id):
+        return False
+    quotas.unrecord(QuotaKind.FETCH, user, client_id, size, now_ms)
+    return True
 
 
 def _authorized(

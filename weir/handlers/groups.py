@@ -25,6 +25,7 @@ from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import make, respond, types_of
 from weir.handlers._group import group_shard, member_group
 from weir.protocol.api_keys import ApiKey
+from weir.quotas import not_request_time
 from weir.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     AclOperation,
@@ -186,7 +187,8 @@ async def _settle(coordinator: GroupCoordinator, shard: Shard, group: Group, out
     if future is None:
         return reply
     try:
-        return await future
+        with not_request_time():  # a JoinGroup waiting for its rebalance uses no thread
+            return await future
     except CoordinatorError as exc:
         return exc.error
 

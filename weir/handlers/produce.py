@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +21,13 @@ from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.handlers._leader import led_partition
+from weir.handlers._quota import charge
 from weir.log.errors import LogError
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.protocol.records import CorruptBatchError, validate_batches
 from weir.purgatory import await_commit
+from weir.quotas import QuotaKind, QuotaManager, not_request_time
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
 from weir.topic_names import INTERNAL_TOPICS
@@ -46,6 +49,8 @@ async def handle(
     metadata: MetadataView,
     replicas: ReplicaManager,
     access: Access,
+    quotas: QuotaManager,
+    time_ms: Callable[[], int],
 ) -> Any:
     body = request.body
     version = request.api_version
@@ -77,11 +82,15 @@ async def handle(
                 assert partition is not None
                 waits.append((row, partition, partition.leader_epoch, _required_hw(partition)))
         results.append((topic_data.name, rows))
-    if acks == 0:
-        return None
     if waits:
         timeout_s = body.timeout.total_seconds()
-        await asyncio.gather(*(_await_commit(metadata, w, timeout_s) for w in waits))
+        with not_request_time():
+            await asyncio.gather(*(_await_commit(metadata, w, timeout_s) for w in waits))
+    # Kafka records the request's size once the records are appended (and, with acks=all,
+    # committed), then answers with the throttle time and mutes the connection.
+    charge(ctx, request, quotas, QuotaKind.PRODUCE, request.size, time_ms())
+    if acks == 0:
+        return None
     return make(
         response_class(ApiKey.PRODUCE, version),
         responses=tuple(

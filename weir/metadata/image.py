@@ -28,6 +28,7 @@ from typing import Any
 
 from weir.dataclass_util import copy_fields
 from weir.metadata.records import (
+    ClientQuotaRecord,
     ConfigRecord,
     ListenerEndpoint,
     PartitionChangeRecord,
@@ -40,6 +41,7 @@ from weir.metadata.records import (
     UnregisterBrokerRecord,
     parse_endpoints,
 )
+from weir.quotas import QuotaEntity
 
 __all__ = [
     "BrokerImage",
@@ -248,6 +250,8 @@ class ClusterImage:
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_empty)
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_empty)
     incarnation: str = ""
+    # Client quotas (``weir.quotas``): entity → {quota key: value}.
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_empty)
 
     @property
     def brokers(self) -> Mapping[int, BrokerImage]:
@@ -312,8 +316,10 @@ class ClusterImage:
         live_broker_ids: Iterable[int] = (),
         controller: ControllerLease | None = None,
         incarnation: str = "",
+        client_quotas: Mapping[str, str] | None = None,
     ) -> ClusterImage:
-        """Build an image from the materialized state (``configs`` keyed ``topic:<name>``)."""
+        """Build an image from the materialized state (``configs`` keyed ``topic:<name>``;
+        ``client_quotas`` is the ``client_quotas`` hash, entity key → JSON values)."""
         topic_images = {name: TopicImage.from_json(name, text) for name, text in topics.items()}
         brokers = {}
         for text in registrations.values():
@@ -339,7 +345,20 @@ class ClusterImage:
             topic_configs=_frozen(topic_configs),
             broker_configs=_frozen(broker_configs),
             incarnation=incarnation,
+            client_quotas=_frozen(_parse_quotas(client_quotas or {})),
         )
+
+
+def _parse_quotas(raw: Mapping[str, str]) -> dict[QuotaEntity, Mapping[str, float]]:
+    """The ``client_quotas`` hash as entity → values (an unreadable field is skipped)."""
+    quotas: dict[QuotaEntity, Mapping[str, float]] = {}
+    for key, text in raw.items():
+        try:
+            values = json.loads(text)
+            quotas[QuotaEntity.from_key(key)] = _frozen({k: float(v) for k, v in values.items()})
+        except (ValueError, TypeError, AttributeError):
+            log.warning("ignoring unreadable client quota %s = %s", key, text)
+    return quotas
 
 
 class _Builder:
@@ -353,6 +372,7 @@ class _Builder:
         self.registrations = dict(image.registrations)
         self.topic_configs: dict[str, Mapping[str, str]] = dict(image.topic_configs)
         self.broker_configs: dict[str, Mapping[str, str]] = dict(image.broker_configs)
+        self.client_quotas: dict[QuotaEntity, Mapping[str, float]] | None = None  # if touched
 
     def _parts(self, topic_id: uuid.UUID) -> dict[int, PartitionImage] | None:
         name = self.names_by_id.get(topic_id)
@@ -398,6 +418,8 @@ class _Builder:
                     self._remove_topic(name)
             case ConfigRecord():
                 self._apply_config(record)
+            case ClientQuotaRecord():
+                self._apply_quota(record)
 
     def _remove_topic(self, name: str) -> None:
         topic = self.topics.pop(name, None)
@@ -422,6 +444,20 @@ class _Builder:
         else:
             target.pop(record.resource_name, None)
 
+    def _apply_quota(self, record: ClientQuotaRecord) -> None:
+        if self.client_quotas is None:
+            self.client_quotas = dict(self.image.client_quotas)
+        entity = QuotaEntity(tuple(sorted(record.entity, key=lambda c: c[0])))
+        values = dict(self.client_quotas.get(entity, _EMPTY))
+        if record.value is None:
+            values.pop(record.key, None)
+        else:
+            values[record.key] = float(record.value)
+        if values:
+            self.client_quotas[entity] = _frozen(values)
+        else:
+            self.client_quotas.pop(entity, None)
+
     def build(self, stream_id: str) -> ClusterImage:
         for name, parts in self.partitions.items():
             if name in self.topics:
@@ -437,6 +473,11 @@ class _Builder:
             topic_configs=_frozen(self.topic_configs),
             broker_configs=_frozen(self.broker_configs),
             incarnation=self.image.incarnation,
+            client_quotas=(
+                self.image.client_quotas
+                if self.client_quotas is None
+                else _frozen(self.client_quotas)
+            ),
         )
 
 

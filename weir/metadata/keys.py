@@ -27,6 +27,8 @@ key (after the prefix)          type     holds
                                          StoredKey, ServerKey; weir.security.credentials)
 ``acls``                        set      ACL bindings, canonical JSON each (weir.security)
 ``acls_version``                counter  INCR on every ACL change; brokers poll it to reload
+``client_quotas``               hash     quota entity (canonical JSON ``[[type, name|null]]``)
+                                         → JSON ``{quota key: value}`` (weir.quotas)
 ==============================  =======  =====================================================
 """
 
@@ -96,6 +98,8 @@ class KeyLayout:
     acls = _Fixed()
     # Counter bumped with every ACL change.
     acls_version = _Fixed()
+    # Client quotas by entity, see ``weir.quotas``.
+    client_quotas = _Fixed()
 
     def configs(self, resource_type: str, resource_name: str) -> str:
         """``configs:topic:<name>``, ``configs:broker:<id>`` or ``configs:broker:``."""

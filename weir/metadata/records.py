@@ -7,7 +7,7 @@ or more records, in the same Lua script that updates the materialized state, so 
 the state never disagree. A stream entry holds one record::
 
     type  RegisterBroker | UnregisterBroker | Topic | Partition | PartitionChange |
-          RemoveTopic | Config
+          RemoveTopic | Config | ClientQuota
     data  the record's fields as JSON
     end   "1" on the last record of one atomic write (a batch)
 
@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Self
 
 __all__ = [
     "RECORD_TYPES",
+    "ClientQuotaRecord",
     "ConfigRecord",
     "ListenerEndpoint",
     "PartitionChangeRecord",
@@ -120,6 +121,8 @@ def _coerce(key: str, value: Any) -> Any:
         return uuid.UUID(str(value))
     if key == "endpoints":
         return parse_endpoints(value)
+    if key == "entity" and isinstance(value, list):
+        return tuple((str(t), None if n is None else str(n)) for t, n in value)
     if isinstance(value, list):
         return tuple(value)
     return value
@@ -216,6 +219,20 @@ class ConfigRecord(_Record):
     value: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord(_Record):
+    """A client quota was set (``value``) or removed (``value`` None), KRaft's QuotaRecord.
+
+    ``entity`` is ``(entity type, name)`` pairs sorted by type (``user``, ``client-id``); a
+    None name is the ``<default>`` entity. ``value`` is the quota as a decimal string.
+    """
+
+    TYPE: ClassVar[str] = "ClientQuota"
+    entity: tuple[tuple[str, str | None], ...]
+    key: str
+    value: str | None
+
+
 Record = (
     RegisterBrokerRecord
     | UnregisterBrokerRecord
@@ -224,6 +241,7 @@ Record = (
     | PartitionChangeRecord
     | RemoveTopicRecord
     | ConfigRecord
+    | ClientQuotaRecord
 )
 
 RECORD_TYPES: Mapping[str, type[Any]] = {
@@ -236,6 +254,7 @@ RECORD_TYPES: Mapping[str, type[Any]] = {
         PartitionChangeRecord,
         RemoveTopicRecord,
         ConfigRecord,
+        ClientQuotaRecord,
     )
 }
 

@@ -45,12 +45,14 @@ from weir.metadata.errors import (
 from weir.metadata.image import ClusterImage, ControllerLease, PartitionImage, TopicImage
 from weir.metadata.keys import KeyLayout
 from weir.metadata.records import (
+    ClientQuotaRecord,
     ConfigRecord,
     PartitionChangeRecord,
     Record,
     ResourceType,
     TopicRecord,
 )
+from weir.quotas import QuotaEntity
 from weir.topic_names import InvalidTopicName, validate_topic_name
 
 __all__ = ["MetadataStore", "PartitionChange", "StalePartitionEpochError"]
@@ -194,7 +196,38 @@ return {'ok', append(KEYS[5], records)}
 """
 )
 
-# KEYS: metadata_log, topics, brokers, config_resources, controller, incarnation
+# KEYS: controller_epoch, client_quotas, metadata_log
+# ARGV: epoch, n ops, then per op: entity key, quota key, value ('' removes), record data
+# Values are kept as the strings the caller wrote; only real changes are logged.
+_ALTER_CLIENT_QUOTAS = (
+    _PROLOGUE
+    + """
+local records = {}
+local i = 3
+for _ = 1, tonumber(ARGV[2]) do
+  local entity, key, value, data = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
+  local stored = redis.call('HGET', KEYS[2], entity)
+  local values = {}
+  if stored then values = cjson.decode(stored) end
+  local new = value
+  if value == '' then new = nil end
+  if values[key] ~= new then
+    values[key] = new
+    if next(values) == nil then
+      redis.call('HDEL', KEYS[2], entity)
+    else
+      redis.call('HSET', KEYS[2], entity, cjson.encode(values))
+    end
+    records[#records + 1] = {'ClientQuota', data}
+  end
+end
+if #records == 0 then return {'ok', ''} end
+return {'ok', append(KEYS[3], records)}
+"""
+)
+
+# KEYS: metadata_log, topics, brokers, config_resources, controller, incarnation, client_quotas
 # ARGV: key prefix, a fresh incarnation id (kept only if none exists yet)
 _SNAPSHOT = """
 redis.call('SET', KEYS[6], ARGV[2], 'NX')
@@ -216,7 +249,8 @@ for j = 1, #brokers, 2 do
   end
 end
 local controller = redis.call('GET', KEYS[5]) or ''
-return {stream_id, topics, brokers, configs, live, controller, incarnation}
+local quotas = redis.call('HGETALL', KEYS[7])
+return {stream_id, topics, brokers, configs, live, controller, incarnation, quotas}
 """
 
 # KEYS: controller, controller_epoch.  ARGV: broker id, lease ms
@@ -322,6 +356,7 @@ class MetadataStore:
         self._delete_topic = redis.register_script(_DELETE_TOPIC)
         self._update_topic = redis.register_script(_UPDATE_TOPIC)
         self._alter_configs = redis.register_script(_ALTER_CONFIGS)
+        self._alter_client_quotas = redis.register_script(_ALTER_CLIENT_QUOTAS)
         self._snapshot = redis.register_script(_SNAPSHOT)
         self._acquire = redis.register_script(_ACQUIRE_CONTROLLER)
         self._renew = redis.register_script(_RENEW_CONTROLLER)
@@ -650,6 +685,31 @@ class MetadataStore:
         )
         self._check(result, name=resource_name)
 
+    # -- client quotas ---------------------------------------------------------------------
+    async def alter_client_quotas(
+        self,
+        *,
+        controller_epoch: int,
+        changes: Sequence[tuple[QuotaEntity, str, float | None]],
+    ) -> None:
+        """Set (a value) or remove (None) client quotas: ``(entity, quota key, value)``.
+
+        Values must already be validated (``weir.quotas.validate_alteration``). One script, so
+        a request's changes land together; only real changes are logged.
+        """
+        args: list[Any] = [controller_epoch, len(changes)]
+        for entity, key, value in changes:
+            text = None if value is None else repr(float(value))
+            record = ClientQuotaRecord(entity=entity.components, key=key, value=text)
+            args += [entity.to_key(), key, text or "", record.to_json()]
+        keys = self.keys
+        result = await self._run(
+            self._alter_client_quotas,
+            [keys.controller_epoch, keys.client_quotas, keys.metadata_log],
+            args,
+        )
+        self._check(result)
+
     # -- producer ids ----------------------------------------------------------------------
     async def allocate_producer_ids(self, count: int = 1) -> range:
         """A block of ``count`` cluster-unique producer ids (KRaft's AllocateProducerIds)."""
@@ -694,12 +754,13 @@ class MetadataStore:
                     keys.config_resources,
                     keys.controller,
                     keys.incarnation,
+                    keys.client_quotas,
                 ],
                 args=[keys.prefix, uuid.uuid4().hex],
             )
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
-        stream_id, topics, brokers, configs, live, controller, incarnation = result
+        stream_id, topics, brokers, configs, live, controller, incarnation, quotas = result
         config_map = {_text(configs[i]): _pairs(configs[i + 1]) for i in range(0, len(configs), 2)}
         return ClusterImage.from_state(
             stream_id=_text(stream_id),
@@ -709,6 +770,7 @@ class MetadataStore:
             live_broker_ids=[int(_text(b)) for b in live],
             controller=ControllerLease.parse(controller),
             incarnation=_text(incarnation),
+            client_quotas=_pairs(quotas),
         )
 
 

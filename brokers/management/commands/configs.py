@@ -6,6 +6,17 @@
     manage.py configs --entity-type topics --entity-name T --alter --delete-config retention.ms
     manage.py configs --entity-type brokers --entity-name 1 --describe
     manage.py configs --entity-type brokers --entity-default --alter --add-config log.retention.ms=1
+    manage.py configs --entity-type users --entity-name alice --alter \
+        --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
+    manage.py configs --entity-type users --entity-name alice --entity-type clients \
+        --entity-default --describe
+    manage.py configs --entity-type clients --entity-default --alter \\
+        --delete-config request_percentage
+
+Client quotas (``users`` / ``clients``, alone or combined, names or ``--entity-default``) go
+through AlterClientQuotas / DescribeClientQuotas (``brokers.quotas``), as kafka-configs does:
+``--entity-type``, ``--entity-name`` and ``--entity-default`` repeat, and each name or default
+belongs to the entity type before it.
 
 Alterations are incremental (IncrementalAlterConfigs), as in current Kafka tools. Requests go
 over the Kafka protocol with Weir's own client, which (unlike librdkafka) can address the
@@ -26,6 +37,7 @@ from brokers.management.kafka_admin import (
     tool_target,
 )
 from brokers.management.protocol_admin import send_to_any_broker
+from brokers.quotas import ENTITY_TYPES, entity_label, quota_alter_request, quota_describe_request
 from brokers.rest.configs import (
     SOURCES,
     ConfigOp,
@@ -73,12 +85,25 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_bootstrap_argument(parser)
-        parser.add_argument("--entity-type", required=True, choices=["topics", "brokers"])
-        parser.add_argument("--entity-name", help="topic name or broker id")
+        parser.add_argument(
+            "--entity-type",
+            required=True,
+            action="append",
+            choices=["topics", "brokers", *ENTITY_TYPES],
+            help="repeat for a users + clients quota entity",
+        )
+        parser.add_argument(
+            "--entity-name",
+            dest="entity_names",
+            action="append",
+            help="topic name, broker id, user principal name or client id",
+        )
         parser.add_argument(
             "--entity-default",
-            action="store_true",
-            help="the cluster-wide broker default (brokers only)",
+            dest="entity_names",
+            action="append_const",
+            const=None,
+            help="the cluster-wide broker default, or the default user / client-id",
         )
         actions = parser.add_mutually_exclusive_group(required=True)
         actions.add_argument("--describe", action="store_true")
@@ -91,17 +116,25 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=30.0)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        entity_type = options["entity_type"]
-        if options["entity_default"]:
+        types, names = options["entity_type"], options["entity_names"] or []
+        if any(t in ENTITY_TYPES for t in types):
+            self._quotas(types, names, options)
+            return
+        if len(types) > 1:
+            raise CommandError("only users and clients may be combined in one --entity-type list")
+        entity_type = types[0]
+        if len(names) > 1:
+            raise CommandError("give one --entity-name or --entity-default")
+        if names and names[0] is None:
             if entity_type != "brokers":
-                raise CommandError("--entity-default is only valid with --entity-type brokers")
-            if options["entity_name"] is not None:
-                raise CommandError("--entity-name and --entity-default are mutually exclusive")
+                raise CommandError(
+                    "--entity-default is only valid with --entity-type brokers, users or clients"
+                )
             name = ""
-        elif options["entity_name"] is None:
+        elif not names:
             raise CommandError("--entity-name (or --entity-default for brokers) is required")
         else:
-            name = options["entity_name"]
+            name = names[0]
         kind = "topic" if entity_type == "topics" else "broker"
         if kind == "broker" and name and not name.isdigit():
             raise CommandError(f"--entity-name for brokers must be a broker id, got {name!r}")
@@ -139,6 +172,47 @@ class Command(BaseCommand):
             request = alter_configs_request(kind=kind, name=name, operations=operations)
         (result,) = _send(request, options).responses
         _check(result)
+        self.stdout.write(f"Completed updating config for {label}.")
+
+    # -- client quotas (users / clients) ---------------------------------------------------
+    def _quotas(self, types: list[str], names: list[str | None], options: dict[str, Any]) -> None:
+        if any(t not in ENTITY_TYPES for t in types) or len(set(types)) != len(types):
+            raise CommandError(
+                "--entity-type users and clients may be combined, each once, but not with "
+                "topics or brokers"
+            )
+        if len(names) > len(types) or (options["alter"] and len(names) != len(types)):
+            raise CommandError(
+                "each --entity-type users|clients needs its own --entity-name or --entity-default"
+            )
+        entity: list[tuple[str, Any]] = [
+            (kind, names[i] if i < len(names) else True) for i, kind in enumerate(types)
+        ]
+        if options["describe"]:
+            response = _send(quota_describe_request(entity), options)
+            if response.error_code != ErrorCode.none:
+                raise CommandError(kafka_error_text(response.error_code, response.error_message))
+            for entry in response.entries or ():
+                label = entity_label([(e.entity_type, e.entity_name) for e in entry.entity])
+                values = ", ".join(f"{v.key}={float(v.value)}" for v in entry.values)
+                self.stdout.write(f"Quota configs for {label} are {values}")
+            return
+        adds: dict[str, float] = {}
+        for key, text in (
+            split_add_config(options["add_config"]) if options["add_config"] else {}
+        ).items():
+            try:
+                adds[key] = float(text)
+            except ValueError:
+                raise CommandError(
+                    f"--add-config {key}={text}: a quota value must be a number"
+                ) from None
+        deletes = [k.strip() for k in options["delete_config"].split(",") if k.strip()]
+        if not adds and not deletes:
+            raise CommandError("--alter needs --add-config and/or --delete-config")
+        (result,) = _send(quota_alter_request(entity, set=adds, remove=deletes), options).entries
+        _check(result)
+        label = entity_label([(ENTITY_TYPES[k], n) for k, n in entity])
         self.stdout.write(f"Completed updating config for {label}.")
 
 

@@ -1,0 +1,283 @@
+"""Client quotas end to end on an in-process broker: Describe/AlterClientQuotas over the wire
+(Weir's kio client: neither confluent-kafka nor kafka-python has a quota admin API), real
+confluent-kafka and kafka-python producers and consumers throttled (the client reports the
+throttle time) with their rate bounded, another client id left alone, and ``manage.py configs
+--entity-type users|clients`` round trips.
+
+Rates are asserted only against a generous factor of the quota, and throttling only as "the
+client saw a throttle time > 0". ``quota.window.num=3`` keeps the windows (and so the runs)
+short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
+
+from brokers.quotas import quota_alter_request, quota_describe_request
+from tests.suite.commands import failed_cleanly, manage
+from tests.weir.clients.helpers import kafka, kafka_python_consumer
+from tests.weir.inprocess import ThreadedBroker, threaded_broker
+from weir.client import BrokerClient
+
+QUOTA = 100_000.0  # bytes per second
+RECORD = b"x" * 10_000
+FAST_FACTOR = 3  # an unthrottled client here runs at tens of MB/s
+
+
+@pytest.fixture(scope="module")
+def broker(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedBroker]:
+    directory: Path = tmp_path_factory.mktemp("quota-broker")
+    with threaded_broker(
+        data_dir=directory / "broker-1",
+        redis_url=redis_server,
+        configs=("quota.window.num=3",),
+    ) as started:
+        yield started
+
+
+def _request(broker: ThreadedBroker, body: Any) -> Any:
+    async def send() -> Any:
+        client = BrokerClient("127.0.0.1", broker.port, client_id="quota-test")
+        try:
+            return await client.request(body, timeout=15)
+        finally:
+            await client.close()
+
+    return asyncio.run(send())
+
+
+def _set(broker: ThreadedBroker, entity: list[tuple[str, str | None]], **values: float) -> None:
+    (entry,) = _request(broker, quota_alter_request(entity, set=values)).entries
+    assert entry.error_code == ErrorCode.none, entry.error_message
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# -- the admin APIs -------------------------------------------------------------------------
+def test_api_versions_advertises_the_quota_apis(broker: ThreadedBroker) -> None:
+    response = _request(
+        broker, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    )
+    versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert versions[48] == (0, 1) and versions[49] == (0, 1)
+
+
+def test_alter_then_describe_round_trips_and_delete_removes(broker: ThreadedBroker) -> None:
+    user, client = _unique("user"), _unique("app")
+    entity = [("users", user), ("clients", client)]
+    _set(broker, entity, producer_byte_rate=1024, request_percentage=12.5)
+    described = _request(broker, quota_describe_request(entity))
+    assert described.error_code == ErrorCode.none
+    (entry,) = described.entries
+    assert {(e.entity_type, e.entity_name) for e in entry.entity} == {
+        ("user", user),
+        ("client-id", client),
+    }
+    assert {v.key: v.value for v in entry.values} == {
+        "producer_byte_rate": 1024.0,
+        "request_percentage": 12.5,
+    }
+    body = quota_alter_request(entity, set={}, remove=["producer_byte_rate", "request_percentage"])
+    assert _request(broker, body).entries[0].error_code == ErrorCode.none
+    assert _request(broker, quota_describe_request(entity)).entries == ()
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"bogus_rate": 1.0}, "Invalid configuration key bogus_rate"),
+        ({"producer_byte_rate": -1.0}, "must be a positive value"),
+        ({"consumer_byte_rate": 1.5}, "must be a Long value"),
+        ({"controller_mutation_rate": 1.0}, "controller_mutation_rate is not supported"),
+    ],
+)
+def test_invalid_alterations_answer_invalid_request_naming_the_problem(
+    broker: ThreadedBroker, values: dict[str, float], message: str
+) -> None:
+    (entry,) = _request(broker, quota_alter_request([("users", "v")], set=values)).entries
+    assert entry.error_code == ErrorCode.invalid_request
+    assert message in entry.error_message
+
+
+# -- enforcement ------------------------------------------------------------------------------
+def _produce_confluent(
+    broker: ThreadedBroker, topic: str, client_id: str, total: int
+) -> tuple[float, list[float]]:
+    """Produce ``total`` records; (bytes per second, throttle times the client reported)."""
+    throttles: list[float] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": client_id,
+            "linger.ms": 5,
+            # Small requests, so the quota can act between them (one batch per request).
+            "batch.size": 2 * len(RECORD) + 1000,
+            "throttle_cb": lambda event: throttles.append(event.throttle_time),
+        }
+    )
+    started = time.monotonic()
+    for _ in range(total):
+        producer.produce(topic, RECORD)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    elapsed = time.monotonic() - started
+    producer.poll(0.5)  # throttle events are served by poll
+    return total * len(RECORD) / elapsed, throttles
+
+
+def test_confluent_producer_over_its_quota_is_throttled_and_slowed(broker: ThreadedBroker) -> None:
+    greedy, polite = _unique("greedy"), _unique("polite")
+    _set(broker, [("clients", greedy)], producer_byte_rate=QUOTA)
+    topic = _unique("quota-produce")
+    rate, throttles = _produce_confluent(broker, topic, greedy, 60)
+    assert throttles and max(throttles) > 0
+    assert rate < FAST_FACTOR * QUOTA
+    # Another client id has no quota: it is neither throttled nor slowed by the first one.
+    _, other = _produce_confluent(broker, topic, polite, 60)
+    assert other == []
+
+
+def test_kafka_python_producer_reports_the_throttle(broker: ThreadedBroker) -> None:
+    client_id = _unique("kp-producer")
+    _set(broker, [("clients", client_id)], producer_byte_rate=QUOTA)
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=broker.bootstrap, client_id=client_id, linger_ms=5
+    )
+    try:
+        started = time.monotonic()
+        for _ in range(60):
+            producer.send("quota-kafka-python", RECORD)
+        producer.flush(60)
+        rate = 60 * len(RECORD) / (time.monotonic() - started)
+        throttle_max = _metric(producer.metrics(), "throttle-time-max")
+    finally:
+        producer.close()
+    assert throttle_max > 0
+    assert rate < FAST_FACTOR * QUOTA
+
+
+def _metric(groups: dict[str, dict[str, Any]], name: str) -> float:
+    return max((float(m[name]) for m in groups.values() if name in m), default=0.0)
+
+
+def _fill(broker: ThreadedBroker, topic: str, count: int) -> None:
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.size": 2 * len(RECORD)}
+    )
+    for _ in range(count):
+        producer.produce(topic, RECORD)
+    assert producer.flush(30) == 0
+
+
+def test_confluent_consumer_over_its_quota_is_throttled_and_slowed(broker: ThreadedBroker) -> None:
+    topic, client_id = _unique("quota-fetch"), _unique("reader")
+    _fill(broker, topic, 60)
+    _set(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
+    throttles: list[float] = []
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": _unique("g"),
+            "client.id": client_id,
+            "auto.offset.reset": "earliest",
+            "throttle_cb": lambda event: throttles.append(event.throttle_time),
+        }
+    )
+    consumer.subscribe([topic])
+    received, started = 0, None
+    deadline = time.monotonic() + 60
+    try:
+        while received < 60 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            started = started or time.monotonic()
+            received += 1
+        elapsed = time.monotonic() - (started or time.monotonic())
+    finally:
+        consumer.close()
+    assert received == 60
+    assert throttles and max(throttles) > 0
+    assert 60 * len(RECORD) / max(elapsed, 1e-3) < FAST_FACTOR * QUOTA
+
+
+def test_kafka_python_consumer_reports_the_fetch_throttle(broker: ThreadedBroker) -> None:
+    topic, client_id = _unique("quota-kp-fetch"), _unique("kp-reader")
+    _fill(broker, topic, 40)
+    _set(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
+    consumer = kafka_python_consumer(
+        broker.bootstrap,
+        client_id=client_id,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=30_000,
+    )
+    consumer.assign([kafka.TopicPartition(topic, 0)])
+    try:
+        received = 0
+        for _ in consumer:
+            received += 1
+            if received == 40:
+                break
+        throttle_max = _metric(consumer.metrics(), "throttle-time-max")
+    finally:
+        consumer.close()
+    assert received == 40
+    assert throttle_max > 0
+
+
+# -- the CLI ----------------------------------------------------------------------------------
+def test_configs_cli_alters_describes_and_deletes_client_quotas(broker: ThreadedBroker) -> None:
+    user = _unique("alice")
+    server = ("--bootstrap-server", broker.bootstrap)
+    target = ("--entity-type", "users", "--entity-name", user, "--entity-type", "clients")
+    done = manage(
+        "configs", *server, *target, "--entity-default", "--alter",
+        "--add-config", "producer_byte_rate=1048576,request_percentage=50",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"Completed updating config for user-principal '{user}', the default client-id." in (
+        done.stdout
+    )
+    described = manage("configs", *server, *target, "--entity-default", "--describe")
+    assert (
+        f"Quota configs for user-principal '{user}', the default client-id are "
+        "producer_byte_rate=1048576.0, request_percentage=50.0"
+    ) in described.stdout
+    deleted = manage(
+        "configs", *server, *target, "--entity-default", "--alter",
+        "--delete-config", "producer_byte_rate,request_percentage",
+    )  # fmt: skip
+    assert deleted.returncode == 0, deleted.stderr
+    again = manage("configs", *server, *target, "--entity-default", "--describe")
+    assert "Quota configs" not in again.stdout
+
+
+def test_configs_cli_refuses_bad_quota_input_naming_it(broker: ThreadedBroker) -> None:
+    server = ("--bootstrap-server", broker.bootstrap)
+    bad_key = manage(
+        "configs", *server, "--entity-type", "clients", "--entity-default", "--alter",
+        "--add-config", "producer_byte_rat=10",
+    )  # fmt: skip
+    assert "Invalid configuration key producer_byte_rat" in failed_cleanly(bad_key)
+    not_number = manage(
+        "configs", *server, "--entity-type", "clients", "--entity-name", "c", "--alter",
+        "--add-config", "producer_byte_rate=fast",
+    )  # fmt: skip
+    assert "producer_byte_rate=fast" in failed_cleanly(not_number)
+    mixed = manage(
+        "configs", *server, "--entity-type", "users", "--entity-name", "u",
+        "--entity-type", "topics", "--entity-name", "t", "--describe",
+    )  # fmt: skip
+    assert "may be combined" in failed_cleanly(mixed)

@@ -1,0 +1,87 @@
+"""Client quotas as the handlers apply them (the arithmetic is ``weir.quotas``').
+
+Who a request belongs to: the user is the connection's principal name (``User:alice`` →
+``alice``, ``ANONYMOUS`` on a PLAINTEXT listener) and the client id is the request header's
+(``""`` when null), as Kafka's quota callback sees them.
+
+Byte-rate quotas are recorded by the Produce and Fetch handlers (``charge``); the request
+quota by ``with_request_quota``, which wraps every handler: it times the handler (leaving out
+the waits it marks with ``weir.quotas.not_request_time``), records the time and, when the
+connection is throttled for any reason, puts the throttle time into the response's
+``throttle_time_ms``. Setting ``ctx.throttle_ms`` is what makes the listener mute the
+connection after the response (``weir.server``).
+
+Exempt from the request quota, as in Kafka: the inter-broker cluster actions (a follower's
+Fetch, AlterPartition) and the requests of the SASL exchange, which come before the principal
+is known.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from weir.protocol.api_keys import ApiKey
+from weir.quotas import QuotaKind, QuotaManager, RequestTimer
+
+if TYPE_CHECKING:
+    from weir.protocol.codec import Request
+    from weir.server import ConnectionContext, Handler
+
+__all__ = ["charge", "identity", "with_request_quota"]
+
+_EXEMPT = frozenset(
+    {ApiKey.ALTER_PARTITION, ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
+)
+# Request time is recorded in percent-seconds of one thread: Kafka's nanosToPercentage.
+_PERCENT_PER_NS = 100 / 1_000_000_000
+
+
+def identity(ctx: ConnectionContext, request: Request) -> tuple[str, str]:
+    """(user, client id) of a request, as quotas name them."""
+    return ctx.principal.partition(":")[2], request.client_id or ""
+
+
+def charge(
+    ctx: ConnectionContext,
+    request: Request,
+    quotas: QuotaManager,
+    kind: QuotaKind,
+    value: float,
+    now_ms: int,
+) -> int:
+    """Record ``value`` against the request's quota of ``kind``; the throttle time (0 within
+    it). A throttle is counted and set on the connection."""
+    if not quotas.enabled(kind):
+        return 0
+    user, client_id = identity(ctx, request)
+    throttle_ms = quotas.record(kind, user, client_id, value, now_ms)
+    if throttle_ms > 0:
+        quotas.throttled(kind, user, client_id, throttle_ms, now_ms)
+        ctx.throttle_ms = max(ctx.throttle_ms, throttle_ms)
+    return throttle_ms
+
+
+def with_request_quota(
+    api_key: int, handler: Handler, quotas: QuotaManager, time_ms: Callable[[], int]
+) -> Handler:
+    """``handler`` under the request quota, answering with the connection's throttle time."""
+
+    async def handle(ctx: ConnectionContext, request: Request) -> Any:
+        exempt = api_key in _EXEMPT or getattr(request.body, "replica_id", -1) >= 0
+        if exempt or not quotas.enabled(QuotaKind.REQUEST):
+            body = await handler(ctx, request)
+        else:
+            with RequestTimer() as timer:
+                body = await handler(ctx, request)
+            percent = timer.elapsed_ns() * _PERCENT_PER_NS
+            charge(ctx, request, quotas, QuotaKind.REQUEST, percent, time_ms())
+        if ctx.throttle_ms > 0 and body is not None and hasattr(body, "throttle_time"):
+            throttle = timedelta(milliseconds=ctx.throttle_ms)
+            if throttle > body.throttle_time:
+                body = dataclasses.replace(body, throttle_time=throttle)
+        return body
+
+    return handle
