@@ -142,6 +142,9 @@ class LogSegment:
         self._closed = False
         # What the last ``recover`` found wrong (None: every byte was a valid batch).
         self.recovery_problem: str | None = None
+        # The offset after the last batch, as the last ``check_tail`` or ``recover`` read
+        # it (None: neither ran); the loader's offset-gap check uses it.
+        self.checked_next_offset: int | None = None
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size={self.size})"
@@ -451,6 +454,7 @@ class LogSegment:
                 expected = header.next_offset
         except CorruptBatchError as exc:
             return str(exc)
+        self.checked_next_offset = expected
         return None
 
     def sanity_check(self) -> None:
@@ -505,6 +509,7 @@ class LogSegment:
         self._bytes_since_last_index_entry = since
         self._rolling_based_loaded = valid == 0
         self._rolling_based_timestamp = None
+        self.checked_next_offset = next_offset
         return truncated
 
     def truncate_to(self, offset: int) -> int:
