@@ -186,6 +186,7 @@ class Broker:
             data_dir=settings.data_dir,
             time_ms=wall_clock_ms,
             log_config_for=self.view.log_config,
+            recovery_threads=lambda: int(self.view.config.get("num.recovery.threads.per.data.dir")),
         )
         self.metrics = BrokerMetrics()
         self.channel = ControllerChannel(

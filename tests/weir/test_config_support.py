@@ -77,7 +77,6 @@ DEBT_AT_MOST = {
         "max.connections",
         "max.connections.per.ip",
         "max.incremental.fetch.session.cache.slots",
-        "num.recovery.threads.per.data.dir",
         "queued.max.requests",
         "socket.receive.buffer.bytes",
         "socket.send.buffer.bytes",
