@@ -194,6 +194,7 @@ class Broker:
             time_ms=wall_clock_ms,
             log_config_for=self.view.log_config,
             on_offline=self._on_partition_offline,
+            recovery_threads=lambda: int(self.view.config.get("num.recovery.threads.per.data.dir")),
         )
         # Offline-partition reports in flight (see _on_partition_offline).
         self._reports: set[asyncio.Task[None]] = set()

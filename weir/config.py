@@ -1753,7 +1753,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "log.retention.check.interval.ms",
         "log.flush.start.offset.checkpoint.interval.ms",
         "log.preallocate",
-        "num.recovery.threads.per.data.dir",
         "log.message.timestamp.difference.max.ms",
         "log.message.timestamp.before.max.ms",
         "log.message.timestamp.after.max.ms",

@@ -34,6 +34,16 @@ it takes only the failing partition offline instead: other partitions on a disk 
 full fail on their own next write and follow, while those on a disk with one bad region
 keep serving. ``offline_partitions`` lists the offline partitions with their causes.
 
+A checkpoint file that cannot be read does not stop the broker: one warning names it and
+what is assumed instead. Without the recovery points every log is CRC-scanned from its
+start, clean-shutdown markers notwithstanding (the disk lied about one file, so the markers
+are not trusted either); without the log starts each log starts at its first segment; without
+the high watermarks a replica learns its HW from the leader again.
+
+Logs are opened (loaded and recovered) on ``num.recovery.threads.per.data.dir`` threads, as
+Kafka's ``LogManager.loadLogs`` does: reading, CRC-32C checks and index rebuilds release the
+GIL, so N threads recover N logs at once. Closing at shutdown uses the same pool.
+
 ``cleaner-offset-checkpoint`` is Kafka's log cleaner checkpoint: per compacted partition, the
 first dirty offset (everything below it was compacted). It is written whenever a clean
 finishes or retention moves a log start (housekeeping), and read at start; an entry outside
@@ -45,14 +55,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from weir.log.checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from weir.log.errors import KafkaStorageError
 from weir.log.log import Log, LogConfig
 from weir.partition import Partition
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 __all__ = ["Assignment", "ReplicaManager", "RoleChanges"]
 
@@ -97,33 +112,56 @@ class ReplicaManager:
         time_ms: Callable[[], int],
         log_config_for: Callable[[str], LogConfig],
         on_offline: Callable[[tuple[str, int]], None] | None = None,
+        recovery_threads: Callable[[], int] = lambda: 1,
     ) -> None:
         self.broker_id = broker_id
         self._on_offline = on_offline
         self.data_dir = data_dir
         self._time_ms = time_ms
         self._log_config_for = log_config_for
+        # num.recovery.threads.per.data.dir, read each time logs are opened (it is dynamic).
+        self._recovery_threads = recovery_threads
         self._partitions: dict[tuple[str, int], Partition] = {}
         # Partitions whose log failed to open, with why; see the module docstring.
         self._offline: dict[tuple[str, int], str] = {}
         # Replicas whose disk failed while running: closed at shutdown (module docstring).
         self._failed: dict[tuple[str, int], Partition] = {}
         data_dir.mkdir(parents=True, exist_ok=True)
-        self._recovery_points = self._read_checkpoint(RECOVERY_POINT_FILE)
-        self._log_starts = self._read_checkpoint(LOG_START_FILE)
-        self._high_watermarks = self._read_checkpoint(HIGH_WATERMARK_FILE)
-        self._cleaner_offsets = self._read_checkpoint(CLEANER_OFFSET_FILE)
+        recovery_points = self._read_checkpoint(
+            RECOVERY_POINT_FILE,
+            "CRC-scanning every log from its start, clean-shutdown markers notwithstanding",
+        )
+        # None: unreadable, so the logs opened at this start distrust their clean markers.
+        self._distrust_clean_markers = recovery_points is None
+        self._recovery_points = recovery_points or {}
+        self._log_starts = (
+            self._read_checkpoint(LOG_START_FILE, "each log starts at its first segment") or {}
+        )
+        self._high_watermarks = (
+            self._read_checkpoint(
+                HIGH_WATERMARK_FILE, "high watermarks are learned from the leaders again"
+            )
+            or {}
+        )
+        self._cleaner_offsets = (
+            self._read_checkpoint(
+                CLEANER_OFFSET_FILE, "compacted logs are cleaned from their start"
+            )
+            or {}
+        )
 
-    def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+    def _read_checkpoint(self, name: str, instead: str) -> dict[tuple[str, int], int] | None:
+        """The checkpoint's entries ({} when there is none), or None when it is unreadable,
+        after one warning saying what is done ``instead``."""
         path = self.data_dir / name
         if not path.exists():
             return {}
         try:
             return read_offset_checkpoint(path)
         except ValueError as exc:
-            # A damaged checkpoint only costs a longer recovery: start from offset 0.
-            log.warning("ignoring %s: %s", path, exc)
-            return {}
+            # A damaged checkpoint only costs a longer recovery, never the broker.
+            log.warning("ignoring unreadable %s (%s): %s", path, exc, instead)
+            return None
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self._partitions.get((topic, index))
@@ -160,15 +198,20 @@ class ReplicaManager:
         wanted = {(a.topic, a.index): a for a in assignments}
         follow: list[Partition] = []
         unfollow: list[tuple[str, int]] = []
+        to_open = [
+            a
+            for key, a in wanted.items()
+            if key not in self._partitions and key not in self._offline
+        ]
+        for assignment, opened in zip(
+            to_open, self._on_recovery_threads(self._open_or_offline, to_open), strict=True
+        ):
+            if opened is not None:
+                self._partitions[(assignment.topic, assignment.index)] = opened
         for key, assignment in wanted.items():
             partition = self._partitions.get(key)
             if partition is None:
-                if key in self._offline:
-                    continue
-                partition = self._open_or_offline(assignment)
-                if partition is None:
-                    continue
-                self._partitions[key] = partition
+                continue  # offline here
             if assignment.leader == self.broker_id:
                 if not partition.is_leader:
                     unfollow.append(key)
@@ -215,6 +258,15 @@ class ReplicaManager:
                 log.info("replica %s-%d moved away: removing %s", *key, partition.log.directory)
                 partition.delete()
         return RoleChanges(follow=tuple(follow), unfollow=tuple(unfollow))
+
+    def _on_recovery_threads(self, work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[work(item) for item in items]``, on up to ``num.recovery.threads.per.data.dir``
+        threads (inline with one, Kafka's default)."""
+        threads = min(max(1, self._recovery_threads()), len(items))
+        if threads <= 1:
+            return [work(item) for item in items]
+        with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
+            return list(pool.map(work, items))
 
     def _open_or_offline(self, assignment: Assignment) -> Partition | None:
         """The opened partition, or None after marking it offline on this broker."""
@@ -272,6 +324,7 @@ class ReplicaManager:
             time_ms=self._time_ms,
             recovery_point=self._recovery_points.get(key, 0),
             log_start_offset=self._log_starts.get(key, 0),
+            assume_unclean=self._distrust_clean_markers,
         )
         if not topic_id_file.exists():
             _write_topic_id(topic_id_file, assignment.topic_id)
@@ -347,8 +400,7 @@ class ReplicaManager:
         write_offset_checkpoint(self.data_dir / HIGH_WATERMARK_FILE, high_watermarks)
 
     def close(self) -> None:
-        for partition in self._partitions.values():
-            partition.close()
+        self._on_recovery_threads(Partition.close, list(self._partitions.values()))
         for partition in self._failed.values():
             # As a crash leaves it: no flush, no clean-shutdown marker (see the docstring).
             partition.log.close_handlers()

@@ -74,7 +74,6 @@ DEBT_AT_MOST = {
         "log.roll.jitter.hours",
         "log.roll.jitter.ms",
         "max.incremental.fetch.session.cache.slots",
-        "num.recovery.threads.per.data.dir",
     },
     "topic": {
         "compression.type",

@@ -107,6 +107,9 @@ class LogConfig:
     file_delete_delay_ms: int = 60000
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
+    # Only read when the log is opened: a compacted log may have offset gaps between
+    # segments, any other log must not (see ``LogLoader.check_offset_gaps``).
+    cleanup_policy: tuple[str, ...] = ("delete",)
 
     def __post_init__(self) -> None:
         if self.message_timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
@@ -182,8 +185,12 @@ class Log:
         time_ms: Callable[[], int],
         recovery_point: int = 0,
         log_start_offset: int = 0,
+        assume_unclean: bool = False,
     ) -> Log:
-        """Open (creating if missing) and recover the partition directory."""
+        """Open (creating if missing) and recover the partition directory.
+
+        ``assume_unclean``: CRC-scan from ``recovery_point`` even after a clean shutdown
+        (the caller could not read the recovery-point checkpoint)."""
         # Both mean the files are on disk as they are (the loader removes the marker).
         synced = not directory.exists() or (directory / CLEAN_SHUTDOWN_FILE).exists()
         directory.mkdir(parents=True, exist_ok=True)
@@ -194,6 +201,8 @@ class Log:
             time_ms=time_ms,
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
+            assume_unclean=assume_unclean,
+            check_offset_gaps="compact" not in (p.lower() for p in config.cleanup_policy),
         ).load()
         opened = cls(directory, config=config, time_ms=time_ms, loaded=loaded)
         if synced:

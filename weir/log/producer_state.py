@@ -340,7 +340,11 @@ class ProducerStateManager:
             try:
                 self._producers = self._read_snapshot(path)
             except (OSError, ValueError) as exc:
-                log.warning("deleting unreadable producer snapshot: %s", exc)
+                log.warning(
+                    "deleting unreadable producer snapshot (%s); the producer state is "
+                    "rebuilt from an older snapshot or the log",
+                    exc,
+                )
                 path.unlink(missing_ok=True)
                 continue
             self.map_end_offset = offset

@@ -169,6 +169,9 @@ class LogSegment:
         # ranges ``read`` has CRC-checked, sorted and disjoint ("Serving only valid bytes").
         self._written_from = self.size
         self._verified: list[tuple[int, int]] = []
+        # The offset after the last batch, as the last ``check_tail`` or ``recover`` read
+        # it (None: neither ran); the loader's offset-gap check uses it.
+        self.checked_next_offset: int | None = None
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size={self.size})"
@@ -557,6 +560,7 @@ class LogSegment:
                 expected = header.next_offset
         except CorruptBatchError as exc:
             return str(exc)
+        self.checked_next_offset = expected
         return None
 
     def sanity_check(self) -> None:
@@ -611,6 +615,7 @@ class LogSegment:
         self._bytes_since_last_index_entry = since
         self._rolling_based_loaded = valid == 0
         self._rolling_based_timestamp = None
+        self.checked_next_offset = next_offset
         return truncated
 
     def truncate_to(self, offset: int) -> int:

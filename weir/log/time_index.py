@@ -103,6 +103,11 @@ class TimeIndex(IndexFile):
             return
         first_timestamp, first_relative = self._entry(0)
         last_timestamp, last_relative = self._entry(self._entries - 1)
+        if first_relative < 0:
+            raise CorruptIndexError(
+                f"time index file {self.path} is corrupt: first entry offset "
+                f"{self.base_offset + first_relative} is below the base offset {self.base_offset}"
+            )
         if last_timestamp < first_timestamp or last_relative < first_relative:
             raise CorruptIndexError(
                 f"time index file {self.path} is corrupt: last entry "

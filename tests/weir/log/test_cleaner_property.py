@@ -88,7 +88,9 @@ def test_cleaning_matches_the_model(
     batch_size: int,
     tombstones_expired: bool,
 ) -> None:
-    config = LogConfig(segment_bytes=segment_bytes, index_interval_bytes=100)
+    config = LogConfig(
+        segment_bytes=segment_bytes, index_interval_bytes=100, cleanup_policy=("compact",)
+    )
     codec_id = COMPRESSORS[codec][0]
     with tempfile.TemporaryDirectory(dir=SCRATCH) as tmp:
         directory = Path(tmp) / "topic-0"
