@@ -610,6 +610,9 @@ class LogSegment:
         if truncated:
             os.ftruncate(self._fd, valid)
         self.size = valid
+        # Every byte left was CRC-checked just now: reads need not check it again.
+        self._written_from = 0
+        self._verified = []
         self.time_index.maybe_append(timestamp, offset, skip_full_check=True)
         self._max_timestamp = (timestamp, offset)
         self._bytes_since_last_index_entry = since

@@ -188,8 +188,14 @@ class Restarted:
     shutdown: str
     # topic -> (records that must survive, text of its warning line; None: no line)
     expected: dict[str, tuple[int, str | None]] = field(default_factory=dict)
-    # What the broker logged from the restart on.
-    log: str = ""
+    # Where the broker's log file stood at the restart.
+    log_from: int = 0
+
+    @property
+    def log(self) -> str:
+        """What the broker logged from the restart on, read now: logs are loaded (and their
+        repairs logged) on the recovery threads, possibly after the listener is up."""
+        return self.broker.log_text()[self.log_from :]
 
     def warnings_about(self, topic: str) -> list[str]:
         return [
@@ -244,12 +250,11 @@ def restarted(
         if shutdown == "unclean":
             for name in ROOT_CHECKPOINTS:
                 (broker.data_dir / name).write_bytes(b"0\n7\ntorn")
-        before = len(broker.log_text())
+        restarted.log_from = len(broker.log_text())
         if shutdown == "clean":
             broker.start()
         else:
             restart_after_crash(broker)
-        restarted.log = broker.log_text()[before:]
         yield restarted
     finally:
         broker.stop()
