@@ -1,5 +1,5 @@
-"""Client quotas for the control plane: request builders for ``manage.py configs`` and the
-selector the dashboard and ``/metrics`` read.
+"""Client quotas for the control plane: the services ``manage.py configs`` and ``/api/quotas/``
+share, and the selector the dashboard, the API and ``/metrics`` read.
 
 Quotas are set and described through the brokers (AlterClientQuotas / DescribeClientQuotas),
 so the broker's authorizer applies, exactly as ``kafka-configs.sh --entity-type users|clients``
@@ -8,30 +8,62 @@ image (``ClusterImage.client_quotas``) and every broker publishes, with its metr
 per-entity figures of the clients under a quota (``weir.quotas.QuotaManager.snapshot``).
 :func:`client_quota_state` joins the two.
 
+The services (:func:`client_quota_describe`, :func:`client_quota_alter`,
+:func:`client_quota_replace`, :func:`client_quota_delete`) take a ``send`` callable (a kio
+request in, its response out): the web app's is the shared gateway's ``request_any``, the
+CLI's sends with its ``--bootstrap-server`` / ``--command-config``. Each alteration is checked
+first with the brokers' own rule (``weir.quotas.validate_alteration``), so bad input gets
+Kafka's message without a round trip; the broker checks again. Failures are the control
+plane's API errors (``controlplane.errors``): 400 for what Kafka calls INVALID_REQUEST, 403
+for an authorization failure, 404 for nothing to delete, 503 when no broker answers; the CLI
+turns them into a tool error with the same message.
+
 Entities are written as Kafka's tools write them: ``users`` / ``clients`` with a name or
 ``<default>`` (None here), e.g. ``[("users", "alice"), ("clients", None)]``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.alter_client_quotas.v1 import request as alter
 from kio.schema.describe_client_quotas.v1 import request as describe
+from kio.schema.errors import ErrorCode
 from kio.static.primitive import f64, i8
+from rest_framework import status
 
+from brokers.management.kafka_admin import kafka_error_text
+from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
 from weir.metrics import broker_metrics_key, read_broker_metrics
-from weir.quotas import CLIENT_ID, USER, QuotaEntity
+from weir.quotas import (
+    CLIENT_ID,
+    QUOTA_KEYS,
+    USER,
+    InvalidQuotaError,
+    QuotaEntity,
+    validate_alteration,
+)
 
 __all__ = [
+    "DEFAULT",
     "ENTITY_TYPES",
+    "QUOTA_KEYS",
     "ClientQuota",
+    "DescribedQuota",
     "QuotaUsage",
+    "Send",
+    "client_quota_alter",
+    "client_quota_delete",
+    "client_quota_describe",
+    "client_quota_replace",
     "client_quota_state",
     "entity_label",
+    "entity_of",
+    "entity_path",
     "quota_alter_request",
     "quota_describe_request",
 ]
@@ -43,6 +75,11 @@ _MATCH_EXACT, _MATCH_DEFAULT, _MATCH_SPECIFIED = 0, 1, 2
 _STALE_MS = 5_000
 
 ToolEntity = Sequence[tuple[str, str | None]]
+# A kio request in, its response out (see the module docstring).
+Send = Callable[[Any], Any]
+# How the API, the dashboard and kafka-configs write a default entity part.
+DEFAULT = "<default>"
+TIMEOUT = 10.0
 
 
 def _protocol_entity(entity: ToolEntity) -> list[tuple[str, str | None]]:
@@ -115,6 +152,9 @@ class QuotaUsage:
     throttled_requests: int
     throttle_time_ms_total: int
 
+    def fields(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ClientQuota:
@@ -125,6 +165,22 @@ class ClientQuota:
     client_id: str | bool | None
     values: dict[str, float]
     usage: list[QuotaUsage] = field(default_factory=list)
+
+    def fields(self) -> dict[str, Any]:
+        """As the API shows it: each part a name, ``<default>``, or null when absent."""
+        return {
+            "entity": self.entity,
+            "user": _api_part(self.user),
+            "client_id": _api_part(self.client_id),
+            "values": dict(sorted(self.values.items())),
+            "usage": [u.fields() for u in self.usage],
+        }
+
+
+def _api_part(name: str | bool | None) -> str | None:
+    if name is False:
+        return None
+    return DEFAULT if name is None else str(name)
 
 
 def client_quota_state(gw: Any = None) -> tuple[list[ClientQuota], list[QuotaUsage]]:
@@ -164,3 +220,145 @@ def _tags_of(entity: QuotaEntity) -> tuple[str, str] | None:
     if user is None or client_id is None:
         return None
     return (user or "", client_id or "")
+
+
+def client_quota_view(gw: Any = None) -> dict[str, Any]:
+    """:func:`client_quota_state` as JSON: ``{"quotas": [...], "usage": [...]}`` (the body of
+    ``GET /api/quotas/``, the dashboard's first paint and its live socket's message)."""
+    quotas, usage = client_quota_state(gw)
+    return {"quotas": [q.fields() for q in quotas], "usage": [u.fields() for u in usage]}
+
+
+# -- services ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DescribedQuota:
+    """One entity as the brokers describe it: its parts (protocol entity types) and values."""
+
+    components: tuple[tuple[str, str | None], ...]
+    values: dict[str, float]
+
+    @property
+    def label(self) -> str:
+        """Kafka's wording, ``user-principal 'alice', the default client-id``."""
+        return entity_label(self.components)
+
+
+def entity_of(
+    *, user: str | None = None, client_id: str | None = None
+) -> list[tuple[str, str | None]]:
+    """The entity the API's parts name: each a name, ``<default>``, or None when absent.
+
+    400 when neither part is given; other bad entities (an empty name) are refused by
+    :func:`client_quota_alter` with Kafka's message."""
+    entity: list[tuple[str, str | None]] = []
+    for kind, name in (("users", user), ("clients", client_id)):
+        if name is not None:
+            entity.append((kind, None if name == DEFAULT else name))
+    if not entity:
+        raise BadRequest(f"a quota entity needs a user and/or a client_id (a name or {DEFAULT})")
+    return entity
+
+
+def entity_path(entity: ToolEntity) -> str:
+    """Kafka's path form of an entity, ``users/alice/clients/<default>``."""
+    return str(QuotaEntity(tuple(sorted(_protocol_entity(entity)))))
+
+
+def client_quota_describe(
+    *, entity: Sequence[tuple[str, str | bool | None]], send: Send | None = None
+) -> list[DescribedQuota]:
+    """The entities the brokers describe for this filter (``True`` as a name: any name)."""
+    response = (send or _gateway_send)(quota_describe_request(entity))
+    _raise_for(response.error_code, response.error_message)
+    return [
+        DescribedQuota(
+            components=tuple((e.entity_type, e.entity_name) for e in entry.entity),
+            values={v.key: float(v.value) for v in entry.values},
+        )
+        for entry in response.entries or ()
+    ]
+
+
+def client_quota_values(*, entity: ToolEntity, send: Send | None = None) -> dict[str, float]:
+    """The quota values set on exactly this entity (empty when none)."""
+    found = client_quota_describe(entity=entity, send=send)
+    return dict(found[0].values) if found else {}
+
+
+def client_quota_alter(
+    *,
+    entity: ToolEntity,
+    values: Mapping[str, float],
+    remove: Sequence[str] = (),
+    send: Send | None = None,
+) -> None:
+    """Set ``values`` and remove the keys ``remove`` on one entity (kafka-configs --alter)."""
+    _check_alteration(entity, values, remove)
+    response = (send or _gateway_send)(quota_alter_request(entity, set=dict(values), remove=remove))
+    (result,) = response.entries
+    _raise_for(result.error_code, result.error_message)
+
+
+def client_quota_replace(
+    *, entity: ToolEntity, values: Mapping[str, float], send: Send | None = None
+) -> dict[str, float]:
+    """Make ``values`` the entity's only quotas (keys not given are removed); the values the
+    brokers then describe."""
+    _check_alteration(entity, values, ())
+    current = client_quota_values(entity=entity, send=send)
+    remove = [key for key in sorted(current) if key not in values]
+    if values or remove:
+        client_quota_alter(entity=entity, values=values, remove=remove, send=send)
+    return client_quota_values(entity=entity, send=send)
+
+
+def client_quota_delete(
+    *, entity: ToolEntity, keys: Sequence[str] = (), send: Send | None = None
+) -> list[str]:
+    """Remove ``keys`` (all of them when empty) from an entity; the keys removed. 404 when the
+    entity has no quota, or lacks one of the named keys (nothing is removed then)."""
+    _check_alteration(entity, {}, keys)
+    current = client_quota_values(entity=entity, send=send)
+    path = entity_path(entity)
+    if not current:
+        raise NotFound(f"no quota is set for {path}")
+    wanted = list(keys) or sorted(current)
+    missing = [key for key in wanted if key not in current]
+    if missing:
+        raise NotFound(f"{path} has no {', '.join(missing)} quota")
+    client_quota_alter(entity=entity, values={}, remove=wanted, send=send)
+    return wanted
+
+
+def _gateway_send(body: Any) -> Any:
+    from controlplane.cluster import gateway
+
+    return gateway().request_any(body, timeout=TIMEOUT)
+
+
+def _check_alteration(
+    entity: ToolEntity, values: Mapping[str, float], remove: Sequence[str]
+) -> None:
+    """The brokers' own checks (``weir.quotas.validate_alteration``), before any request."""
+    for kind, _ in entity:
+        if kind not in ENTITY_TYPES:
+            raise BadRequest(f"quota entity type {kind!r} is not one of {', '.join(ENTITY_TYPES)}")
+    ops = [(key, float(value), False) for key, value in values.items()]
+    ops += [(key, 0.0, True) for key in remove]
+    try:
+        validate_alteration(QuotaEntity(tuple(sorted(_protocol_entity(entity)))), ops)
+    except InvalidQuotaError as exc:
+        raise BadRequest(f"INVALID_REQUEST: {exc.message}") from None
+
+
+def _raise_for(code: int, message: str | None) -> None:
+    """The API error a Kafka error code in a quota answer stands for (none for 0)."""
+    error = ErrorCode(code)
+    if error == ErrorCode.none:
+        return
+    text = kafka_error_text(code, message)
+    if error == ErrorCode.cluster_authorization_failed:
+        raise ApiError(f"not authorized: {text}", status_code=status.HTTP_403_FORBIDDEN)
+    if error.retriable:
+        raise KafkaUnavailable(f"client quotas: {text}")
+    raise BadRequest(text)

@@ -20,6 +20,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("reassignments", "Reassignments", "/reassignments/"),
     ("jobs", "Jobs", "/jobs/"),
     ("analytics", "Analytics", "/analytics/"),
+    ("quotas", "Quotas", "/quotas/"),
     ("security", "Security", "/security/"),
 )
 # Entries only admins see (their pages answer 403 to everyone else).

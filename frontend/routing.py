@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern
 
-from frontend.live import brokers, groups, jobs, messages, reassignments, topics
+from frontend.live import brokers, groups, jobs, messages, quotas, reassignments, topics
 
 websocket_urlpatterns: list[URLPattern] = [
     *brokers.websocket_urlpatterns,
@@ -13,4 +13,5 @@ websocket_urlpatterns: list[URLPattern] = [
     *groups.websocket_urlpatterns,
     *reassignments.websocket_urlpatterns,
     *jobs.websocket_urlpatterns,
+    *quotas.websocket_urlpatterns,
 ]

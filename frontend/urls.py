@@ -12,6 +12,7 @@ from frontend.pages import (
     jobs,
     messages,
     overview,
+    quotas,
     reassignments,
     security,
     topics,
@@ -27,5 +28,6 @@ urlpatterns: list[URLPattern] = [
     *reassignments.urlpatterns,
     *jobs.urlpatterns,
     *analytics.urlpatterns,
+    *quotas.urlpatterns,
     *security.urlpatterns,
 ]

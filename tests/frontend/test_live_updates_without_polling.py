@@ -30,6 +30,7 @@ LIVE_PAGES = {
     "/reassignments/": ["/ws/ui/reassignments/"],
     "/jobs/": ["/ws/ui/jobs/"],
     "/analytics/": ["/ws/ui/jobs/"],
+    "/quotas/": ["/ws/ui/quotas/"],
 }
 
 

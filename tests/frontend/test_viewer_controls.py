@@ -30,6 +30,7 @@ PAGES = (
     "/reassignments/",
     "/jobs/",
     "/analytics/",
+    "/quotas/",
 )
 MUTATING = re.compile(
     r"\b(create|delete|produce|reset|execute|rebalance|elect|cancel|add|save|edit|propose|"

@@ -14,9 +14,10 @@
         --delete-config request_percentage
 
 Client quotas (``users`` / ``clients``, alone or combined, names or ``--entity-default``) go
-through AlterClientQuotas / DescribeClientQuotas (``brokers.quotas``), as kafka-configs does:
-``--entity-type``, ``--entity-name`` and ``--entity-default`` repeat, and each name or default
-belongs to the entity type before it.
+through AlterClientQuotas / DescribeClientQuotas, as kafka-configs does, with the services
+``/api/quotas/`` uses (``brokers.quotas``: the same checks and messages); ``--entity-type``,
+``--entity-name`` and ``--entity-default`` repeat, and each name or default belongs to the
+entity type before it.
 
 Alterations are incremental (IncrementalAlterConfigs), as in current Kafka tools. Requests go
 over the Kafka protocol with Weir's own client, which (unlike librdkafka) can address the
@@ -25,6 +26,7 @@ cluster-wide broker default resource (an empty broker name).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -37,7 +39,7 @@ from brokers.management.kafka_admin import (
     tool_target,
 )
 from brokers.management.protocol_admin import send_to_any_broker
-from brokers.quotas import ENTITY_TYPES, entity_label, quota_alter_request, quota_describe_request
+from brokers.quotas import ENTITY_TYPES, client_quota_alter, client_quota_describe, entity_label
 from brokers.rest.configs import (
     SOURCES,
     ConfigOp,
@@ -188,14 +190,13 @@ class Command(BaseCommand):
         entity: list[tuple[str, Any]] = [
             (kind, names[i] if i < len(names) else True) for i, kind in enumerate(types)
         ]
+        send = functools.partial(_send, options=options)
         if options["describe"]:
-            response = _send(quota_describe_request(entity), options)
-            if response.error_code != ErrorCode.none:
-                raise CommandError(kafka_error_text(response.error_code, response.error_message))
-            for entry in response.entries or ():
-                label = entity_label([(e.entity_type, e.entity_name) for e in entry.entity])
-                values = ", ".join(f"{v.key}={float(v.value)}" for v in entry.values)
-                self.stdout.write(f"Quota configs for {label} are {values}")
+            with api_errors():
+                found = client_quota_describe(entity=entity, send=send)
+            for quota in found:
+                values = ", ".join(f"{k}={v}" for k, v in quota.values.items())
+                self.stdout.write(f"Quota configs for {quota.label} are {values}")
             return
         adds: dict[str, float] = {}
         for key, text in (
@@ -210,8 +211,8 @@ class Command(BaseCommand):
         deletes = [k.strip() for k in options["delete_config"].split(",") if k.strip()]
         if not adds and not deletes:
             raise CommandError("--alter needs --add-config and/or --delete-config")
-        (result,) = _send(quota_alter_request(entity, set=adds, remove=deletes), options).entries
-        _check(result)
+        with api_errors():
+            client_quota_alter(entity=entity, values=adds, remove=deletes, send=send)
         label = entity_label([(ENTITY_TYPES[k], n) for k, n in entity])
         self.stdout.write(f"Completed updating config for {label}.")
 
