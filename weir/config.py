@@ -1747,7 +1747,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "controlled.shutdown.enable",
         "fetch.max.bytes",
         "max.incremental.fetch.session.cache.slots",
-        "compression.type",
         "log.roll.jitter.ms",
         "log.roll.jitter.hours",
         "log.retention.check.interval.ms",
@@ -1773,7 +1772,6 @@ _NOT_YET_TOPIC: frozenset[str] = frozenset(
     {
         "segment.jitter.ms",
         "max.compaction.lag.ms",
-        "compression.type",
         "preallocate",
         "message.timestamp.difference.max.ms",
         "message.timestamp.before.max.ms",

@@ -214,11 +214,9 @@ def test_a_config_weir_does_not_implement_yet_accepts_only_its_default() -> None
         BrokerConfig(broker_id=1, static={name: "1000"})
     with pytest.raises(InvalidConfigError, match=r"log\.preallocate=true is not supported"):
         validate_broker_dynamic_configs({"log.preallocate": "true"})
-    with pytest.raises(InvalidConfigError, match=r"compression\.type=gzip is not supported"):
-        validate_topic_configs({"compression.type": "gzip"})
-    assert validate_topic_configs({"compression.type": "producer"}) == {
-        "compression.type": "producer"
-    }
+    with pytest.raises(InvalidConfigError, match=r"preallocate=true is not supported"):
+        validate_topic_configs({"preallocate": "true"})
+    assert validate_topic_configs({"preallocate": "false"}) == {"preallocate": "false"}
     assert BrokerConfig(broker_id=1, static={name: str(2**63 - 1)}).raw(name) == str(2**63 - 1)
 
 

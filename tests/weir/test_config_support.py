@@ -46,13 +46,12 @@ RUNTIME_SOURCE = "\n".join(
 # Implemented keys read where the scan cannot see them, and why.
 READ_INDIRECTLY = {"broker.id": "BrokerConfig holds it to runbroker --broker-id"}
 # Debt keys whose quoted name appears in weir/ without the broker reading it, and why.
-NAMED_NOT_READ = {"compression.type": "the offsets topic is created with compression.type"}
+NAMED_NOT_READ: dict[str, str] = {}
 
 # The debt when the walk was written (issue 16). Remove names as they are implemented or
 # refused; never add one.
 DEBT_AT_MOST = {
     "broker": {
-        "compression.type",
         "controlled.shutdown.enable",
         "fetch.max.bytes",
         "leader.imbalance.per.broker.percentage",
@@ -77,7 +76,6 @@ DEBT_AT_MOST = {
         "num.recovery.threads.per.data.dir",
     },
     "topic": {
-        "compression.type",
         "max.compaction.lag.ms",
         "message.downconversion.enable",
         "message.timestamp.after.max.ms",

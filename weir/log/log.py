@@ -17,6 +17,8 @@ stamps ``baseOffset`` and ``partitionLeaderEpoch`` into each batch header in pla
 outside the CRC; LogAppendTime topics also rewrite ``maxTimestamp`` and the CRC), rolls the
 active segment if Kafka's rule says so, writes the payload with one ``write()`` and updates
 the indexes, the leader-epoch cache and the producer state from the headers it already has.
+The one exception is a topic whose ``compression.type`` names a codec: a batch in another
+codec is decompressed and recompressed first (``weir.protocol.deflate``), as Kafka does.
 
 Flush policy, Kafka's: every write goes to the page cache; an append that leaves
 ``flush_messages`` (``flush.messages``) or more offsets above the recovery point fsyncs the
@@ -70,8 +72,10 @@ from weir.log.loader import (
 )
 from weir.log.segment import BatchInfo, FileSlice, LogSegment
 from weir.log.time_index import NO_TIMESTAMP
+from weir.protocol.deflate import CODEC_OF_COMPRESSION_TYPE, recompress_batches
 from weir.protocol.records import (
     BatchHeader,
+    CorruptBatchError,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
@@ -92,6 +96,7 @@ log = logging.getLogger(__name__)
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 LONG_MAX = 2**63 - 1  # Kafka's "never" for flush.messages and flush.ms
+PRODUCER_COMPRESSION = "producer"  # compression.type: keep the producer's codec
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +112,14 @@ class LogConfig:
     file_delete_delay_ms: int = 60000
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
+    compression_type: str = PRODUCER_COMPRESSION
 
     def __post_init__(self) -> None:
+        if (
+            self.compression_type != PRODUCER_COMPRESSION
+            and self.compression_type not in CODEC_OF_COMPRESSION_TYPE
+        ):
+            raise ValueError(f"compression.type {self.compression_type!r} is not a codec")
         if self.message_timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
             raise ValueError(
                 f"message.timestamp.type must be {CREATE_TIME} or {LOG_APPEND_TIME}, "
@@ -435,7 +446,8 @@ class Log:
         """Append a produce payload as leader; ``batches`` from ``validate_batches``.
 
         ``payload`` is any writable buffer (the produce path passes a view of the request's
-        frame): the broker's fields are stamped into it in place and it is written as is.
+        frame): the broker's fields are stamped into it in place and it is written as is,
+        unless the topic's ``compression.type`` makes the log recompress it into a new buffer.
         ``max.message.bytes`` and ``segment.bytes`` are checked here and nowhere else.
 
         Raises RecordTooLargeError / RecordBatchTooLargeError / InvalidRecordError and the
@@ -456,6 +468,8 @@ class Log:
                 offset_of_max_timestamp=duplicate.last_offset,
                 duplicate=True,
             )
+        payload, batches = self._recompressed(payload, batches)
+        headers = [header for _, header in batches]
         self._close_retired()
         now = self._time_ms()
         first_offset = next_offset = self.log_end_offset
@@ -498,6 +512,25 @@ class Log:
             max_timestamp=max_timestamp,
             offset_of_max_timestamp=offset_of_max,
         )
+
+    def _recompressed(
+        self, payload: bytearray | memoryview, batches: list[tuple[int, BatchHeader]]
+    ) -> tuple[bytearray | memoryview, list[tuple[int, BatchHeader]]]:
+        """The payload in the topic's ``compression.type`` (Kafka's LogValidator).
+
+        ``producer``, or batches already in the topic's codec: the payload as it came, not
+        decoded. Otherwise each other batch is recompressed and the sizes are checked again,
+        as Kafka does when validation changed them (MESSAGE_TOO_LARGE after recompression).
+        """
+        codec = CODEC_OF_COMPRESSION_TYPE.get(self.config.compression_type)
+        if codec is None or all(header.compression == codec for _, header in batches):
+            return payload, batches
+        try:
+            rebuilt, batches = recompress_batches(payload, batches, codec)
+        except CorruptBatchError as exc:
+            raise InvalidRecordError(f"cannot recompress the produced records: {exc}") from exc
+        self._check_sizes(len(rebuilt), [header for _, header in batches], leader=True)
+        return rebuilt, batches
 
     def append_as_follower(self, payload: bytearray) -> AppendResult:
         """Append batches replicated from the leader, keeping their offsets and epochs."""
