@@ -1753,9 +1753,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "log.flush.start.offset.checkpoint.interval.ms",
         "log.preallocate",
         "num.recovery.threads.per.data.dir",
-        "log.message.timestamp.difference.max.ms",
-        "log.message.timestamp.before.max.ms",
-        "log.message.timestamp.after.max.ms",
         "log.message.downconversion.enable",
         "log.cleaner.enable",
         "log.cleaner.threads",
@@ -1773,9 +1770,6 @@ _NOT_YET_TOPIC: frozenset[str] = frozenset(
         "segment.jitter.ms",
         "max.compaction.lag.ms",
         "preallocate",
-        "message.timestamp.difference.max.ms",
-        "message.timestamp.before.max.ms",
-        "message.timestamp.after.max.ms",
         "message.downconversion.enable",
     }
 )

@@ -396,12 +396,9 @@ def test_a_stored_override_weir_does_not_implement_yet_is_ignored() -> None:
     # Written before Weir refused it (or straight into Redis): logged and not applied, so
     # the topic keeps the default Weir actually follows.
     broker = BrokerConfig(broker_id=1)
-    topic = effective_topic_config(
-        broker,
-        {"message.timestamp.difference.max.ms": "60000", "message.timestamp.after.max.ms": "5"},
-    )
-    assert topic.message_timestamp_before_max_ms == 2**63 - 1
-    assert topic.message_timestamp_after_max_ms == 2**63 - 1
+    topic = effective_topic_config(broker, {"preallocate": "true", "segment.ms": "5000"})
+    assert topic.preallocate is False
+    assert topic.segment_ms == 5000
 
 
 # -- describe ------------------------------------------------------------------------------

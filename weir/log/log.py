@@ -56,6 +56,7 @@ from typing import BinaryIO
 from weir.log.checkpoint import fsync_directory
 from weir.log.errors import (
     InvalidRecordError,
+    InvalidTimestampError,
     KafkaStorageError,
     LogError,
     OffsetOutOfRangeError,
@@ -73,6 +74,7 @@ from weir.log.loader import (
 from weir.log.segment import BatchInfo, FileSlice, LogSegment
 from weir.log.time_index import NO_TIMESTAMP
 from weir.protocol.deflate import CODEC_OF_COMPRESSION_TYPE, recompress_batches
+from weir.protocol.inflate import iter_offsets_and_timestamps
 from weir.protocol.records import (
     BatchHeader,
     CorruptBatchError,
@@ -113,6 +115,9 @@ class LogConfig:
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     compression_type: str = PRODUCER_COMPRESSION
+    # Effective values (``TopicConfig``: the deprecated difference.max.ms folded in).
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
 
     def __post_init__(self) -> None:
         if (
@@ -458,6 +463,8 @@ class Log:
         headers = [header for _, header in batches]
         self._check_sizes(len(payload), headers, leader=True)
         log_append_time = config.message_timestamp_type == LOG_APPEND_TIME
+        if not log_append_time:
+            self._check_timestamps(payload, batches)
         duplicate = self.producer_state.check_batches(headers)
         if duplicate is not None:
             return AppendResult(
@@ -512,6 +519,34 @@ class Log:
             max_timestamp=max_timestamp,
             offset_of_max_timestamp=offset_of_max,
         )
+
+    def _check_timestamps(
+        self, payload: bytearray | memoryview, batches: list[tuple[int, BatchHeader]]
+    ) -> None:
+        """KIP-937: refuse a CreateTime record more than ``message.timestamp.before.max.ms``
+        before or ``message.timestamp.after.max.ms`` after the broker's clock.
+
+        Kafka's ``LogValidator.recordHasInvalidTimestamp``, record by record (a record may
+        be older than its batch's base timestamp). With both limits at their default (never)
+        nothing is decoded; records without a timestamp (-1) are never refused.
+        """
+        before = self.config.message_timestamp_before_max_ms
+        after = self.config.message_timestamp_after_max_ms
+        if before == LONG_MAX and after == LONG_MAX:
+            return
+        now = self._time_ms()
+        try:
+            for position, _ in batches:
+                for offset, timestamp in iter_offsets_and_timestamps(payload, position):
+                    difference = now - timestamp
+                    if timestamp != NO_TIMESTAMP and (difference > before or -difference > after):
+                        raise InvalidTimestampError(
+                            f"Timestamp {timestamp} of message with offset {offset} is out of "
+                            f"range. The timestamp should be within [{now - before}, "
+                            f"{now + after}]"
+                        )
+        except CorruptBatchError as exc:
+            raise InvalidRecordError(f"cannot read the produced records: {exc}") from exc
 
     def _recompressed(
         self, payload: bytearray | memoryview, batches: list[tuple[int, BatchHeader]]
