@@ -1747,8 +1747,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "controlled.shutdown.enable",
         "fetch.max.bytes",
         "max.incremental.fetch.session.cache.slots",
-        "log.roll.jitter.ms",
-        "log.roll.jitter.hours",
         "log.retention.check.interval.ms",
         "log.flush.start.offset.checkpoint.interval.ms",
         "log.preallocate",
@@ -1767,7 +1765,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
 )
 _NOT_YET_TOPIC: frozenset[str] = frozenset(
     {
-        "segment.jitter.ms",
         "max.compaction.lag.ms",
         "preallocate",
         "message.downconversion.enable",

@@ -72,8 +72,6 @@ DEBT_AT_MOST = {
         "log.message.downconversion.enable",
         "log.preallocate",
         "log.retention.check.interval.ms",
-        "log.roll.jitter.hours",
-        "log.roll.jitter.ms",
         "max.incremental.fetch.session.cache.slots",
         "num.recovery.threads.per.data.dir",
     },
@@ -81,7 +79,6 @@ DEBT_AT_MOST = {
         "max.compaction.lag.ms",
         "message.downconversion.enable",
         "preallocate",
-        "segment.jitter.ms",
     },
 }
 TABLES: dict[str, Mapping[str, ConfigDef]] = {"broker": BROKER_CONFIGS, "topic": TOPIC_CONFIGS}

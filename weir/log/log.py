@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import random
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -98,6 +99,8 @@ log = logging.getLogger(__name__)
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 LONG_MAX = 2**63 - 1  # Kafka's "never" for flush.messages and flush.ms
+# Draws each segment's roll jitter (segment.jitter.ms); tests pass a Random of their own.
+_JITTER_RANDOM = random.Random()
 PRODUCER_COMPRESSION = "producer"  # compression.type: keep the producer's codec
 
 
@@ -107,6 +110,7 @@ class LogConfig:
 
     segment_bytes: int = 1073741824
     segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
     index_interval_bytes: int = 4096
     segment_index_bytes: int = 10485760
     message_timestamp_type: str = CREATE_TIME
@@ -166,6 +170,7 @@ class Log:
         config: LogConfig,
         time_ms: Callable[[], int],
         loaded: LoadedLog,
+        jitter_random: random.Random = _JITTER_RANDOM,
     ) -> None:
         """Take over what ``LogLoader`` recovered; the log mutates it from here on."""
         self.directory = directory
@@ -188,6 +193,10 @@ class Log:
         # (a clean open, a brand-new log, a flush); None: unknown. Lets close skip fsyncs
         # of files that did not change since.
         self._synced: tuple[int, ...] | None = None
+        self._jitter_random = jitter_random
+        # The active segment's roll jitter, drawn when it became active (Kafka's
+        # ``LogSegment.rollJitterMs``, drawn at creation and at load).
+        self._roll_jitter_ms = self._draw_roll_jitter()
 
     @classmethod
     def open(
@@ -198,6 +207,7 @@ class Log:
         time_ms: Callable[[], int],
         recovery_point: int = 0,
         log_start_offset: int = 0,
+        jitter_random: random.Random = _JITTER_RANDOM,
     ) -> Log:
         """Open (creating if missing) and recover the partition directory."""
         # Both mean the files are on disk as they are (the loader removes the marker).
@@ -211,7 +221,13 @@ class Log:
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
         ).load()
-        opened = cls(directory, config=config, time_ms=time_ms, loaded=loaded)
+        opened = cls(
+            directory,
+            config=config,
+            time_ms=time_ms,
+            loaded=loaded,
+            jitter_random=jitter_random,
+        )
         if synced:
             opened._synced = opened._sync_state()
         return opened
@@ -285,9 +301,19 @@ class Log:
             old.on_become_inactive()
         self._segments.append(self._new_segment(base_offset))
         self._bases.append(base_offset)
+        self._roll_jitter_ms = self._draw_roll_jitter()
         self.producer_state.map_end_offset = self.log_end_offset
         self.producer_state.take_snapshot()
         log.debug("%s: rolled a new segment at offset %d", self.directory, base_offset)
+
+    def _draw_roll_jitter(self) -> int:
+        """Kafka's ``LogConfig.randomSegmentJitter``: uniform in
+        ``[0, min(segment.jitter.ms, segment.ms))``, subtracted from ``segment.ms`` for one
+        segment so that logs created together do not all roll at once."""
+        jitter = self.config.segment_jitter_ms
+        if jitter <= 0:
+            return 0
+        return self._jitter_random.randrange(min(jitter, self.config.segment_ms))
 
     def _maybe_roll(
         self, *, size: int, max_timestamp: int, first_offset: int, last_offset: int, now_ms: int
@@ -298,7 +324,7 @@ class Log:
             max_offset_in_messages=last_offset,
             now_ms=now_ms,
             segment_bytes=self.config.segment_bytes,
-            segment_ms=self.config.segment_ms,
+            segment_ms=self.config.segment_ms - self._roll_jitter_ms,
         ):
             self._roll(first_offset)
 
