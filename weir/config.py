@@ -1745,7 +1745,6 @@ _TODO = "only the default is accepted until Weir reads it (issue 16)"
 _NOT_YET_BROKER: frozenset[str] = frozenset(
     {
         "controlled.shutdown.enable",
-        "fetch.max.bytes",
         "max.incremental.fetch.session.cache.slots",
         "log.retention.check.interval.ms",
         "log.flush.start.offset.checkpoint.interval.ms",

@@ -58,7 +58,6 @@ NAMED_NOT_READ: dict[str, str] = {}
 DEBT_AT_MOST = {
     "broker": {
         "controlled.shutdown.enable",
-        "fetch.max.bytes",
         "leader.imbalance.per.broker.percentage",
         "log.cleaner.backoff.ms",
         "log.cleaner.dedupe.buffer.size",
