@@ -59,25 +59,13 @@ DEBT_AT_MOST = {
     "broker": {
         "controlled.shutdown.enable",
         "leader.imbalance.per.broker.percentage",
-        "log.cleaner.backoff.ms",
-        "log.cleaner.dedupe.buffer.size",
         "log.cleaner.enable",
-        "log.cleaner.io.buffer.load.factor",
-        "log.cleaner.io.buffer.size",
-        "log.cleaner.io.max.bytes.per.second",
         "log.cleaner.max.compaction.lag.ms",
-        "log.cleaner.threads",
         "log.flush.start.offset.checkpoint.interval.ms",
-        "log.message.downconversion.enable",
-        "log.preallocate",
-        "log.retention.check.interval.ms",
-        "max.incremental.fetch.session.cache.slots",
         "num.recovery.threads.per.data.dir",
     },
     "topic": {
         "max.compaction.lag.ms",
-        "message.downconversion.enable",
-        "preallocate",
     },
 }
 TABLES: dict[str, Mapping[str, ConfigDef]] = {"broker": BROKER_CONFIGS, "topic": TOPIC_CONFIGS}
@@ -165,7 +153,12 @@ def test_refused_dynamic_broker_config_is_invalid_config_and_ignored_from_redis(
 def test_described_documentation_says_what_weir_does() -> None:
     entries = {e.name: e for e in describe_broker_config(BrokerConfig(broker_id=1))}
     assert entries["num.io.threads"].documentation.startswith("[Weir: refused: ")
-    assert entries["log.preallocate"].documentation.startswith("[Weir: not yet implemented: ")
+    assert entries["controlled.shutdown.enable"].documentation.startswith(
+        "[Weir: not yet implemented: "
+    )
+    assert entries["log.message.downconversion.enable"].documentation.startswith(
+        "[Weir: no effect: Weir serves Fetch v4 and later only"
+    )
     assert entries["replica.fetch.max.bytes"].documentation == (
         BROKER_CONFIGS["replica.fetch.max.bytes"].doc
     )
@@ -173,6 +166,13 @@ def test_described_documentation_says_what_weir_does() -> None:
 
 def test_topic_validation_refuses_nothing_it_implements() -> None:
     assert validate_topic_configs({"file.delete.delay.ms": "5"}) == {"file.delete.delay.ms": "5"}
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_a_refused_topic_config_is_invalid_config_whatever_its_value(value: str) -> None:
+    with pytest.raises(InvalidConfigError, match=r"^preallocate is not supported by Weir") as e:
+        validate_topic_configs({"preallocate": value})
+    assert e.value.error_code == 40  # INVALID_CONFIG
 
 
 def test_admin_client_alter_of_a_refused_config_gets_invalid_config(
