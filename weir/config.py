@@ -1721,6 +1721,11 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
 # -- what Weir does with each config ---------------------------------------------------------
 _THREADS = "Weir serves a broker from one asyncio event loop; it has no such thread pool"
 _TRANSACTIONS = "Weir has no transaction coordinator (transactional producers are refused)"
+_PREALLOCATE = "Weir does not preallocate segment files: they grow as batches are appended"
+_CLEANER_MEMORY = (
+    "Weir's log cleaner keeps its key map and buffers as Python objects sized by the dirty "
+    "data of one partition, not in fixed buffers"
+)
 _REFUSED_BROKER: Mapping[str, str] = {
     "num.io.threads": _THREADS,
     "num.network.threads": _THREADS,
@@ -1735,49 +1740,58 @@ _REFUSED_BROKER: Mapping[str, str] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": _TRANSACTIONS,
     "transaction.remove.expired.transaction.cleanup.interval.ms": _TRANSACTIONS,
     "transaction.partition.verification.enable": _TRANSACTIONS,
+    "log.preallocate": _PREALLOCATE,
+    "log.retention.check.interval.ms": (
+        "retention runs as the control plane's `retention` job on Celery beat (every 300 s by "
+        "default; set its interval in the jobs schedule), not on a broker timer"
+    ),
+    "log.cleaner.threads": (
+        "compaction runs as the control plane's `compaction` job; each broker cleans one "
+        "partition at a time, on a worker thread"
+    ),
+    "log.cleaner.backoff.ms": (
+        "the cleaner has no idle loop: it runs when the control plane's `compaction` job does "
+        "(every 60 s by default; set its interval in the jobs schedule)"
+    ),
+    "log.cleaner.dedupe.buffer.size": _CLEANER_MEMORY,
+    "log.cleaner.io.buffer.size": _CLEANER_MEMORY,
+    "log.cleaner.io.buffer.load.factor": _CLEANER_MEMORY,
+    "log.cleaner.io.max.bytes.per.second": "Weir's log cleaner does not throttle its I/O",
 }
+_REFUSED_TOPIC: Mapping[str, str] = {"preallocate": _PREALLOCATE}
 _FORMAT = "Kafka 3.x ignores it (record batches are always format v2); Weir behaves as a 3.x broker"
-_NO_EFFECT_BROKER: Mapping[str, str] = {"log.message.format.version": _FORMAT}
-_NO_EFFECT_TOPIC: Mapping[str, str] = {"message.format.version": _FORMAT}
+_DOWNCONVERSION = (
+    "Weir serves Fetch v4 and later only, which never need down-conversion (Kafka down-converts "
+    "only for Fetch v0-3); older Fetch versions get UNSUPPORTED_VERSION whatever the value"
+)
+_NO_EFFECT_BROKER: Mapping[str, str] = {
+    "log.message.format.version": _FORMAT,
+    "log.message.downconversion.enable": _DOWNCONVERSION,
+    "max.incremental.fetch.session.cache.slots": (
+        "Weir keeps no incremental fetch sessions (KIP-227): every Fetch is answered in full "
+        "with session id 0, which clients follow by sending full fetches, as with Kafka when "
+        "this cache is full or 0"
+    ),
+}
+_NO_EFFECT_TOPIC: Mapping[str, str] = {
+    "message.format.version": _FORMAT,
+    "message.downconversion.enable": _DOWNCONVERSION,
+}
 # Accepted but not read yet. Remove a name when the broker implements it (with a test that it
 # changes behaviour) or refuses it; never add one.
 _TODO = "only the default is accepted until Weir reads it (issue 16)"
 _NOT_YET_BROKER: frozenset[str] = frozenset(
     {
         "controlled.shutdown.enable",
-        "fetch.max.bytes",
-        "max.incremental.fetch.session.cache.slots",
-        "compression.type",
-        "log.roll.jitter.ms",
-        "log.roll.jitter.hours",
-        "log.retention.check.interval.ms",
         "log.flush.start.offset.checkpoint.interval.ms",
-        "log.preallocate",
-        "log.message.timestamp.difference.max.ms",
-        "log.message.timestamp.before.max.ms",
-        "log.message.timestamp.after.max.ms",
-        "log.message.downconversion.enable",
         "log.cleaner.enable",
-        "log.cleaner.threads",
-        "log.cleaner.io.max.bytes.per.second",
-        "log.cleaner.dedupe.buffer.size",
-        "log.cleaner.io.buffer.size",
-        "log.cleaner.io.buffer.load.factor",
-        "log.cleaner.backoff.ms",
         "log.cleaner.max.compaction.lag.ms",
         "leader.imbalance.per.broker.percentage",
     }
 )
 _NOT_YET_TOPIC: frozenset[str] = frozenset(
     {
-        "segment.jitter.ms",
         "max.compaction.lag.ms",
-        "compression.type",
-        "preallocate",
-        "message.timestamp.difference.max.ms",
-        "message.timestamp.before.max.ms",
-        "message.timestamp.after.max.ms",
-        "message.downconversion.enable",
     }
 )
 
@@ -1808,7 +1822,7 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _classified(
     _BROKER_DEFS, _REFUSED_BROKER, _NO_EFFECT_BROKER, _NOT_YET_BROKER
 )
 TOPIC_CONFIGS: Mapping[str, ConfigDef] = _classified(
-    _TOPIC_DEFS, {}, _NO_EFFECT_TOPIC, _NOT_YET_TOPIC
+    _TOPIC_DEFS, _REFUSED_TOPIC, _NO_EFFECT_TOPIC, _NOT_YET_TOPIC
 )
 
 

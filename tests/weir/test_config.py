@@ -212,12 +212,13 @@ def test_a_config_weir_does_not_implement_yet_accepts_only_its_default() -> None
     name = "log.cleaner.max.compaction.lag.ms"
     with pytest.raises(InvalidConfigError, match=rf"{name}=1000 is not supported by Weir yet"):
         BrokerConfig(broker_id=1, static={name: "1000"})
-    with pytest.raises(InvalidConfigError, match=r"log\.preallocate=true is not supported"):
-        validate_broker_dynamic_configs({"log.preallocate": "true"})
-    with pytest.raises(InvalidConfigError, match=r"compression\.type=gzip is not supported"):
-        validate_topic_configs({"compression.type": "gzip"})
-    assert validate_topic_configs({"compression.type": "producer"}) == {
-        "compression.type": "producer"
+    with pytest.raises(InvalidConfigError, match=rf"{name}=1000 is not supported by Weir yet"):
+        validate_broker_dynamic_configs({name: "1000"})
+    with pytest.raises(InvalidConfigError, match=r"max\.compaction\.lag\.ms=5 is not supported"):
+        validate_topic_configs({"max.compaction.lag.ms": "5"})
+    default = str(2**63 - 1)
+    assert validate_topic_configs({"max.compaction.lag.ms": default}) == {
+        "max.compaction.lag.ms": default
     }
     assert BrokerConfig(broker_id=1, static={name: str(2**63 - 1)}).raw(name) == str(2**63 - 1)
 
@@ -394,16 +395,16 @@ def test_invalid_stored_override_falls_back_to_the_default() -> None:
     assert topic.segment_bytes == 1073741824
 
 
-def test_a_stored_override_weir_does_not_implement_yet_is_ignored() -> None:
+def test_a_stored_override_weir_does_not_implement_yet_or_refuses_is_ignored() -> None:
     # Written before Weir refused it (or straight into Redis): logged and not applied, so
     # the topic keeps the default Weir actually follows.
     broker = BrokerConfig(broker_id=1)
     topic = effective_topic_config(
-        broker,
-        {"message.timestamp.difference.max.ms": "60000", "message.timestamp.after.max.ms": "5"},
+        broker, {"max.compaction.lag.ms": "5", "preallocate": "true", "segment.ms": "5000"}
     )
-    assert topic.message_timestamp_before_max_ms == 2**63 - 1
-    assert topic.message_timestamp_after_max_ms == 2**63 - 1
+    assert topic.max_compaction_lag_ms == 2**63 - 1
+    assert topic.preallocate is False  # refused: ignored the same way
+    assert topic.segment_ms == 5000
 
 
 # -- describe ------------------------------------------------------------------------------

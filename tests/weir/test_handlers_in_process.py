@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.list_offsets.v7.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -37,6 +36,7 @@ from kio.schema.produce.v9.request import (
     TopicProduceData,
 )
 
+from tests.weir.requests import fetch_body
 from weir.config import BrokerConfig
 from weir.controller import Controller
 from weir.controller_channel import ControllerChannel
@@ -225,34 +225,7 @@ def produce_request(records: bytes, *, index: int = 0, acks: int = -1) -> Reques
 
 
 def fetch_request(offset: int, *, index: int = 0) -> Request:
-    body = FetchRequest(
-        cluster_id=None,
-        replica_id=-1,
-        max_wait=timedelta(milliseconds=10),
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(
-            FetchTopic(
-                topic=TOPIC,
-                partitions=(
-                    FetchPartition(
-                        partition=index,
-                        current_leader_epoch=-1,
-                        fetch_offset=offset,
-                        last_fetched_epoch=-1,
-                        log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
-                    ),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-    return request(ApiKey.FETCH, 12, body)
+    return request(ApiKey.FETCH, 12, fetch_body(TOPIC, offset, partition=index))
 
 
 def region_bytes(records: Any) -> bytes:

@@ -10,8 +10,9 @@ partitions wakes it to re-check, and it completes as soon as ``min_bytes`` is av
 (DESIGN §5: never sit out a fixed wait), or when ``max_wait`` expires.
 
 Size limits follow KIP-74: ``partition_max_bytes`` per partition, ``max_bytes`` for the whole
-response, and the first non-empty partition always returns at least one whole batch so a
-consumer can never be stuck behind a batch larger than its limits.
+response (at most the broker's ``fetch.max.bytes``, which also caps ``min_bytes``), and the
+first non-empty partition always returns at least one whole batch so a consumer can never be
+stuck behind a batch larger than its limits.
 
 Batches are CRC-verified once before the first time they are served (``LogSegment.read``);
 a corrupt one takes the partition offline here and answers KAFKA_STORAGE_ERROR.
@@ -42,6 +43,7 @@ from weir.server import ConnectionContext
 if TYPE_CHECKING:
     from weir.handlers._authz import Access
     from weir.handlers._leader import Leaders
+    from weir.metadata_view import MetadataView
     from weir.replica_manager import ReplicaManager
     from weir.replication.isr_manager import IsrManager
     from weir.replication.throttle import ReplicationThrottle
@@ -85,11 +87,13 @@ async def handle(
     throttle: ReplicationThrottle,
     time_ms: Callable[[], int],
     quotas: QuotaManager,
+    metadata: MetadataView,
 ) -> Any:
     body = request.body
     replica_id = getattr(body, "replica_id", -1)
     consumer_quota = replica_id < 0 and quotas.enabled(QuotaKind.FETCH)
-    max_bytes = body.max_bytes
+    # KafkaApis: min(request max_bytes, fetch.max.bytes[, quota window]); min_bytes within it.
+    max_bytes = min(body.max_bytes, metadata.config.get("fetch.max.bytes"))
     if consumer_quota:
         # Kafka never lets one fetch take more than the quota allows over the whole window.
         cap = quotas.max_value_in_window(QuotaKind.FETCH, *identity(ctx, request))
@@ -104,9 +108,10 @@ async def handle(
 
     reads = read_all()
     max_wait_s = body.max_wait.total_seconds()
-    if not denied and _should_park(reads, body.min_bytes, max_wait_s, ctx):
+    min_bytes = min(body.min_bytes, max_bytes)
+    if not denied and _should_park(reads, min_bytes, max_wait_s, ctx):
         with not_request_time():
-            await _park(replicas, wanted, body.min_bytes, max_wait_s, ctx, read_all)
+            await _park(replicas, wanted, min_bytes, max_wait_s, ctx, read_all)
         reads = read_all()
     # Charge the replication throttle for what is sent, not for parked re-reads.
     throttled = sum(r.size for r in reads if r.throttled)

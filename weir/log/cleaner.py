@@ -56,15 +56,9 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import cramjam
-import crc32c
-import lz4.frame
-import zstandard
 
 from weir.log.checkpoint import fsync_directory
 from weir.log.errors import KafkaStorageError, LogError
@@ -72,12 +66,8 @@ from weir.log.loader import CLEANED_SUFFIX
 from weir.log.log import Log
 from weir.log.offset_index import INT32_MAX
 from weir.log.segment import BatchInfo, LogSegment
+from weir.protocol.deflate import compress, frame_batch, is_xerial_snappy
 from weir.protocol.inflate import (
-    CODEC_GZIP,
-    CODEC_LZ4,
-    CODEC_NONE,
-    CODEC_SNAPPY,
-    CODEC_ZSTD,
     RecordPlace,
     read_varint,
     records_section,
@@ -108,11 +98,6 @@ logger = logging.getLogger(__name__)
 READ_CHUNK = 1024 * 1024
 # Kept batches are written to the cleaned segment in appends of about this size.
 WRITE_CHUNK = 1024 * 1024
-
-_HEAD = struct.Struct(">qiibI")  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
-_AFTER_CRC = struct.Struct(">hiqqqhii")
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_BLOCK = 32 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,71 +276,26 @@ def _raw_record(place: RecordPlace) -> _RawRecord:
 # -- writing -------------------------------------------------------------------------------
 
 
-def _xerial_snappy(data: bytes) -> bytes:
-    """Snappy in the block framing the Java client writes (magic, version 1, blocks)."""
-    out = bytearray(_XERIAL_MAGIC + struct.pack(">ii", 1, 1))
-    for start in range(0, len(data), _XERIAL_BLOCK):
-        block = bytes(cramjam.snappy.compress_raw(data[start : start + _XERIAL_BLOCK]))
-        out += struct.pack(">i", len(block)) + block
-    return bytes(out)
-
-
-def _compress(codec: int, data: bytes, original_body: memoryview) -> bytes:
-    """Compress ``data`` with ``codec``, in the framing the original batch used."""
-    if codec == CODEC_NONE:
-        return data
-    if codec == CODEC_GZIP:
-        return bytes(cramjam.gzip.compress(data))
-    if codec == CODEC_SNAPPY:
-        if bytes(original_body[: len(_XERIAL_MAGIC)]) == _XERIAL_MAGIC:
-            return _xerial_snappy(data)
-        return bytes(cramjam.snappy.compress_raw(data))
-    if codec == CODEC_LZ4:
-        # The frame the Java client writes: independent 64 KB blocks, no content size or
-        # checksum, which every client's LZ4 reader accepts.
-        return lz4.frame.compress(
-            data,
-            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-            block_linked=False,
-            content_checksum=False,
-            store_size=False,
-        )
-    if codec == CODEC_ZSTD:
-        return zstandard.ZstdCompressor().compress(data)
-    raise CorruptBatchError(f"unknown compression codec {codec}")
-
-
 def _rebuild_batch(
     header: BatchHeader, batch: memoryview, data: bytes, kept: Sequence[_RawRecord]
 ) -> tuple[bytes, int]:
     """The batch with only ``kept`` records; returns ``(bytes, max timestamp)``."""
     records = b"".join(data[r.start : r.end] for r in kept)
-    body = _compress(header.compression, records, batch[BATCH_HEADER_SIZE:])
+    xerial = is_xerial_snappy(batch[BATCH_HEADER_SIZE:])
+    body = compress(header.compression, records, xerial=xerial)
     if header.is_log_append_time:
         max_timestamp = header.max_timestamp
     else:
         max_timestamp = max(header.base_timestamp + r.timestamp_delta for r in kept)
-    after_crc = (
-        _AFTER_CRC.pack(
-            header.attributes,
-            header.last_offset_delta,  # kept: the batch keeps its offset range and sequences
-            header.base_timestamp,
-            max_timestamp,
-            header.producer_id,
-            header.producer_epoch,
-            header.base_sequence,
-            len(kept),
-        )
-        + body
+    # The batch keeps its offset range (last offset delta) and sequences.
+    rebuilt = frame_batch(
+        header,
+        body,
+        attributes=header.attributes,
+        records_count=len(kept),
+        max_timestamp=max_timestamp,
     )
-    head = _HEAD.pack(
-        header.base_offset,
-        len(after_crc) + 9,  # partitionLeaderEpoch + magic + crc
-        header.partition_leader_epoch,
-        header.magic,
-        crc32c.crc32c(after_crc),
-    )
-    return head + after_crc, max_timestamp
+    return rebuilt, max_timestamp
 
 
 # -- prepare and commit --------------------------------------------------------------------

@@ -54,6 +54,12 @@ class InvalidRecordError(LogError):
     error_code = ErrorCode.invalid_record
 
 
+class InvalidTimestampError(LogError):
+    """A CreateTime record too far before or after the broker's clock (INVALID_TIMESTAMP)."""
+
+    error_code = ErrorCode.invalid_timestamp
+
+
 class UnexpectedAppendOffsetError(LogError):
     """A follower append whose offsets go backwards relative to the LEO."""
 

@@ -17,6 +17,8 @@ stamps ``baseOffset`` and ``partitionLeaderEpoch`` into each batch header in pla
 outside the CRC; LogAppendTime topics also rewrite ``maxTimestamp`` and the CRC), rolls the
 active segment if Kafka's rule says so, writes the payload with one ``write()`` and updates
 the indexes, the leader-epoch cache and the producer state from the headers it already has.
+The one exception is a topic whose ``compression.type`` names a codec: a batch in another
+codec is decompressed and recompressed first (``weir.protocol.deflate``), as Kafka does.
 
 Flush policy, Kafka's: every write goes to the page cache; an append that leaves
 ``flush_messages`` (``flush.messages``) or more offsets above the recovery point fsyncs the
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import random
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,6 +57,7 @@ from typing import BinaryIO
 from weir.log.checkpoint import fsync_directory
 from weir.log.errors import (
     InvalidRecordError,
+    InvalidTimestampError,
     KafkaStorageError,
     LogError,
     OffsetOutOfRangeError,
@@ -70,8 +74,11 @@ from weir.log.loader import (
 )
 from weir.log.segment import BatchInfo, FileSlice, LogSegment
 from weir.log.time_index import NO_TIMESTAMP
+from weir.protocol.deflate import CODEC_OF_COMPRESSION_TYPE, recompress_batches
+from weir.protocol.inflate import iter_offsets_and_timestamps
 from weir.protocol.records import (
     BatchHeader,
+    CorruptBatchError,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
@@ -92,6 +99,9 @@ log = logging.getLogger(__name__)
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 LONG_MAX = 2**63 - 1  # Kafka's "never" for flush.messages and flush.ms
+# Draws each segment's roll jitter (segment.jitter.ms); tests pass a Random of their own.
+_JITTER_RANDOM = random.Random()
+PRODUCER_COMPRESSION = "producer"  # compression.type: keep the producer's codec
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +110,7 @@ class LogConfig:
 
     segment_bytes: int = 1073741824
     segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
     index_interval_bytes: int = 4096
     segment_index_bytes: int = 10485760
     message_timestamp_type: str = CREATE_TIME
@@ -110,8 +121,17 @@ class LogConfig:
     # Only read when the log is opened: a compacted log may have offset gaps between
     # segments, any other log must not (see ``LogLoader.check_offset_gaps``).
     cleanup_policy: tuple[str, ...] = ("delete",)
+    compression_type: str = PRODUCER_COMPRESSION
+    # Effective values (``TopicConfig``: the deprecated difference.max.ms folded in).
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
 
     def __post_init__(self) -> None:
+        if (
+            self.compression_type != PRODUCER_COMPRESSION
+            and self.compression_type not in CODEC_OF_COMPRESSION_TYPE
+        ):
+            raise ValueError(f"compression.type {self.compression_type!r} is not a codec")
         if self.message_timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
             raise ValueError(
                 f"message.timestamp.type must be {CREATE_TIME} or {LOG_APPEND_TIME}, "
@@ -153,6 +173,7 @@ class Log:
         config: LogConfig,
         time_ms: Callable[[], int],
         loaded: LoadedLog,
+        jitter_random: random.Random = _JITTER_RANDOM,
     ) -> None:
         """Take over what ``LogLoader`` recovered; the log mutates it from here on."""
         self.directory = directory
@@ -175,6 +196,10 @@ class Log:
         # (a clean open, a brand-new log, a flush); None: unknown. Lets close skip fsyncs
         # of files that did not change since.
         self._synced: tuple[int, ...] | None = None
+        self._jitter_random = jitter_random
+        # The active segment's roll jitter, drawn when it became active (Kafka's
+        # ``LogSegment.rollJitterMs``, drawn at creation and at load).
+        self._roll_jitter_ms = self._draw_roll_jitter()
 
     @classmethod
     def open(
@@ -186,6 +211,7 @@ class Log:
         recovery_point: int = 0,
         log_start_offset: int = 0,
         assume_unclean: bool = False,
+        jitter_random: random.Random = _JITTER_RANDOM,
     ) -> Log:
         """Open (creating if missing) and recover the partition directory.
 
@@ -204,7 +230,13 @@ class Log:
             assume_unclean=assume_unclean,
             check_offset_gaps="compact" not in (p.lower() for p in config.cleanup_policy),
         ).load()
-        opened = cls(directory, config=config, time_ms=time_ms, loaded=loaded)
+        opened = cls(
+            directory,
+            config=config,
+            time_ms=time_ms,
+            loaded=loaded,
+            jitter_random=jitter_random,
+        )
         if synced:
             opened._synced = opened._sync_state()
         return opened
@@ -278,9 +310,19 @@ class Log:
             old.on_become_inactive()
         self._segments.append(self._new_segment(base_offset))
         self._bases.append(base_offset)
+        self._roll_jitter_ms = self._draw_roll_jitter()
         self.producer_state.map_end_offset = self.log_end_offset
         self.producer_state.take_snapshot()
         log.debug("%s: rolled a new segment at offset %d", self.directory, base_offset)
+
+    def _draw_roll_jitter(self) -> int:
+        """Kafka's ``LogConfig.randomSegmentJitter``: uniform in
+        ``[0, min(segment.jitter.ms, segment.ms))``, subtracted from ``segment.ms`` for one
+        segment so that logs created together do not all roll at once."""
+        jitter = self.config.segment_jitter_ms
+        if jitter <= 0:
+            return 0
+        return self._jitter_random.randrange(min(jitter, self.config.segment_ms))
 
     def _maybe_roll(
         self, *, size: int, max_timestamp: int, first_offset: int, last_offset: int, now_ms: int
@@ -291,7 +333,7 @@ class Log:
             max_offset_in_messages=last_offset,
             now_ms=now_ms,
             segment_bytes=self.config.segment_bytes,
-            segment_ms=self.config.segment_ms,
+            segment_ms=self.config.segment_ms - self._roll_jitter_ms,
         ):
             self._roll(first_offset)
 
@@ -444,7 +486,8 @@ class Log:
         """Append a produce payload as leader; ``batches`` from ``validate_batches``.
 
         ``payload`` is any writable buffer (the produce path passes a view of the request's
-        frame): the broker's fields are stamped into it in place and it is written as is.
+        frame): the broker's fields are stamped into it in place and it is written as is,
+        unless the topic's ``compression.type`` makes the log recompress it into a new buffer.
         ``max.message.bytes`` and ``segment.bytes`` are checked here and nowhere else.
 
         Raises RecordTooLargeError / RecordBatchTooLargeError / InvalidRecordError and the
@@ -455,6 +498,8 @@ class Log:
         headers = [header for _, header in batches]
         self._check_sizes(len(payload), headers, leader=True)
         log_append_time = config.message_timestamp_type == LOG_APPEND_TIME
+        if not log_append_time:
+            self._check_timestamps(payload, batches)
         duplicate = self.producer_state.check_batches(headers)
         if duplicate is not None:
             return AppendResult(
@@ -465,6 +510,8 @@ class Log:
                 offset_of_max_timestamp=duplicate.last_offset,
                 duplicate=True,
             )
+        payload, batches = self._recompressed(payload, batches)
+        headers = [header for _, header in batches]
         self._close_retired()
         now = self._time_ms()
         first_offset = next_offset = self.log_end_offset
@@ -507,6 +554,53 @@ class Log:
             max_timestamp=max_timestamp,
             offset_of_max_timestamp=offset_of_max,
         )
+
+    def _check_timestamps(
+        self, payload: bytearray | memoryview, batches: list[tuple[int, BatchHeader]]
+    ) -> None:
+        """KIP-937: refuse a CreateTime record more than ``message.timestamp.before.max.ms``
+        before or ``message.timestamp.after.max.ms`` after the broker's clock.
+
+        Kafka's ``LogValidator.recordHasInvalidTimestamp``, record by record (a record may
+        be older than its batch's base timestamp). With both limits at their default (never)
+        nothing is decoded; records without a timestamp (-1) are never refused.
+        """
+        before = self.config.message_timestamp_before_max_ms
+        after = self.config.message_timestamp_after_max_ms
+        if before == LONG_MAX and after == LONG_MAX:
+            return
+        now = self._time_ms()
+        try:
+            for position, _ in batches:
+                for offset, timestamp in iter_offsets_and_timestamps(payload, position):
+                    difference = now - timestamp
+                    if timestamp != NO_TIMESTAMP and (difference > before or -difference > after):
+                        raise InvalidTimestampError(
+                            f"Timestamp {timestamp} of message with offset {offset} is out of "
+                            f"range. The timestamp should be within [{now - before}, "
+                            f"{now + after}]"
+                        )
+        except CorruptBatchError as exc:
+            raise InvalidRecordError(f"cannot read the produced records: {exc}") from exc
+
+    def _recompressed(
+        self, payload: bytearray | memoryview, batches: list[tuple[int, BatchHeader]]
+    ) -> tuple[bytearray | memoryview, list[tuple[int, BatchHeader]]]:
+        """The payload in the topic's ``compression.type`` (Kafka's LogValidator).
+
+        ``producer``, or batches already in the topic's codec: the payload as it came, not
+        decoded. Otherwise each other batch is recompressed and the sizes are checked again,
+        as Kafka does when validation changed them (MESSAGE_TOO_LARGE after recompression).
+        """
+        codec = CODEC_OF_COMPRESSION_TYPE.get(self.config.compression_type)
+        if codec is None or all(header.compression == codec for _, header in batches):
+            return payload, batches
+        try:
+            rebuilt, batches = recompress_batches(payload, batches, codec)
+        except CorruptBatchError as exc:
+            raise InvalidRecordError(f"cannot recompress the produced records: {exc}") from exc
+        self._check_sizes(len(rebuilt), [header for _, header in batches], leader=True)
+        return rebuilt, batches
 
     def append_as_follower(self, payload: bytearray) -> AppendResult:
         """Append batches replicated from the leader, keeping their offsets and epochs."""
