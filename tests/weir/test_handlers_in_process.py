@@ -225,7 +225,12 @@ def produce_request(records: bytes, *, index: int = 0, acks: int = -1) -> Reques
 
 
 def fetch_request(offset: int, *, index: int = 0) -> Request:
-    body = FetchRequest(
+    return request(ApiKey.FETCH, 12, fetch_body(TOPIC, offset, index=index))
+
+
+def fetch_body(topic: str, offset: int, *, index: int = 0) -> FetchRequest:
+    """A consumer's Fetch v12 of one partition from ``offset`` (10 ms wait, 1 MiB)."""
+    return FetchRequest(
         cluster_id=None,
         replica_id=-1,
         max_wait=timedelta(milliseconds=10),
@@ -236,7 +241,7 @@ def fetch_request(offset: int, *, index: int = 0) -> Request:
         session_epoch=-1,
         topics=(
             FetchTopic(
-                topic=TOPIC,
+                topic=topic,
                 partitions=(
                     FetchPartition(
                         partition=index,
@@ -252,7 +257,6 @@ def fetch_request(offset: int, *, index: int = 0) -> Request:
         forgotten_topics_data=(),
         rack_id="",
     )
-    return request(ApiKey.FETCH, 12, body)
 
 
 def region_bytes(records: Any) -> bytes:
