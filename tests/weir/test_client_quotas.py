@@ -68,7 +68,10 @@ def _request(broker: ThreadedBroker, body: Any, client_id: str = "quota-test") -
     return asyncio.run(send())
 
 
-def _set(broker: ThreadedBroker, entity: list[tuple[str, str | None]], **values: float) -> None:
+def set_quota(
+    broker: ThreadedBroker, entity: list[tuple[str, str | None]], **values: float
+) -> None:
+    """AlterClientQuotas over the broker's PLAINTEXT listener; the entry must succeed."""
     (entry,) = _request(broker, quota_alter_request(entity, set=values)).entries
     assert entry.error_code == ErrorCode.none, entry.error_message
 
@@ -89,7 +92,7 @@ def test_api_versions_advertises_the_quota_apis(broker: ThreadedBroker) -> None:
 def test_alter_then_describe_round_trips_and_delete_removes(broker: ThreadedBroker) -> None:
     user, client = _unique("user"), _unique("app")
     entity = [("users", user), ("clients", client)]
-    _set(broker, entity, producer_byte_rate=1024, request_percentage=12.5)
+    set_quota(broker, entity, producer_byte_rate=1024, request_percentage=12.5)
     described = _request(broker, quota_describe_request(entity))
     assert described.error_code == ErrorCode.none
     (entry,) = described.entries
@@ -128,10 +131,18 @@ def _produce_confluent(
     broker: ThreadedBroker, topic: str, client_id: str, total: int
 ) -> tuple[float, list[float]]:
     """Produce ``total`` records; (bytes per second, throttle times the client reported)."""
+    return produce_measured({"bootstrap.servers": broker.bootstrap}, topic, client_id, total)
+
+
+def produce_measured(
+    conf: dict[str, Any], topic: str, client_id: str, total: int
+) -> tuple[float, list[float]]:
+    """Produce ``total`` records with confluent-kafka settings ``conf`` (the bootstrap, a
+    login); (bytes per second, throttle times the client reported)."""
     throttles: list[float] = []
     producer = Producer(
         {
-            "bootstrap.servers": broker.bootstrap,
+            **conf,
             "client.id": client_id,
             "linger.ms": 5,
             # Small requests, so the quota can act between them (one batch per request).
@@ -151,7 +162,7 @@ def _produce_confluent(
 
 def test_confluent_producer_over_its_quota_is_throttled_and_slowed(broker: ThreadedBroker) -> None:
     greedy, polite = _unique("greedy"), _unique("polite")
-    _set(broker, [("clients", greedy)], producer_byte_rate=QUOTA)
+    set_quota(broker, [("clients", greedy)], producer_byte_rate=QUOTA)
     topic = _unique("quota-produce")
     rate, throttles = _produce_confluent(broker, topic, greedy, 60)
     assert throttles and max(throttles) > 0
@@ -163,7 +174,7 @@ def test_confluent_producer_over_its_quota_is_throttled_and_slowed(broker: Threa
 
 def test_kafka_python_producer_reports_the_throttle(broker: ThreadedBroker) -> None:
     client_id = _unique("kp-producer")
-    _set(broker, [("clients", client_id)], producer_byte_rate=QUOTA)
+    set_quota(broker, [("clients", client_id)], producer_byte_rate=QUOTA)
     producer = kafka.KafkaProducer(
         bootstrap_servers=broker.bootstrap, client_id=client_id, linger_ms=5
     )
@@ -196,7 +207,7 @@ def _fill(broker: ThreadedBroker, topic: str, count: int) -> None:
 def test_confluent_consumer_over_its_quota_is_throttled_and_slowed(broker: ThreadedBroker) -> None:
     topic, client_id = _unique("quota-fetch"), _unique("reader")
     _fill(broker, topic, 60)
-    _set(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
+    set_quota(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
     throttles: list[float] = []
     consumer = Consumer(
         {
@@ -228,7 +239,7 @@ def test_confluent_consumer_over_its_quota_is_throttled_and_slowed(broker: Threa
 def test_kafka_python_consumer_reports_the_fetch_throttle(broker: ThreadedBroker) -> None:
     topic, client_id = _unique("quota-kp-fetch"), _unique("kp-reader")
     _fill(broker, topic, 40)
-    _set(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
+    set_quota(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
     consumer = kafka_python_consumer(
         broker.bootstrap,
         client_id=client_id,
@@ -284,7 +295,7 @@ def test_request_percentage_throttles_every_request_of_that_client_only(
     slow, free = _unique("slow"), _unique("free")
     topic = _unique("quota-requests")
     _fill(broker, topic, 2)
-    _set(broker, [("clients", slow)], request_percentage=TINY_REQUEST_PERCENTAGE)
+    set_quota(broker, [("clients", slow)], request_percentage=TINY_REQUEST_PERCENTAGE)
     for body in (_metadata(topic), _list_offsets(topic)):
         assert _request(broker, body, slow).throttle_time > timedelta(0), type(body).__name__
         assert _request(broker, body, free).throttle_time == timedelta(0), type(body).__name__
@@ -301,7 +312,7 @@ def test_fetch_throttled_by_the_request_quota_is_answered_empty(broker: Threaded
     slow, free = _unique("slow-reader"), _unique("free-reader")
     topic = _unique("quota-request-fetch")
     _fill(broker, topic, 3)
-    _set(broker, [("clients", slow)], request_percentage=TINY_REQUEST_PERCENTAGE)
+    set_quota(broker, [("clients", slow)], request_percentage=TINY_REQUEST_PERCENTAGE)
     throttled = _request(broker, fetch_body(topic, 0), slow)
     assert throttled.throttle_time > timedelta(0)
     assert throttled.error_code == ErrorCode.none and throttled.responses == ()
