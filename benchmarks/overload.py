@@ -81,6 +81,7 @@ STAMP = struct.Struct("<qq")  # send monotonic_ns, sequence number
 GOAL_P99_RATIO = 2.0
 FLOOD_CLIENT_ID = "flood"
 POLITE_CLIENT_ID = "polite"
+FLOOD_BUFFER_KB = 32 * 1024
 RAW_PIPELINE = 4  # Produce requests a raw flooder keeps in flight
 RAW_BATCH_RECORDS = 10
 CHILD_TIMEOUT = 60.0
@@ -145,7 +146,9 @@ class PhaseResult:
     broker_cpu_pct: float
     flood: FloodFigures | None = None
     connections: ConnectionFloodFigures | None = None
+    # p99 (and p50) over the same mode's unloaded figure, per acks.
     ratios: dict[str, float] = field(default_factory=dict)
+    p50_ratios: dict[str, float] = field(default_factory=dict)
 
 
 # -- the well-behaved client -------------------------------------------------------------------
@@ -247,6 +250,10 @@ def _flood_child(
             {
                 "client.id": FLOOD_CLIENT_ID,
                 "throttle_cb": lambda event: throttles.append(event.throttle_time * 1000),
+                # A bounded client buffer: once it is full the flooder waits in poll() rather
+                # than copying records into gigabytes of memory, so what it costs the shared
+                # cores is the broker's doing, not the harness's.
+                "queue.buffering.max.kbytes": FLOOD_BUFFER_KB,
             }
         )
         producer = Producer(config)
@@ -586,6 +593,8 @@ def _with_ratios(results: list[PhaseResult]) -> None:
             unloaded = next(f for f in base.latency if f.acks == figures.acks)
             if unloaded.p99_ms > 0:
                 result.ratios[figures.acks] = figures.p99_ms / unloaded.p99_ms
+            if unloaded.p50_ms > 0:
+                result.p50_ratios[figures.acks] = figures.p50_ms / unloaded.p50_ms
 
 
 def _mode(quota: bool) -> str:
@@ -639,7 +648,7 @@ def report(results: list[PhaseResult], settings: OverloadSettings, machine: str)
             verdict = "met" if ratio <= GOAL_P99_RATIO else "MISSED"
             lines.append(
                 f"p99 {r.phase} / unloaded ({_mode(r.quota)}), acks={acks}: {ratio:.2f}x "
-                f"(goal <= {GOAL_P99_RATIO:g}x: {verdict})"
+                f"(goal <= {GOAL_P99_RATIO:g}x: {verdict}); p50 {r.p50_ratios[acks]:.2f}x"
             )
         if r.flood is not None:
             flood = r.flood
