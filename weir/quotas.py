@@ -63,6 +63,7 @@ __all__ = [
     "QuotaKind",
     "QuotaManager",
     "RequestTimer",
+    "current_request_timer",
     "describe_matching",
     "not_request_time",
     "validate_alteration",
@@ -236,39 +237,50 @@ def describe_matching(
 # Time a handler spends waiting (a parked Fetch, acks=all in the purgatory, a JoinGroup
 # waiting for the rebalance) is not request time: Kafka counts only time on its request and
 # network threads, and a long poll uses none.
-_waited_ns: ContextVar[list[int] | None] = ContextVar("weir_quota_waited_ns", default=None)
+_timer: ContextVar[RequestTimer | None] = ContextVar("weir_quota_request_timer", default=None)
 
 
 @contextlib.contextmanager
 def not_request_time() -> Iterator[None]:
     """Mark a wait inside a handler: it is left out of the request's time."""
-    counter = _waited_ns.get()
-    if counter is None:
+    timer = _timer.get()
+    if timer is None:
         yield
         return
     started = time.perf_counter_ns()
     try:
         yield
     finally:
-        counter[0] += time.perf_counter_ns() - started
+        timer.waited_ns += time.perf_counter_ns() - started
+
+
+def current_request_timer() -> RequestTimer | None:
+    """The timer of the request being handled, when the request quota times it."""
+    return _timer.get()
 
 
 class RequestTimer:
-    """Times one request's handling, minus its ``not_request_time`` waits."""
+    """Times one request's handling, minus its ``not_request_time`` waits.
 
-    __slots__ = ("_counter", "_started", "_token")
+    ``charged`` is set by whoever records the time: normally the request-quota wrapper after
+    the handler returns; a Fetch records it itself before it answers, because the request
+    quota's throttle decides whether the response carries data (Kafka's handleFetchRequest).
+    """
+
+    __slots__ = ("_started", "_token", "charged", "waited_ns")
 
     def __enter__(self) -> RequestTimer:
-        self._counter = [0]
-        self._token = _waited_ns.set(self._counter)
+        self.waited_ns = 0
+        self.charged = False
+        self._token = _timer.set(self)
         self._started = time.perf_counter_ns()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _waited_ns.reset(self._token)
+        _timer.reset(self._token)
 
     def elapsed_ns(self) -> int:
-        return max(0, time.perf_counter_ns() - self._started - self._counter[0])
+        return max(0, time.perf_counter_ns() - self._started - self.waited_ns)
 
 
 # -- sampled stats ----------------------------------------------------------------------------

@@ -8,7 +8,10 @@ that becomes its frame (a large Produce without any user-space copy), and a Prod
 reaches the log as a view of that frame (``weir.protocol.framing``). Whole frames are
 queued; a single task per connection decodes and handles them one at a time and writes each
 response before reading the next request, so responses leave in request order (Kafka
-"mutes" a connection the same way while a request is in flight). A parked Fetch or an
+"mutes" a connection the same way while a request is in flight). A connection with more
+requests read ahead yields to the event loop after each one, so every connection gets a
+turn between two requests of a pipelining client (Kafka's processors likewise take one
+request per channel at a time). A parked Fetch or an
 ``acks=all`` Produce simply holds that connection's task.
 
 Bad input never takes the process down: a framing error or an unparseable request closes
@@ -335,6 +338,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     return
                 if self.context.throttle_ms > 0:
                     await self._throttle()
+                elif self._frames:
+                    # Pipelined requests take turns with other connections: a handler that
+                    # completes at once never suspends, so without this the task would handle
+                    # every frame read ahead (up to _MAX_QUEUED_BYTES) before any other
+                    # connection got one, and a flooding client would starve the rest.
+                    await asyncio.sleep(0)
         except asyncio.CancelledError:
             pass
         except Exception:

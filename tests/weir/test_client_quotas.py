@@ -5,8 +5,9 @@ throttle time) with their rate bounded, another client id left alone, and ``mana
 --entity-type users|clients`` round trips.
 
 Rates are asserted only against a generous factor of the quota, and throttling only as "the
-client saw a throttle time > 0". ``quota.window.num=3`` keeps the windows (and so the runs)
-short.
+client saw a throttle time > 0". The request quota is tested with a bound so small that any
+request exceeds it (raw Metadata, ListOffsets and Fetch requests, and a real producer).
+``quota.window.num=3`` keeps the windows (and so the runs) short.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +24,18 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.list_offsets.v7.request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 from brokers.quotas import quota_alter_request, quota_describe_request
 from tests.suite.commands import failed_cleanly, manage
 from tests.weir.clients.helpers import kafka, kafka_python_consumer
 from tests.weir.inprocess import ThreadedBroker, threaded_broker
+from tests.weir.requests import fetch_body
 from weir.client import BrokerClient
 
 QUOTA = 100_000.0  # bytes per second
@@ -45,9 +54,12 @@ def broker(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield started
 
 
-def _request(broker: ThreadedBroker, body: Any) -> Any:
+def _request(broker: ThreadedBroker, body: Any, client_id: str = "quota-test") -> Any:
+    """One request on a connection of its own (a throttled connection is muted after its
+    response; the next request here does not wait for that)."""
+
     async def send() -> Any:
-        client = BrokerClient("127.0.0.1", broker.port, client_id="quota-test")
+        client = BrokerClient("127.0.0.1", broker.port, client_id=client_id)
         try:
             return await client.request(body, timeout=15)
         finally:
@@ -56,7 +68,10 @@ def _request(broker: ThreadedBroker, body: Any) -> Any:
     return asyncio.run(send())
 
 
-def _set(broker: ThreadedBroker, entity: list[tuple[str, str | None]], **values: float) -> None:
+def set_quota(
+    broker: ThreadedBroker, entity: list[tuple[str, str | None]], **values: float
+) -> None:
+    """AlterClientQuotas over the broker's PLAINTEXT listener; the entry must succeed."""
     (entry,) = _request(broker, quota_alter_request(entity, set=values)).entries
     assert entry.error_code == ErrorCode.none, entry.error_message
 
@@ -77,7 +92,7 @@ def test_api_versions_advertises_the_quota_apis(broker: ThreadedBroker) -> None:
 def test_alter_then_describe_round_trips_and_delete_removes(broker: ThreadedBroker) -> None:
     user, client = _unique("user"), _unique("app")
     entity = [("users", user), ("clients", client)]
-    _set(broker, entity, producer_byte_rate=1024, request_percentage=12.5)
+    set_quota(broker, entity, producer_byte_rate=1024, request_percentage=12.5)
     described = _request(broker, quota_describe_request(entity))
     assert described.error_code == ErrorCode.none
     (entry,) = described.entries
@@ -116,10 +131,18 @@ def _produce_confluent(
     broker: ThreadedBroker, topic: str, client_id: str, total: int
 ) -> tuple[float, list[float]]:
     """Produce ``total`` records; (bytes per second, throttle times the client reported)."""
+    return produce_measured({"bootstrap.servers": broker.bootstrap}, topic, client_id, total)
+
+
+def produce_measured(
+    conf: dict[str, Any], topic: str, client_id: str, total: int
+) -> tuple[float, list[float]]:
+    """Produce ``total`` records with confluent-kafka settings ``conf`` (the bootstrap, a
+    login); (bytes per second, throttle times the client reported)."""
     throttles: list[float] = []
     producer = Producer(
         {
-            "bootstrap.servers": broker.bootstrap,
+            **conf,
             "client.id": client_id,
             "linger.ms": 5,
             # Small requests, so the quota can act between them (one batch per request).
@@ -139,7 +162,7 @@ def _produce_confluent(
 
 def test_confluent_producer_over_its_quota_is_throttled_and_slowed(broker: ThreadedBroker) -> None:
     greedy, polite = _unique("greedy"), _unique("polite")
-    _set(broker, [("clients", greedy)], producer_byte_rate=QUOTA)
+    set_quota(broker, [("clients", greedy)], producer_byte_rate=QUOTA)
     topic = _unique("quota-produce")
     rate, throttles = _produce_confluent(broker, topic, greedy, 60)
     assert throttles and max(throttles) > 0
@@ -151,7 +174,7 @@ def test_confluent_producer_over_its_quota_is_throttled_and_slowed(broker: Threa
 
 def test_kafka_python_producer_reports_the_throttle(broker: ThreadedBroker) -> None:
     client_id = _unique("kp-producer")
-    _set(broker, [("clients", client_id)], producer_byte_rate=QUOTA)
+    set_quota(broker, [("clients", client_id)], producer_byte_rate=QUOTA)
     producer = kafka.KafkaProducer(
         bootstrap_servers=broker.bootstrap, client_id=client_id, linger_ms=5
     )
@@ -184,7 +207,7 @@ def _fill(broker: ThreadedBroker, topic: str, count: int) -> None:
 def test_confluent_consumer_over_its_quota_is_throttled_and_slowed(broker: ThreadedBroker) -> None:
     topic, client_id = _unique("quota-fetch"), _unique("reader")
     _fill(broker, topic, 60)
-    _set(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
+    set_quota(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
     throttles: list[float] = []
     consumer = Consumer(
         {
@@ -216,7 +239,7 @@ def test_confluent_consumer_over_its_quota_is_throttled_and_slowed(broker: Threa
 def test_kafka_python_consumer_reports_the_fetch_throttle(broker: ThreadedBroker) -> None:
     topic, client_id = _unique("quota-kp-fetch"), _unique("kp-reader")
     _fill(broker, topic, 40)
-    _set(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
+    set_quota(broker, [("clients", client_id)], consumer_byte_rate=QUOTA)
     consumer = kafka_python_consumer(
         broker.bootstrap,
         client_id=client_id,
@@ -235,6 +258,68 @@ def test_kafka_python_consumer_reports_the_fetch_throttle(broker: ThreadedBroker
         consumer.close()
     assert received == 40
     assert throttle_max > 0
+
+
+# -- the request quota -------------------------------------------------------------------------
+# One ten-thousandth of a percent of a thread: any request (tens of microseconds at least)
+# is over it, so its first request is throttled; the throttle is capped at one window.
+TINY_REQUEST_PERCENTAGE = 0.0001
+
+
+def _metadata(topic: str) -> MetadataRequest:
+    return MetadataRequest(
+        topics=(MetadataRequestTopic(topic_id=None, name=topic),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+def _list_offsets(topic: str) -> ListOffsetsRequest:
+    return ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=0,
+        topics=(
+            ListOffsetsTopic(
+                name=topic,
+                partitions=(
+                    ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1),
+                ),
+            ),
+        ),
+    )
+
+
+def test_request_percentage_throttles_every_request_of_that_client_only(
+    broker: ThreadedBroker,
+) -> None:
+    slow, free = _unique("slow"), _unique("free")
+    topic = _unique("quota-requests")
+    _fill(broker, topic, 2)
+    set_quota(broker, [("clients", slow)], request_percentage=TINY_REQUEST_PERCENTAGE)
+    for body in (_metadata(topic), _list_offsets(topic)):
+        assert _request(broker, body, slow).throttle_time > timedelta(0), type(body).__name__
+        assert _request(broker, body, free).throttle_time == timedelta(0), type(body).__name__
+    # A real producer under the request quota: its Metadata and Produce are throttled and it
+    # reports it, and its records are still all delivered.
+    _, throttles = _produce_confluent(broker, topic, slow, 3)
+    assert throttles and max(throttles) > 0
+    _, unthrottled = _produce_confluent(broker, topic, free, 3)
+    assert unthrottled == []
+
+
+def test_fetch_throttled_by_the_request_quota_is_answered_empty(broker: ThreadedBroker) -> None:
+    """As Kafka's handleFetchRequest: a Fetch over either quota carries no data."""
+    slow, free = _unique("slow-reader"), _unique("free-reader")
+    topic = _unique("quota-request-fetch")
+    _fill(broker, topic, 3)
+    set_quota(broker, [("clients", slow)], request_percentage=TINY_REQUEST_PERCENTAGE)
+    throttled = _request(broker, fetch_body(topic, 0), slow)
+    assert throttled.throttle_time > timedelta(0)
+    assert throttled.error_code == ErrorCode.none and throttled.responses == ()
+    served = _request(broker, fetch_body(topic, 0), free)
+    assert served.throttle_time == timedelta(0)
+    (partition,) = served.responses[0].partitions
+    assert partition.error_code == ErrorCode.none and len(partition.records) >= len(RECORD)
 
 
 # -- the CLI ----------------------------------------------------------------------------------

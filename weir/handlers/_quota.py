@@ -8,8 +8,10 @@ Byte-rate quotas are recorded by the Produce and Fetch handlers (``charge``); th
 quota by ``with_request_quota``, which wraps every handler: it times the handler (leaving out
 the waits it marks with ``weir.quotas.not_request_time``), records the time and, when the
 connection is throttled for any reason, puts the throttle time into the response's
-``throttle_time_ms``. Setting ``ctx.throttle_ms`` is what makes the listener mute the
-connection after the response (``weir.server``).
+``throttle_time_ms``. A Fetch records its request time itself (``charge_request_time``)
+just before it answers, because either quota's throttle makes it answer empty. Setting
+``ctx.throttle_ms`` is what makes the listener mute the connection after the response
+(``weir.server``).
 
 Exempt from the request quota, as in Kafka: the inter-broker cluster actions (a follower's
 Fetch, AlterPartition) and the requests of the SASL exchange, which come before the principal
@@ -24,13 +26,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from weir.protocol.api_keys import ApiKey
-from weir.quotas import QuotaKind, QuotaManager, RequestTimer
+from weir.quotas import QuotaKind, QuotaManager, RequestTimer, current_request_timer
 
 if TYPE_CHECKING:
     from weir.protocol.codec import Request
     from weir.server import ConnectionContext, Handler
 
-__all__ = ["charge", "identity", "with_request_quota"]
+__all__ = ["charge", "charge_request_time", "identity", "with_request_quota"]
 
 _EXEMPT = frozenset(
     {ApiKey.ALTER_PARTITION, ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
@@ -64,6 +66,24 @@ def charge(
     return throttle_ms
 
 
+def charge_request_time(
+    ctx: ConnectionContext, request: Request, quotas: QuotaManager, now_ms: int
+) -> int:
+    """Record the request time spent so far against the request quota, now rather than when
+    the handler returns; the throttle time (0 within the quota, or when the request is not
+    timed: exempt, or no request quota anywhere). The wrapper then records nothing more.
+
+    For the Fetch handler: as Kafka's handleFetchRequest, it needs the request quota's
+    throttle before it answers, since a throttled Fetch goes out empty.
+    """
+    timer = current_request_timer()
+    if timer is None or timer.charged:
+        return 0
+    timer.charged = True
+    percent = timer.elapsed_ns() * _PERCENT_PER_NS
+    return charge(ctx, request, quotas, QuotaKind.REQUEST, percent, now_ms)
+
+
 def with_request_quota(
     api_key: int, handler: Handler, quotas: QuotaManager, time_ms: Callable[[], int]
 ) -> Handler:
@@ -76,8 +96,9 @@ def with_request_quota(
         else:
             with RequestTimer() as timer:
                 body = await handler(ctx, request)
-            percent = timer.elapsed_ns() * _PERCENT_PER_NS
-            charge(ctx, request, quotas, QuotaKind.REQUEST, percent, time_ms())
+            if not timer.charged:
+                percent = timer.elapsed_ns() * _PERCENT_PER_NS
+                charge(ctx, request, quotas, QuotaKind.REQUEST, percent, time_ms())
         if ctx.throttle_ms > 0 and body is not None and hasattr(body, "throttle_time"):
             throttle = timedelta(milliseconds=ctx.throttle_ms)
             if throttle > body.throttle_time:

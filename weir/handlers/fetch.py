@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import by_topic, make, respond, types_of
-from weir.handlers._quota import charge, identity
+from weir.handlers._quota import charge, charge_request_time, identity
 from weir.log.errors import KafkaStorageError, OffsetOutOfRangeError
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import RecordsRegion, Request
@@ -117,34 +117,45 @@ async def handle(
     throttled = sum(r.size for r in reads if r.throttled)
     if throttled:
         throttle.record(throttled)
-    if consumer_quota and _over_quota(ctx, request, quotas, reads, time_ms()):
+    if replica_id < 0 and _throttled_empty(ctx, request, quotas, reads, time_ms()):
         # Kafka answers a throttled fetch empty (and takes its bytes back): the client
         # fetches the same offsets again once the connection is unmuted.
         return respond(request, session_id=0, responses=())
     return _response(request, reads + denied)
 
 
-def _over_quota(
+def _throttled_empty(
     ctx: ConnectionContext,
     request: Request,
     quotas: QuotaManager,
     reads: list[_PartitionRead],
     now_ms: int,
 ) -> bool:
-    """Record the response's bytes against the consumer quota; True when the response must
-    go out empty (throttled).
+    """Record a consumer's fetch against its quotas, as Kafka's handleFetchRequest: the
+    request time so far against the request quota, the response's bytes against the consumer
+    byte-rate quota. True when either throttles: the response must then go out empty, and
+    its bytes are taken back from the byte-rate quota.
 
     One exception to Kafka: a response larger than the whole window's allowance (only a
-    single batch bigger than the fetch cap can be) is sent and throttled instead, since
-    withholding it would starve the consumer forever: it would be refused at every fetch.
+    single batch bigger than the fetch cap can be) that only the byte-rate quota throttles is
+    sent and throttled instead, since withholding it would starve the consumer forever: it
+    would be refused at every fetch. The request quota's throttle is capped at one window,
+    so an empty answer for it never starves anyone.
     """
+    request_throttle = charge_request_time(ctx, request, quotas, now_ms)
+    if not quotas.enabled(QuotaKind.FETCH):
+        return request_throttle > 0
     size = sum(r.size for r in reads)
-    if charge(ctx, request, quotas, QuotaKind.FETCH, size, now_ms) == 0:
+    fetch_throttle = charge(ctx, request, quotas, QuotaKind.FETCH, size, now_ms)
+    if request_throttle == 0 and fetch_throttle == 0:
         return False
     user, client_id = identity(ctx, request)
-    if size > quotas.max_value_in_window(QuotaKind.FETCH, user, client_id):
+    if request_throttle == 0 and size > quotas.max_value_in_window(
+        QuotaKind.FETCH, user, client_id
+    ):
         return False
-    quotas.unrecord(QuotaKind.FETCH, user, client_id, size, now_ms)
+    if size:
+        quotas.unrecord(QuotaKind.FETCH, user, client_id, size, now_ms)
     return True
 
 

@@ -98,12 +98,16 @@ def wait_until(
 
 
 def raw_request(
-    port: int, body: Any, timeout: float = 5.0, security: ClientSecurity | None = None
+    port: int,
+    body: Any,
+    timeout: float = 5.0,
+    security: ClientSecurity | None = None,
+    client_id: str = "weir-cluster-test",
 ) -> Any:
     """One request to the broker on ``port`` with Weir's kio client; the decoded response."""
 
     async def roundtrip() -> Any:
-        client = BrokerClient("127.0.0.1", port, client_id="weir-cluster-test", security=security)
+        client = BrokerClient("127.0.0.1", port, client_id=client_id, security=security)
         try:
             return await client.request(body, timeout=timeout)
         finally:
