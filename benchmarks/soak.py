@@ -111,6 +111,9 @@ class Sample:
     rss_bytes: int
     open_fds: int
     open_sockets: int
+    open_unlinked: int  # files deleted on disk but still held open
+    # Open descriptors by kind: socket, unlinked, .log, .index, .timeindex, other.
+    fd_kinds: dict[str, int]
     asyncio_tasks: int | None
     producer_ids: int | None
 
@@ -145,25 +148,39 @@ def _proc_rss(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-def _proc_fds(pid: int) -> tuple[int, int]:
-    """Open descriptors of ``pid`` and how many of them are sockets."""
-    targets = []
+def _fd_kind(target: str) -> str:
+    if target.startswith("socket:"):
+        return "socket"
+    if target.endswith(" (deleted)"):  # a file deleted while open stays open
+        return "unlinked"
+    for suffix in (".log", ".index", ".timeindex"):
+        if target.endswith(suffix) and "/weir-soak-" in target:
+            return suffix
+    return "other"
+
+
+def _proc_fds(pid: int) -> dict[str, int]:
+    """Open descriptors of ``pid`` by kind (see ``_fd_kind``)."""
+    kinds: dict[str, int] = {}
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         with contextlib.suppress(OSError):  # closed while we looked
-            targets.append(os.readlink(fd))
-    return len(targets), sum(t.startswith("socket:") for t in targets)
+            kind = _fd_kind(os.readlink(fd))
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
 
 
 def take_sample(handle: PeerHandle, redis_client: redis.Redis, started: float) -> Sample:
     pid = broker_pid(handle)
     snapshots = read_broker_metrics(redis_client.hgetall(_metrics_key(handle)))
     process = snapshots.get(1, {}).get("process", {})
-    fds, sockets = _proc_fds(pid)
+    kinds = _proc_fds(pid)
     return Sample(
         elapsed_s=round(time.monotonic() - started, 1),
         rss_bytes=_proc_rss(pid),
-        open_fds=fds,
-        open_sockets=sockets,
+        open_fds=sum(kinds.values()),
+        open_sockets=kinds.get("socket", 0),
+        open_unlinked=kinds.get("unlinked", 0),
+        fd_kinds=kinds,
         asyncio_tasks=process.get("asyncio_tasks"),
         producer_ids=process.get("producer_ids"),
     )
@@ -410,7 +427,7 @@ def _run_in(
                 s = samples[-1]
                 out(
                     f"  {s.elapsed_s:7.0f} s  rss {s.rss_bytes / MIB:6.1f} MiB  fds {s.open_fds:4d}"
-                    f" ({s.open_sockets} sockets)"
+                    f" ({s.open_sockets} sockets, {s.open_unlinked} unlinked)"
                     f"  tasks {s.asyncio_tasks}  producer ids {s.producer_ids}"
                     f"  | producers {churn.counters.producers} connections"
                     f" {churn.counters.connections} members {churn.counters.group_members}"
@@ -445,6 +462,8 @@ def _run_in(
             ["sample", "at s", "RSS MiB", "open fds", "sockets", "tasks", "producer ids"], rows
         )
     )
+    for label, s in (("start", samples[0]), ("after warm-up", baseline), ("end", end)):
+        out(f"open files at {label}: {json.dumps(s.fd_kinds, sort_keys=True)}")
     out(f"peak producer ids {peak_ids} (bound {producer_id_bound(settings)})")
     out(f"churn: {json.dumps(asdict(churn.counters))}")
     out("verdict: " + ("flat within the stated bounds" if not broken else "; ".join(broken)))
