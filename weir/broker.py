@@ -257,6 +257,7 @@ class Broker:
                 config.get("replica.high.watermark.checkpoint.interval.ms")
             ),
             recovery_interval_ms=int(config.get("log.flush.offset.checkpoint.interval.ms")),
+            log_start_interval_ms=int(config.get("log.flush.start.offset.checkpoint.interval.ms")),
             flush_check_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
             producer_expiration_check_interval_ms=int(
                 config.get("producer.id.expiration.check.interval.ms")

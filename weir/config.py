@@ -1783,7 +1783,6 @@ _TODO = "only the default is accepted until Weir reads it (issue 16)"
 _NOT_YET_BROKER: frozenset[str] = frozenset(
     {
         "controlled.shutdown.enable",
-        "log.flush.start.offset.checkpoint.interval.ms",
         "log.cleaner.enable",
         "log.cleaner.max.compaction.lag.ms",
         "leader.imbalance.per.broker.percentage",

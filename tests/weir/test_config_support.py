@@ -61,7 +61,6 @@ DEBT_AT_MOST = {
         "leader.imbalance.per.broker.percentage",
         "log.cleaner.enable",
         "log.cleaner.max.compaction.lag.ms",
-        "log.flush.start.offset.checkpoint.interval.ms",
     },
     "topic": {
         "max.compaction.lag.ms",
