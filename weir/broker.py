@@ -223,6 +223,9 @@ class Broker:
                 self.view.config.get("leader.imbalance.check.interval.seconds")
             ),
             time_s=time.monotonic,
+            imbalance_percentage=lambda: int(
+                self.view.config.get("leader.imbalance.per.broker.percentage")
+            ),
         )
         self.isr = IsrManager(
             broker_id=settings.broker_id,

@@ -1785,7 +1785,6 @@ _NOT_YET_BROKER: frozenset[str] = frozenset(
         "controlled.shutdown.enable",
         "log.cleaner.enable",
         "log.cleaner.max.compaction.lag.ms",
-        "leader.imbalance.per.broker.percentage",
     }
 )
 _NOT_YET_TOPIC: frozenset[str] = frozenset(

@@ -21,7 +21,12 @@ The decisions are pure functions of the metadata image (``partition_changes_for`
   leader epoch and partition epoch, keeps the leader, stays inside the replicas and only adds
   live brokers;
 * preferred-leader election moves leadership back to the first replica when it is live and
-  in sync.
+  in sync;
+* auto leader rebalance (``auto.leader.rebalance.enable``, every
+  ``leader.imbalance.check.interval.seconds``) elects preferred leaders only for the brokers
+  whose imbalance ratio (``imbalanced_partitions``) is above
+  ``leader.imbalance.per.broker.percentage``, as Kafka's controller does, so one partition
+  led elsewhere does not move leadership on its own.
 
 ``Controller`` is the asyncio driver: while the lease is held it re-evaluates the image on
 every change and once a second, and executes what the pure functions decide.
@@ -52,6 +57,7 @@ __all__ = [
     "ReassignmentError",
     "completed_reassignment",
     "elect_leader",
+    "imbalanced_partitions",
     "live_replicas",
     "partition_changes_for",
     "preferred_leader_change",
@@ -60,6 +66,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("weir.controller")
+
+LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = 10  # Kafka's default
 
 
 def elect_leader(
@@ -145,6 +153,32 @@ def preferred_leader_change(
         leader=preferred,
         expected_partition_epoch=partition.partition_epoch,
     )
+
+
+def imbalanced_partitions(image: ClusterImage, percentage: int) -> list[tuple[str, int]]:
+    """The partitions an auto leader rebalance elects preferred leaders for.
+
+    Kafka's ``checkAndTriggerAutoLeaderRebalance``: partitions are grouped by their preferred
+    (first) replica; a broker's imbalance ratio is the share of its group led by another
+    broker (or by none); when that ratio is above ``percentage`` / 100, every partition of
+    the group not led by its preferred replica is a candidate. Whether the preferred replica
+    can lead (live, in sync) is the election's business.
+    """
+    by_preferred: dict[int, list[tuple[tuple[str, int], bool]]] = {}
+    for topic in image.topics.values():
+        for partition in topic.partitions.values():
+            if not partition.replicas:
+                continue
+            preferred = partition.replicas[0]
+            led_elsewhere = partition.leader != preferred
+            key = (topic.name, partition.partition)
+            by_preferred.setdefault(preferred, []).append((key, led_elsewhere))
+    candidates: list[tuple[str, int]] = []
+    for group in by_preferred.values():
+        elsewhere = [key for key, led_elsewhere in group if led_elsewhere]
+        if len(elsewhere) / len(group) > percentage / 100:
+            candidates.extend(elsewhere)
+    return candidates
 
 
 class ReassignmentError(Exception):
@@ -302,6 +336,7 @@ class Controller:
         auto_rebalance: Callable[[], bool],
         rebalance_interval_s: Callable[[], float],
         time_s: Callable[[], float],
+        imbalance_percentage: Callable[[], int] = lambda: LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
     ) -> None:
         self._store = store
         self._image = image
@@ -309,6 +344,7 @@ class Controller:
         self._unclean_for = unclean_for
         self._auto_rebalance = auto_rebalance
         self._rebalance_interval_s = rebalance_interval_s
+        self._imbalance_percentage = imbalance_percentage
         self._time_s = time_s
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -351,7 +387,7 @@ class Controller:
                     and self._time_s() - self._last_rebalance >= self._rebalance_interval_s()
                 ):
                     self._last_rebalance = self._time_s()
-                    await self.elect_preferred(epoch, targets=None)
+                    await self.rebalance_leaders(epoch)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -377,6 +413,14 @@ class Controller:
             return ErrorCode.preferred_leader_not_available
 
         return await self._elect(epoch, targets, decide, "preferred leader election")
+
+    async def rebalance_leaders(self, epoch: int) -> dict[tuple[str, int], ErrorCode]:
+        """One auto leader rebalance: preferred-leader elections for the partitions of the
+        brokers above the imbalance threshold (``imbalanced_partitions``)."""
+        targets = imbalanced_partitions(self._image(), self._imbalance_percentage())
+        if not targets:
+            return {}
+        return await self.elect_preferred(epoch, targets=targets)
 
     async def elect_unclean(
         self, epoch: int, targets: Iterable[tuple[str, int]] | None

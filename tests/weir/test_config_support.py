@@ -58,7 +58,6 @@ NAMED_NOT_READ: dict[str, str] = {}
 DEBT_AT_MOST = {
     "broker": {
         "controlled.shutdown.enable",
-        "leader.imbalance.per.broker.percentage",
         "log.cleaner.enable",
         "log.cleaner.max.compaction.lag.ms",
     },
