@@ -41,10 +41,14 @@ SASL listener and presenting the listener's keystore on a TLS one
 (``weir.security.client.inter_broker_security``). With an authorizer, that principal needs
 ClusterAction on the cluster (followers' Fetch, AlterPartition) or a place in super.users.
 
-Shutdown (SIGTERM): stop accepting; stop every part that can open logs (the metadata cache
-and its listener too) and the background loops (``weir.loop_task``: ended for sure, not
-merely cancelled); then close the logs (flush, producer snapshots, checkpoints), resign the
-controller lease and deregister.
+Shutdown (SIGTERM): with ``controlled.shutdown.enable`` (the default) first a controlled
+shutdown, as a KRaft broker does: the lease asks the controller to move this broker's
+leaderships and ISR memberships to other replicas, and the broker keeps serving until the
+metadata shows it leads nothing (or ``broker.session.timeout.ms`` passes: by then a crashed
+broker's leaderships would have moved too). Then stop accepting; stop every part that can
+open logs (the metadata cache and its listener too) and the background loops
+(``weir.loop_task``: ended for sure, not merely cancelled); then close the logs (flush,
+producer snapshots, checkpoints), resign the controller lease and deregister.
 """
 
 from __future__ import annotations
@@ -437,6 +441,8 @@ class Broker:
         hangs (the logs are closed whatever happens).
         """
         log.info("broker %d shutting down", self.broker_id)
+        if self.registration is not None and self.view.config.get("controlled.shutdown.enable"):
+            await self._controlled_shutdown(self.registration)
         await _bounded(self.server.stop(), "closing the listener")
         for extra, _ in self.extra_servers.values():
             await _bounded(extra.stop(), f"closing the {extra.name} listener")
@@ -465,6 +471,32 @@ class Broker:
             await _bounded(self.registration.deregister(), "deregistering")
         await _bounded(self.redis.aclose(), "closing the Redis client")
         log.info("broker %d stopped", self.broker_id)
+
+    async def _controlled_shutdown(self, registration: BrokerRegistration) -> None:
+        """Move leadership away while still serving (Kafka's controlled shutdown); bounded
+        by ``broker.session.timeout.ms``, after which the stop goes on regardless."""
+        broker_id = self.broker_id
+
+        def leads_nothing(image: ClusterImage) -> bool:
+            return broker_id in image.shutting_down and not any(
+                p.leader == broker_id for t in image.topics.values() for p in t.partitions.values()
+            )
+
+        timeout_s = int(self.view.config.get("broker.session.timeout.ms")) / 1000
+        log.info("broker %d: controlled shutdown, moving leadership away", broker_id)
+        if not await registration.begin_controlled_shutdown():
+            return  # no controller can hear it: stop as after a crash
+        try:
+            await self.metadata.wait_for(leads_nothing, timeout_s)
+        except TimeoutError:
+            log.error(
+                "broker %d: timed out after %.0f s waiting for the controller to move its "
+                "leaderships away; shutting down anyway",
+                broker_id,
+                timeout_s,
+            )
+        else:
+            log.info("broker %d: controlled shutdown done, it leads no partition", broker_id)
 
     def _on_fenced(self, exc: Exception) -> None:
         """Another process registered this broker id: this one is a zombie and must stop."""

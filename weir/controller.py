@@ -17,6 +17,9 @@ The decisions are pure functions of the metadata image (``partition_changes_for`
 * a broker that reports a partition offline (its log failed on that broker's disk, see
   ``ClusterImage.offline_brokers``) counts as dead for that partition alone: it loses the
   leadership and leaves the ISR, as a Kafka replica on an offline log directory does;
+* a broker in controlled shutdown (``ClusterImage.shutting_down``) counts as dead for every
+  partition: it loses its leaderships and leaves every ISR while it still serves, as KRaft's
+  controller does for a broker whose heartbeat asks to shut down;
 * an ISR change proposed by a leader (AlterPartition) is accepted only for the current
   leader epoch and partition epoch, keeps the leader, stays inside the replicas and only adds
   live brokers;
@@ -105,8 +108,9 @@ def partition_changes_for(
 
 
 def live_replicas(image: ClusterImage, live: set[int], topic: str, index: int) -> set[int]:
-    """``live`` less the brokers that report ``topic``-``index`` offline."""
-    offline = image.offline_brokers(topic, index)
+    """``live`` less the brokers in controlled shutdown and those that report
+    ``topic``-``index`` offline."""
+    offline = image.offline_brokers(topic, index) | image.shutting_down
     return live - offline if offline else live
 
 
