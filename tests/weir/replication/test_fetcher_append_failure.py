@@ -19,7 +19,9 @@ import pytest
 from tests.weir.log.conftest import FakeClock, make_batch
 from weir.log.log import Log, LogConfig
 from weir.partition import Partition
-from weir.replication.fetcher import FetchSettings, LeaderFetcher, _Followed
+from weir.replication.fetcher import FetchSettings, _Followed
+
+from .test_fetcher_configs import fetcher_from_1
 
 SMALL = LogConfig(segment_bytes=600)
 
@@ -41,13 +43,7 @@ def test_an_oversized_batch_is_retried_after_the_backoff_and_logged_once(
     followed: _Followed, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    fetcher = LeaderFetcher(
-        leader_id=1,
-        broker_id=2,
-        endpoint=lambda _: None,
-        time_ms=clock,
-        settings=FetchSettings(backoff_ms=300),
-    )
+    fetcher = fetcher_from_1(clock, FetchSettings(backoff_ms=300))
     big = make_batch(count=4, value_size=1000, leader_epoch=0)
     assert len(big) > SMALL.segment_bytes
     with caplog.at_level(logging.DEBUG, logger="weir"):
