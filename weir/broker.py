@@ -414,7 +414,11 @@ class Broker:
         )
         register_group_commands(commands, self.groups)
         Housekeeping(
-            self.replicas, topic_config=self.view.topic_config, time_ms=self.time_ms
+            self.replicas,
+            topic_config=self.view.topic_config,
+            time_ms=self.time_ms,
+            # Read-only in Kafka: read once, at start.
+            cleaner_enabled=bool(self.view.config.get("log.cleaner.enable")),
         ).register(commands)
         self._spawn(commands.serve(), "commands")
         self.controller.start()

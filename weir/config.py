@@ -1782,7 +1782,6 @@ _NO_EFFECT_TOPIC: Mapping[str, str] = {
 _TODO = "only the default is accepted until Weir reads it (issue 16)"
 _NOT_YET_BROKER: frozenset[str] = frozenset(
     {
-        "log.cleaner.enable",
         "log.cleaner.max.compaction.lag.ms",
     }
 )

@@ -29,6 +29,11 @@ Commands:
     ``first_dirty_offset``. The answer is the ``CleanStats`` and how many segments fewer
     the log has (the cleaner merges what it shrank).
 
+``log.cleaner.enable`` (read-only, default true) is this broker's own switch, as on a Kafka
+broker whose cleaner is not started: with false, ``compact`` skips every partition here
+(``"skipped"``, no error) and the inventory says so (``cleaner_enabled``), so its compacted
+logs keep growing while the other replicas' are still compacted.
+
 Each partition has a lock: a retention command waits for a clean of the same partition to
 finish (rather than making it abort), and one clean runs at a time per broker, as with
 Kafka's default ``log.cleaner.threads=1``.
@@ -74,10 +79,12 @@ class Housekeeping:
         *,
         topic_config: Callable[[str], Any],
         time_ms: Callable[[], int],
+        cleaner_enabled: bool = True,
     ) -> None:
         self.replicas = replicas
         self.topic_config = topic_config
         self.time_ms = time_ms
+        self.cleaner_enabled = cleaner_enabled
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._cleaning = asyncio.Semaphore(1)
 
@@ -118,7 +125,7 @@ class Housekeeping:
                     now_ms=now,
                 )
             )
-        return {"now_ms": now, "partitions": partitions}
+        return {"now_ms": now, "cleaner_enabled": self.cleaner_enabled, "partitions": partitions}
 
     # retention ------------------------------------------------------------------------
     async def delete_records_before(self, items: Any) -> dict[str, Any]:
@@ -196,6 +203,14 @@ class Housekeeping:
             raise CommandError(
                 f"{topic} has cleanup.policy={','.join(config.cleanup_policy)}, not compact"
             )
+        if not self.cleaner_enabled:
+            return {
+                "topic": topic,
+                "partition": index,
+                "is_leader": partition.is_leader,
+                "stats": None,
+                "skipped": "log.cleaner.enable=false on this broker",
+            }
         from weir.log import cleaner  # written alongside; imported when first needed
 
         async with self._cleaning, self._lock(topic, index):

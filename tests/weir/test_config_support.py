@@ -57,7 +57,6 @@ NAMED_NOT_READ: dict[str, str] = {}
 # refused; never add one.
 DEBT_AT_MOST = {
     "broker": {
-        "log.cleaner.enable",
         "log.cleaner.max.compaction.lag.ms",
     },
     "topic": {
@@ -149,7 +148,9 @@ def test_refused_dynamic_broker_config_is_invalid_config_and_ignored_from_redis(
 def test_described_documentation_says_what_weir_does() -> None:
     entries = {e.name: e for e in describe_broker_config(BrokerConfig(broker_id=1))}
     assert entries["num.io.threads"].documentation.startswith("[Weir: refused: ")
-    assert entries["log.cleaner.enable"].documentation.startswith("[Weir: not yet implemented: ")
+    assert entries["log.cleaner.max.compaction.lag.ms"].documentation.startswith(
+        "[Weir: not yet implemented: "
+    )
     assert entries["log.message.downconversion.enable"].documentation.startswith(
         "[Weir: no effect: Weir serves Fetch v4 and later only"
     )
