@@ -328,6 +328,7 @@ def partition_inventory(
             "min.cleanable.dirty.ratio": config.min_cleanable_dirty_ratio,
             "delete.retention.ms": config.delete_retention_ms,
             "min.compaction.lag.ms": config.min_compaction_lag_ms,
+            "max.compaction.lag.ms": config.max_compaction_lag_ms,
             "segment.bytes": config.segment_bytes,
         },
         "cleaner_checkpoint": cleaner_checkpoint,
@@ -335,11 +336,17 @@ def partition_inventory(
         "dirty": None,
     }
     if config.compact:
-        entry["dirty"] = _dirty(partition, first_dirty_offset)
+        entry["dirty"] = _dirty(
+            partition, first_dirty_offset, now_ms=now_ms, max_lag_ms=config.max_compaction_lag_ms
+        )
     return entry
 
 
-def _dirty(partition: Partition, first_dirty_offset: int) -> dict[str, Any] | None:
+def _dirty(
+    partition: Partition, first_dirty_offset: int, *, now_ms: int, max_lag_ms: int
+) -> dict[str, Any] | None:
+    """The dirty ratio and, for ``max.compaction.lag.ms``, how overdue the oldest dirty
+    record is (``max_compaction_delay_ms``, 0 when it is not)."""
     try:
         from weir.log import cleaner
     except ImportError:  # the cleaner is not installed: no compaction decisions
@@ -347,7 +354,18 @@ def _dirty(partition: Partition, first_dirty_offset: int) -> dict[str, Any] | No
     dirty_bytes, total, ratio = cleaner.dirty_ratio(
         partition.log, clean_offset=first_dirty_offset, high_watermark=partition.high_watermark
     )
-    return {"dirty_bytes": dirty_bytes, "cleanable_bytes": total, "ratio": ratio}
+    overdue = cleaner.max_compaction_delay(
+        partition.log,
+        clean_offset=first_dirty_offset,
+        now_ms=now_ms,
+        max_compaction_lag_ms=max_lag_ms,
+    )
+    return {
+        "dirty_bytes": dirty_bytes,
+        "cleanable_bytes": total,
+        "ratio": ratio,
+        "max_compaction_delay_ms": overdue,
+    }
 
 
 def _largest_timestamp(segment: Any) -> int:
