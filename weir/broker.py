@@ -43,9 +43,10 @@ ClusterAction on the cluster (followers' Fetch, AlterPartition) or a place in su
 
 Shutdown (SIGTERM): with ``controlled.shutdown.enable`` (the default) first a controlled
 shutdown, as a KRaft broker does: the lease asks the controller to move this broker's
-leaderships and ISR memberships to other replicas, and the broker keeps serving until the
-metadata shows it leads nothing (or ``broker.session.timeout.ms`` passes: by then a crashed
-broker's leaderships would have moved too). Then stop accepting; stop every part that can
+leaderships and ISR memberships to other in-sync replicas, and the broker keeps serving
+until the metadata shows it leads nothing another replica could take over (or
+``broker.session.timeout.ms`` passes: by then a crashed broker's leaderships would have moved
+too). Then stop accepting; stop every part that can
 open logs (the metadata cache and its listener too) and the background loops
 (``weir.loop_task``: ended for sure, not merely cancelled); then close the logs (flush,
 producer snapshots, checkpoints), resign the controller lease and deregister.
@@ -68,7 +69,7 @@ from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
 from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
 from weir.connection_limits import ConnectionQuotas, CurrentLimits, RequestQueue
-from weir.controller import Controller
+from weir.controller import Controller, leads_movable_partitions
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
 from weir.credential_store import ScramCredentialStore
@@ -481,9 +482,9 @@ class Broker:
         by ``broker.session.timeout.ms``, after which the stop goes on regardless."""
         broker_id = self.broker_id
 
-        def leads_nothing(image: ClusterImage) -> bool:
-            return broker_id in image.shutting_down and not any(
-                p.leader == broker_id for t in image.topics.values() for p in t.partitions.values()
+        def handed_over(image: ClusterImage) -> bool:
+            return broker_id in image.shutting_down and not leads_movable_partitions(
+                image, broker_id
             )
 
         timeout_s = int(self.view.config.get("broker.session.timeout.ms")) / 1000
@@ -491,7 +492,7 @@ class Broker:
         if not await registration.begin_controlled_shutdown():
             return  # no controller can hear it: stop as after a crash
         try:
-            await self.metadata.wait_for(leads_nothing, timeout_s)
+            await self.metadata.wait_for(handed_over, timeout_s)
         except TimeoutError:
             log.error(
                 "broker %d: timed out after %.0f s waiting for the controller to move its "
@@ -500,7 +501,10 @@ class Broker:
                 timeout_s,
             )
         else:
-            log.info("broker %d: controlled shutdown done, it leads no partition", broker_id)
+            log.info(
+                "broker %d: controlled shutdown done, no other replica left to take over",
+                broker_id,
+            )
 
     def _on_fenced(self, exc: Exception) -> None:
         """Another process registered this broker id: this one is a zombie and must stop."""

@@ -18,8 +18,11 @@ The decisions are pure functions of the metadata image (``partition_changes_for`
   ``ClusterImage.offline_brokers``) counts as dead for that partition alone: it loses the
   leadership and leaves the ISR, as a Kafka replica on an offline log directory does;
 * a broker in controlled shutdown (``ClusterImage.shutting_down``) counts as dead for every
-  partition: it loses its leaderships and leaves every ISR while it still serves, as KRaft's
-  controller does for a broker whose heartbeat asks to shut down;
+  partition that another live ISR member can lead: it loses those leaderships and leaves
+  those ISRs while it still serves, as KRaft's controller does for a broker whose heartbeat
+  asks to shut down; a partition with nobody else in sync keeps it (Kafka's ZooKeeper-mode
+  controlled shutdown likewise skips partitions of replication factor 1), so a lone broker's
+  clean stop does not leave every partition leaderless in the metadata;
 * an ISR change proposed by a leader (AlterPartition) is accepted only for the current
   leader epoch and partition epoch, keeps the leader, stays inside the replicas and only adds
   live brokers;
@@ -61,6 +64,7 @@ __all__ = [
     "completed_reassignment",
     "elect_leader",
     "imbalanced_partitions",
+    "leads_movable_partitions",
     "live_replicas",
     "partition_changes_for",
     "preferred_leader_change",
@@ -100,18 +104,45 @@ def partition_changes_for(
     changes: dict[str, list[PartitionChange]] = {}
     for topic in image.topics.values():
         for partition in topic.partitions.values():
-            here = live_replicas(image, live, topic.name, partition.partition)
+            here = live_replicas(image, live, topic.name, partition)
             change = _change_for(partition, here, unclean=unclean_for(topic.name))
             if change is not None:
                 changes.setdefault(topic.name, []).append(change)
     return changes
 
 
-def live_replicas(image: ClusterImage, live: set[int], topic: str, index: int) -> set[int]:
-    """``live`` less the brokers in controlled shutdown and those that report
-    ``topic``-``index`` offline."""
-    offline = image.offline_brokers(topic, index) | image.shutting_down
-    return live - offline if offline else live
+def live_replicas(
+    image: ClusterImage, live: set[int], topic: str, partition: PartitionImage
+) -> set[int]:
+    """``live`` less the brokers that report ``topic``-``partition`` offline, and less the
+    brokers in controlled shutdown while another live member of its ISR can take over
+    (``can_hand_over``): a partition with nobody else in sync stays led by the stopping
+    broker until it is gone, rather than going offline while it still serves."""
+    offline = image.offline_brokers(topic, partition.partition)
+    here = live - offline if offline else live
+    stopping = image.shutting_down & here
+    if stopping and can_hand_over(partition, here - stopping):
+        here = here - stopping
+    return here
+
+
+def can_hand_over(partition: PartitionImage, others: Collection[int]) -> bool:
+    """Whether a live ISR member among ``others`` (brokers not shutting down) can lead."""
+    return any(r in others for r in partition.isr)
+
+
+def leads_movable_partitions(image: ClusterImage, broker_id: int) -> bool:
+    """Whether ``broker_id`` still leads a partition that a controlled shutdown would move
+    (one with another live in-sync replica): the stopping broker waits until it does not."""
+    others = set(image.brokers) - image.shutting_down - {broker_id}
+    for topic in image.topics.values():
+        for partition in topic.partitions.values():
+            if partition.leader != broker_id:
+                continue
+            here = others - image.offline_brokers(topic.name, partition.partition)
+            if can_hand_over(partition, here):
+                return True
+    return False
 
 
 def _change_for(
@@ -467,9 +498,7 @@ class Controller:
                 key = (topic.name, partition.partition)
                 if wanted is not None and key not in wanted:
                     continue
-                decided = decide(
-                    partition, live_replicas(image, live, topic.name, partition.partition)
-                )
+                decided = decide(partition, live_replicas(image, live, topic.name, partition))
                 if isinstance(decided, ErrorCode):
                     results[key] = decided
                 else:
@@ -530,7 +559,7 @@ class Controller:
             return ErrorCode.unknown_topic_or_partition, None
         try:
             change = validate_isr_change(
-                partition, request, live_replicas(image, set(image.brokers), topic, index)
+                partition, request, live_replicas(image, set(image.brokers), topic, partition)
             )
         except IsrChangeError as exc:
             log.info("refusing ISR change of %s-%d: %s", topic, index, exc)

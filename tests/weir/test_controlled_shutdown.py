@@ -20,7 +20,7 @@ import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.weir.inprocess import threaded_cluster
-from weir.controller import partition_changes_for
+from weir.controller import leads_movable_partitions, partition_changes_for
 from weir.metadata.image import ClusterImage, ControllerLease
 from weir.metadata.keys import KeyLayout
 from weir.metadata.records import (
@@ -32,21 +32,34 @@ from weir.metadata.records import (
 from .test_controller import image, part
 
 
-def test_a_broker_in_controlled_shutdown_loses_leadership_and_isr_everywhere() -> None:
+def test_a_broker_in_controlled_shutdown_hands_over_what_another_replica_can_take() -> None:
     img = image(
         {
             "t": [part((1, 2), (1, 2), 1, index=0), part((2, 1), (2, 1), 2, index=1)],
             "solo": [part((1,), (1,), 1)],
+            "behind": [part((1, 2), (1,), 1)],  # broker 2 is not in sync
         },
         live={1, 2},
     ).with_liveness({1, 2}, ControllerLease(2, 1), {}, {1})
+    assert leads_movable_partitions(img, 1) and not leads_movable_partitions(img, 2)
     changes = partition_changes_for(img, unclean_for=lambda _: False)
     moved = {(t, c.partition): (c.leader, c.isr) for t, cs in changes.items() for c in cs}
     assert moved == {
         ("t", 0): (2, (2,)),  # the other in-sync replica leads
         ("t", 1): (None, (2,)),  # it leaves the ISR where it follows
-        ("solo", 0): (-1, (1,)),  # nobody else: offline, as in KRaft
+        # "solo" and "behind": nobody else can lead; they stay with it until it is gone.
     }
+    after = image(
+        {
+            "t": [part((1, 2), (2,), 2, index=0), part((2, 1), (2,), 2, index=1)],
+            "solo": [part((1,), (1,), 1)],
+            "behind": [part((1, 2), (1,), 1)],
+        },
+        live={1, 2},
+    ).with_liveness({1, 2}, ControllerLease(2, 1), {}, {1})
+    assert not leads_movable_partitions(after, 1)
+    # Nor may it come back into an ISR while it stops.
+    assert partition_changes_for(after, unclean_for=lambda _: False) == {}
 
 
 def metadata_log(redis_url: str, cluster_id: str) -> list[object]:
@@ -87,7 +100,7 @@ def test_leadership_moves_before_the_broker_goes_only_with_controlled_shutdown(
         brokers[2].stop()
         log = brokers[2].log_text()
         if enabled:
-            assert "controlled shutdown done, it leads no partition" in log, log
+            assert "controlled shutdown done, no other replica left to take over" in log, log
 
         async def moved() -> None:
             await controller.metadata.wait_for(

@@ -29,8 +29,8 @@ registration (a restart) starts without it: the restarted broker opens its logs 
 
 The lease carries ``shutting_down`` too once ``begin_controlled_shutdown`` is called (Kafka's
 ``wantShutDown`` in the KRaft broker heartbeat): the controller then moves leadership and ISR
-membership away from this broker for every partition, while it still serves, and the broker
-stops once it leads nothing (``controlled.shutdown.enable``).
+membership away from this broker wherever another in-sync replica can take over, while it
+still serves, and the broker stops once that is done (``controlled.shutdown.enable``).
 
 ``deregister`` (clean shutdown) removes the lease and the registration, and appends an
 ``UnregisterBroker`` record, only if they are still ours.
