@@ -41,10 +41,15 @@ SASL listener and presenting the listener's keystore on a TLS one
 (``weir.security.client.inter_broker_security``). With an authorizer, that principal needs
 ClusterAction on the cluster (followers' Fetch, AlterPartition) or a place in super.users.
 
-Shutdown (SIGTERM): stop accepting; stop every part that can open logs (the metadata cache
-and its listener too) and the background loops (``weir.loop_task``: ended for sure, not
-merely cancelled); then close the logs (flush, producer snapshots, checkpoints), resign the
-controller lease and deregister.
+Shutdown (SIGTERM): with ``controlled.shutdown.enable`` (the default) first a controlled
+shutdown, as a KRaft broker does: the lease asks the controller to move this broker's
+leaderships and ISR memberships to other in-sync replicas, and the broker keeps serving
+until the metadata shows it leads nothing another replica could take over (or
+``broker.session.timeout.ms`` passes: by then a crashed broker's leaderships would have moved
+too). Then stop accepting; stop every part that can
+open logs (the metadata cache and its listener too) and the background loops
+(``weir.loop_task``: ended for sure, not merely cancelled); then close the logs (flush,
+producer snapshots, checkpoints), resign the controller lease and deregister.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
 from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
 from weir.connection_limits import ConnectionQuotas, CurrentLimits, RequestQueue
-from weir.controller import Controller
+from weir.controller import Controller, leads_movable_partitions
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
 from weir.credential_store import ScramCredentialStore
@@ -223,6 +228,9 @@ class Broker:
                 self.view.config.get("leader.imbalance.check.interval.seconds")
             ),
             time_s=time.monotonic,
+            imbalance_percentage=lambda: int(
+                self.view.config.get("leader.imbalance.per.broker.percentage")
+            ),
         )
         self.isr = IsrManager(
             broker_id=settings.broker_id,
@@ -257,6 +265,7 @@ class Broker:
                 config.get("replica.high.watermark.checkpoint.interval.ms")
             ),
             recovery_interval_ms=int(config.get("log.flush.offset.checkpoint.interval.ms")),
+            log_start_interval_ms=int(config.get("log.flush.start.offset.checkpoint.interval.ms")),
             flush_check_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
             producer_expiration_check_interval_ms=int(
                 config.get("producer.id.expiration.check.interval.ms")
@@ -406,7 +415,11 @@ class Broker:
         )
         register_group_commands(commands, self.groups)
         Housekeeping(
-            self.replicas, topic_config=self.view.topic_config, time_ms=self.time_ms
+            self.replicas,
+            topic_config=self.view.topic_config,
+            time_ms=self.time_ms,
+            # Read-only in Kafka: read once, at start.
+            cleaner_enabled=bool(self.view.config.get("log.cleaner.enable")),
         ).register(commands)
         self._spawn(commands.serve(), "commands")
         self.controller.start()
@@ -433,6 +446,8 @@ class Broker:
         hangs (the logs are closed whatever happens).
         """
         log.info("broker %d shutting down", self.broker_id)
+        if self.registration is not None and self.view.config.get("controlled.shutdown.enable"):
+            await self._controlled_shutdown(self.registration)
         await _bounded(self.server.stop(), "closing the listener")
         for extra, _ in self.extra_servers.values():
             await _bounded(extra.stop(), f"closing the {extra.name} listener")
@@ -461,6 +476,35 @@ class Broker:
             await _bounded(self.registration.deregister(), "deregistering")
         await _bounded(self.redis.aclose(), "closing the Redis client")
         log.info("broker %d stopped", self.broker_id)
+
+    async def _controlled_shutdown(self, registration: BrokerRegistration) -> None:
+        """Move leadership away while still serving (Kafka's controlled shutdown); bounded
+        by ``broker.session.timeout.ms``, after which the stop goes on regardless."""
+        broker_id = self.broker_id
+
+        def handed_over(image: ClusterImage) -> bool:
+            return broker_id in image.shutting_down and not leads_movable_partitions(
+                image, broker_id
+            )
+
+        timeout_s = int(self.view.config.get("broker.session.timeout.ms")) / 1000
+        log.info("broker %d: controlled shutdown, moving leadership away", broker_id)
+        if not await registration.begin_controlled_shutdown():
+            return  # no controller can hear it: stop as after a crash
+        try:
+            await self.metadata.wait_for(handed_over, timeout_s)
+        except TimeoutError:
+            log.error(
+                "broker %d: timed out after %.0f s waiting for the controller to move its "
+                "leaderships away; shutting down anyway",
+                broker_id,
+                timeout_s,
+            )
+        else:
+            log.info(
+                "broker %d: controlled shutdown done, no other replica left to take over",
+                broker_id,
+            )
 
     def _on_fenced(self, exc: Exception) -> None:
         """Another process registered this broker id: this one is a zombie and must stop."""

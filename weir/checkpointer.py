@@ -3,14 +3,17 @@ LogManager schedule them.
 
 Theory of operation
 -------------------
-Four schedules on one clock (monotonic ms, passed in), each period a Kafka config read once
+Five schedules on one clock (monotonic ms, passed in), each period a Kafka config read once
 at start (all four are read-only in Kafka):
 
 * ``replica.high.watermark.checkpoint.interval.ms`` (5 s): the high watermarks are written
   (``replication-offset-checkpoint``).
 * ``log.flush.offset.checkpoint.interval.ms`` (60 s): the logs are flushed and the recovery
-  points, log starts and high watermarks written, so a restart recovers only what was
-  appended since (the recovery point is "the persistent record of the last flush").
+  points and high watermarks written, so a restart recovers only what was appended since (the
+  recovery point is "the persistent record of the last flush").
+* ``log.flush.start.offset.checkpoint.interval.ms`` (60 s): the log start offsets are written
+  (``log-start-offset-checkpoint``), Kafka's separate ``kafka-log-start-offset-checkpoint``
+  task. The retention job also writes it at once when it moves a log start.
 * ``log.flush.scheduler.interval.ms`` (Long.MAX_VALUE: never): Kafka's log flusher; each
   log not flushed for its topic's ``flush.ms`` is fsynced (``Log.flush_if_due``).
 * ``producer.id.expiration.check.interval.ms`` (10 min): each log forgets the idempotent
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FLUSH_CHECK_INTERVAL_MS",
     "HW_CHECKPOINT_INTERVAL_MS",
+    "LOG_START_CHECKPOINT_INTERVAL_MS",
     "PRODUCER_EXPIRATION_CHECK_INTERVAL_MS",
     "PRODUCER_EXPIRATION_MS",
     "RECOVERY_CHECKPOINT_INTERVAL_MS",
@@ -54,9 +58,10 @@ __all__ = [
 
 log = logging.getLogger("weir.broker")
 
-# Kafka's defaults of the three periods.
+# Kafka's defaults of the periods.
 HW_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
 RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.offset.checkpoint.interval.ms
+LOG_START_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.start.offset.checkpoint.interval.ms
 FLUSH_CHECK_INTERVAL_MS = 2**63 - 1  # log.flush.scheduler.interval.ms
 PRODUCER_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
 PRODUCER_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
@@ -82,8 +87,8 @@ class _Schedule:
 
 
 class Checkpointer:
-    """HW checkpoints, flush with recovery-point checkpoints, the flush.ms flusher and the
-    producer expiration check."""
+    """HW checkpoints, flush with recovery-point checkpoints, log-start checkpoints, the
+    flush.ms flusher and the producer expiration check."""
 
     def __init__(
         self,
@@ -92,6 +97,7 @@ class Checkpointer:
         time_ms: Callable[[], int],
         high_watermark_interval_ms: int = HW_CHECKPOINT_INTERVAL_MS,
         recovery_interval_ms: int = RECOVERY_CHECKPOINT_INTERVAL_MS,
+        log_start_interval_ms: int = LOG_START_CHECKPOINT_INTERVAL_MS,
         flush_check_interval_ms: int = FLUSH_CHECK_INTERVAL_MS,
         producer_expiration_check_interval_ms: int = PRODUCER_EXPIRATION_CHECK_INTERVAL_MS,
         producer_expiration_ms: Callable[[], int] = lambda: PRODUCER_EXPIRATION_MS,
@@ -102,12 +108,13 @@ class Checkpointer:
         now = time_ms()
         self._hw = _Schedule.starting(now, high_watermark_interval_ms)
         self._recovery = _Schedule.starting(now, recovery_interval_ms)
+        self._log_starts = _Schedule.starting(now, log_start_interval_ms)
         self._flusher = _Schedule.starting(now, flush_check_interval_ms)
         self._producers = _Schedule.starting(now, producer_expiration_check_interval_ms)
 
     def next_due_ms(self) -> int | None:
         """When the next task is due, on the checkpointer's clock (None: nothing periodic)."""
-        schedules = (self._hw, self._recovery, self._flusher, self._producers)
+        schedules = (self._hw, self._recovery, self._log_starts, self._flusher, self._producers)
         return min((s.next_ms for s in schedules if s.next_ms is not None), default=None)
 
     async def run(self) -> None:
@@ -126,10 +133,13 @@ class Checkpointer:
         if self._recovery.due(now_ms):
             self._recovery.restart(now_ms)
             self._hw.restart(now_ms)  # the full checkpoint writes the HWs too
-            self._guarded(lambda: self._replicas.checkpoint(flush=True))
+            self._guarded(lambda: self._replicas.checkpoint(flush=True, log_starts=False))
         elif self._hw.due(now_ms):
             self._hw.restart(now_ms)
             self._guarded(self._replicas.checkpoint_high_watermarks)
+        if self._log_starts.due(now_ms):
+            self._log_starts.restart(now_ms)
+            self._guarded(self._replicas.checkpoint_log_starts)
 
     def _expire_producers(self) -> None:
         max_age_ms = self._producer_expiration_ms()

@@ -250,16 +250,15 @@ class Support:
     REFUSED: Weir cannot do what Kafka does with it; setting it is an error naming it as
     unsupported (INVALID_CONFIG on the wire, a ``--config`` error at start), its default is
     still described.
-    NO_EFFECT: Kafka 3.x ignores it too (Weir behaves as a 3.x broker), so it is accepted.
-    NOT_YET_IMPLEMENTED: not read yet, so only its default (what Weir does anyway) is
-    accepted and any other value is refused: the debt of issue 16.
-    Tests hold this list to shrink only (tests/weir/test_config_support.py).
+    NO_EFFECT: Kafka 3.x ignores it too (Weir behaves as a 3.x broker), or what it tunes never
+    happens in Weir, so it is accepted.
+    There is no fourth state: a config Weir accepts does what Kafka's does or is refused
+    (tests/weir/test_config_support.py walks both tables).
     """
 
     IMPLEMENTED = "implemented"
     REFUSED = "refused"
     NO_EFFECT = "no effect"
-    NOT_YET_IMPLEMENTED = "not yet implemented"
 
 
 @dataclass(frozen=True, slots=True)
@@ -1777,34 +1776,14 @@ _NO_EFFECT_TOPIC: Mapping[str, str] = {
     "message.format.version": _FORMAT,
     "message.downconversion.enable": _DOWNCONVERSION,
 }
-# Accepted but not read yet. Remove a name when the broker implements it (with a test that it
-# changes behaviour) or refuses it; never add one.
-_TODO = "only the default is accepted until Weir reads it (issue 16)"
-_NOT_YET_BROKER: frozenset[str] = frozenset(
-    {
-        "controlled.shutdown.enable",
-        "log.flush.start.offset.checkpoint.interval.ms",
-        "log.cleaner.enable",
-        "log.cleaner.max.compaction.lag.ms",
-        "leader.imbalance.per.broker.percentage",
-    }
-)
-_NOT_YET_TOPIC: frozenset[str] = frozenset(
-    {
-        "max.compaction.lag.ms",
-    }
-)
 
 
 def _classified(
-    defs: tuple[ConfigDef, ...],
-    refused: Mapping[str, str],
-    no_effect: Mapping[str, str],
-    not_yet: frozenset[str],
+    defs: tuple[ConfigDef, ...], refused: Mapping[str, str], no_effect: Mapping[str, str]
 ) -> Mapping[str, ConfigDef]:
     """The table by name, each definition carrying its ``Support`` and note."""
     names = {d.name for d in defs}
-    unknown = (set(refused) | set(no_effect) | not_yet) - names
+    unknown = (set(refused) | set(no_effect)) - names
     assert not unknown, f"classified configs that do not exist: {sorted(unknown)}"
     table: dict[str, ConfigDef] = {}
     for d in defs:
@@ -1812,18 +1791,14 @@ def _classified(
             d = replace(d, support=Support.REFUSED, support_note=refused[d.name])
         elif d.name in no_effect:
             d = replace(d, support=Support.NO_EFFECT, support_note=no_effect[d.name])
-        elif d.name in not_yet:
-            d = replace(d, support=Support.NOT_YET_IMPLEMENTED, support_note=_TODO)
         table[d.name] = d
     return MappingProxyType(table)
 
 
 BROKER_CONFIGS: Mapping[str, ConfigDef] = _classified(
-    _BROKER_DEFS, _REFUSED_BROKER, _NO_EFFECT_BROKER, _NOT_YET_BROKER
+    _BROKER_DEFS, _REFUSED_BROKER, _NO_EFFECT_BROKER
 )
-TOPIC_CONFIGS: Mapping[str, ConfigDef] = _classified(
-    _TOPIC_DEFS, _REFUSED_TOPIC, _NO_EFFECT_TOPIC, _NOT_YET_TOPIC
-)
+TOPIC_CONFIGS: Mapping[str, ConfigDef] = _classified(_TOPIC_DEFS, _REFUSED_TOPIC, _NO_EFFECT_TOPIC)
 
 
 def _refused(kind: str, definition: ConfigDef) -> str:
@@ -1833,21 +1808,10 @@ def _refused(kind: str, definition: ConfigDef) -> str:
     )
 
 
-def _unsupported(kind: str, definition: ConfigDef, value: Any) -> str | None:
-    """Why Weir refuses ``value`` for this config, or None when it does what Kafka does.
-
-    A refused config is refused whatever its value. A config Weir does not implement yet
-    accepts only its default, which is what Weir does anyway: any other value would be
-    accepted and then silently not applied.
-    """
+def _unsupported(kind: str, definition: ConfigDef) -> str | None:
+    """Why Weir refuses this config whatever its value, or None when it accepts it."""
     if definition.support == Support.REFUSED:
         return _refused(kind, definition)
-    if definition.support == Support.NOT_YET_IMPLEMENTED and value != definition.default:
-        return (
-            f"{definition.name}={definition.to_string(value)} is not supported by Weir yet: "
-            f"only its default ({definition.to_string(definition.default)}) is accepted; "
-            f"see docs/configuration.md for every {kind} config Weir implements"
-        )
     return None
 
 
@@ -1935,7 +1899,7 @@ def parse_broker_overrides(pairs: Iterable[str]) -> dict[str, str]:
             parsed = definition.parse(value)
         except InvalidConfigError as exc:
             raise InvalidConfigError(key, f"--config {pair}: {exc.message}") from None
-        problem = _unsupported("broker", definition, parsed)
+        problem = _unsupported("broker", definition)
         if problem is not None:
             raise InvalidConfigError(key, f"--config {pair}: {problem}")
         result[key] = definition.to_string(parsed) or ""
@@ -1981,7 +1945,7 @@ def validate_broker_dynamic_configs(
             parsed = definition.parse(raw)
         except InvalidConfigError as exc:
             raise InvalidConfigError(name, exc.message, error_code=code) from None
-        problem = _unsupported("broker", definition, parsed)
+        problem = _unsupported("broker", definition)
         if problem is not None:
             raise InvalidConfigError(name, problem)
         result[name] = definition.to_string(parsed) or ""
@@ -2147,7 +2111,7 @@ def _lenient_dynamic(values: Mapping[str, str] | None, level: str) -> dict[str, 
         except InvalidConfigError as exc:
             log.warning("ignoring dynamic %s config: %s", level, exc.message)
             continue
-        problem = _unsupported("broker", definition, parsed)
+        problem = _unsupported("broker", definition)
         if problem is not None:
             log.warning("ignoring dynamic %s config: %s", level, problem)
             continue
@@ -2178,7 +2142,7 @@ def validate_topic_configs(
             raise InvalidConfigError(name, _unknown_message("topic", name, TOPIC_CONFIGS))
         assert raw is not None
         parsed[name] = definition.parse(raw)
-        problem = _unsupported("topic", definition, parsed[name])
+        problem = _unsupported("topic", definition)
         if problem is not None:
             raise InvalidConfigError(name, problem)
         result[name] = definition.to_string(parsed[name]) or ""
@@ -2258,7 +2222,7 @@ def _topic_values(broker: BrokerConfig, overrides: Mapping[str, str]) -> dict[st
         except InvalidConfigError as exc:
             log.warning("ignoring topic config override: %s", exc.message)
             continue
-        problem = _unsupported("topic", definition, parsed)
+        problem = _unsupported("topic", definition)
         if problem is not None:
             log.warning("ignoring topic config override: %s", problem)
             continue

@@ -17,11 +17,22 @@ The decisions are pure functions of the metadata image (``partition_changes_for`
 * a broker that reports a partition offline (its log failed on that broker's disk, see
   ``ClusterImage.offline_brokers``) counts as dead for that partition alone: it loses the
   leadership and leaves the ISR, as a Kafka replica on an offline log directory does;
+* a broker in controlled shutdown (``ClusterImage.shutting_down``) counts as dead for every
+  partition that another live ISR member can lead: it loses those leaderships and leaves
+  those ISRs while it still serves, as KRaft's controller does for a broker whose heartbeat
+  asks to shut down; a partition with nobody else in sync keeps it (Kafka's ZooKeeper-mode
+  controlled shutdown likewise skips partitions of replication factor 1), so a lone broker's
+  clean stop does not leave every partition leaderless in the metadata;
 * an ISR change proposed by a leader (AlterPartition) is accepted only for the current
   leader epoch and partition epoch, keeps the leader, stays inside the replicas and only adds
   live brokers;
 * preferred-leader election moves leadership back to the first replica when it is live and
-  in sync.
+  in sync;
+* auto leader rebalance (``auto.leader.rebalance.enable``, every
+  ``leader.imbalance.check.interval.seconds``) elects preferred leaders only for the brokers
+  whose imbalance ratio (``imbalanced_partitions``) is above
+  ``leader.imbalance.per.broker.percentage``, as Kafka's controller does, so one partition
+  led elsewhere does not move leadership on its own.
 
 ``Controller`` is the asyncio driver: while the lease is held it re-evaluates the image on
 every change and once a second, and executes what the pure functions decide.
@@ -52,6 +63,8 @@ __all__ = [
     "ReassignmentError",
     "completed_reassignment",
     "elect_leader",
+    "imbalanced_partitions",
+    "leads_movable_partitions",
     "live_replicas",
     "partition_changes_for",
     "preferred_leader_change",
@@ -60,6 +73,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("weir.controller")
+
+LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = 10  # Kafka's default
 
 
 def elect_leader(
@@ -89,17 +104,45 @@ def partition_changes_for(
     changes: dict[str, list[PartitionChange]] = {}
     for topic in image.topics.values():
         for partition in topic.partitions.values():
-            here = live_replicas(image, live, topic.name, partition.partition)
+            here = live_replicas(image, live, topic.name, partition)
             change = _change_for(partition, here, unclean=unclean_for(topic.name))
             if change is not None:
                 changes.setdefault(topic.name, []).append(change)
     return changes
 
 
-def live_replicas(image: ClusterImage, live: set[int], topic: str, index: int) -> set[int]:
-    """``live`` less the brokers that report ``topic``-``index`` offline."""
-    offline = image.offline_brokers(topic, index)
-    return live - offline if offline else live
+def live_replicas(
+    image: ClusterImage, live: set[int], topic: str, partition: PartitionImage
+) -> set[int]:
+    """``live`` less the brokers that report ``topic``-``partition`` offline, and less the
+    brokers in controlled shutdown while another live member of its ISR can take over
+    (``can_hand_over``): a partition with nobody else in sync stays led by the stopping
+    broker until it is gone, rather than going offline while it still serves."""
+    offline = image.offline_brokers(topic, partition.partition)
+    here = live - offline if offline else live
+    stopping = image.shutting_down & here
+    if stopping and can_hand_over(partition, here - stopping):
+        here = here - stopping
+    return here
+
+
+def can_hand_over(partition: PartitionImage, others: Collection[int]) -> bool:
+    """Whether a live ISR member among ``others`` (brokers not shutting down) can lead."""
+    return any(r in others for r in partition.isr)
+
+
+def leads_movable_partitions(image: ClusterImage, broker_id: int) -> bool:
+    """Whether ``broker_id`` still leads a partition that a controlled shutdown would move
+    (one with another live in-sync replica): the stopping broker waits until it does not."""
+    others = set(image.brokers) - image.shutting_down - {broker_id}
+    for topic in image.topics.values():
+        for partition in topic.partitions.values():
+            if partition.leader != broker_id:
+                continue
+            here = others - image.offline_brokers(topic.name, partition.partition)
+            if can_hand_over(partition, here):
+                return True
+    return False
 
 
 def _change_for(
@@ -145,6 +188,32 @@ def preferred_leader_change(
         leader=preferred,
         expected_partition_epoch=partition.partition_epoch,
     )
+
+
+def imbalanced_partitions(image: ClusterImage, percentage: int) -> list[tuple[str, int]]:
+    """The partitions an auto leader rebalance elects preferred leaders for.
+
+    Kafka's ``checkAndTriggerAutoLeaderRebalance``: partitions are grouped by their preferred
+    (first) replica; a broker's imbalance ratio is the share of its group led by another
+    broker (or by none); when that ratio is above ``percentage`` / 100, every partition of
+    the group not led by its preferred replica is a candidate. Whether the preferred replica
+    can lead (live, in sync) is the election's business.
+    """
+    by_preferred: dict[int, list[tuple[tuple[str, int], bool]]] = {}
+    for topic in image.topics.values():
+        for partition in topic.partitions.values():
+            if not partition.replicas:
+                continue
+            preferred = partition.replicas[0]
+            led_elsewhere = partition.leader != preferred
+            key = (topic.name, partition.partition)
+            by_preferred.setdefault(preferred, []).append((key, led_elsewhere))
+    candidates: list[tuple[str, int]] = []
+    for group in by_preferred.values():
+        elsewhere = [key for key, led_elsewhere in group if led_elsewhere]
+        if len(elsewhere) / len(group) > percentage / 100:
+            candidates.extend(elsewhere)
+    return candidates
 
 
 class ReassignmentError(Exception):
@@ -302,6 +371,7 @@ class Controller:
         auto_rebalance: Callable[[], bool],
         rebalance_interval_s: Callable[[], float],
         time_s: Callable[[], float],
+        imbalance_percentage: Callable[[], int] = lambda: LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
     ) -> None:
         self._store = store
         self._image = image
@@ -309,6 +379,7 @@ class Controller:
         self._unclean_for = unclean_for
         self._auto_rebalance = auto_rebalance
         self._rebalance_interval_s = rebalance_interval_s
+        self._imbalance_percentage = imbalance_percentage
         self._time_s = time_s
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -351,7 +422,7 @@ class Controller:
                     and self._time_s() - self._last_rebalance >= self._rebalance_interval_s()
                 ):
                     self._last_rebalance = self._time_s()
-                    await self.elect_preferred(epoch, targets=None)
+                    await self.rebalance_leaders(epoch)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -377,6 +448,14 @@ class Controller:
             return ErrorCode.preferred_leader_not_available
 
         return await self._elect(epoch, targets, decide, "preferred leader election")
+
+    async def rebalance_leaders(self, epoch: int) -> dict[tuple[str, int], ErrorCode]:
+        """One auto leader rebalance: preferred-leader elections for the partitions of the
+        brokers above the imbalance threshold (``imbalanced_partitions``)."""
+        targets = imbalanced_partitions(self._image(), self._imbalance_percentage())
+        if not targets:
+            return {}
+        return await self.elect_preferred(epoch, targets=targets)
 
     async def elect_unclean(
         self, epoch: int, targets: Iterable[tuple[str, int]] | None
@@ -419,9 +498,7 @@ class Controller:
                 key = (topic.name, partition.partition)
                 if wanted is not None and key not in wanted:
                     continue
-                decided = decide(
-                    partition, live_replicas(image, live, topic.name, partition.partition)
-                )
+                decided = decide(partition, live_replicas(image, live, topic.name, partition))
                 if isinstance(decided, ErrorCode):
                     results[key] = decided
                 else:
@@ -482,7 +559,7 @@ class Controller:
             return ErrorCode.unknown_topic_or_partition, None
         try:
             change = validate_isr_change(
-                partition, request, live_replicas(image, set(image.brokers), topic, index)
+                partition, request, live_replicas(image, set(image.brokers), topic, partition)
             )
         except IsrChangeError as exc:
             log.info("refusing ISR change of %s-%d: %s", topic, index, exc)

@@ -29,6 +29,11 @@ Commands:
     ``first_dirty_offset``. The answer is the ``CleanStats`` and how many segments fewer
     the log has (the cleaner merges what it shrank).
 
+``log.cleaner.enable`` (read-only, default true) is this broker's own switch, as on a Kafka
+broker whose cleaner is not started: with false, ``compact`` skips every partition here
+(``"skipped"``, no error) and the inventory says so (``cleaner_enabled``), so its compacted
+logs keep growing while the other replicas' are still compacted.
+
 Each partition has a lock: a retention command waits for a clean of the same partition to
 finish (rather than making it abort), and one clean runs at a time per broker, as with
 Kafka's default ``log.cleaner.threads=1``.
@@ -74,10 +79,12 @@ class Housekeeping:
         *,
         topic_config: Callable[[str], Any],
         time_ms: Callable[[], int],
+        cleaner_enabled: bool = True,
     ) -> None:
         self.replicas = replicas
         self.topic_config = topic_config
         self.time_ms = time_ms
+        self.cleaner_enabled = cleaner_enabled
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._cleaning = asyncio.Semaphore(1)
 
@@ -118,7 +125,7 @@ class Housekeeping:
                     now_ms=now,
                 )
             )
-        return {"now_ms": now, "partitions": partitions}
+        return {"now_ms": now, "cleaner_enabled": self.cleaner_enabled, "partitions": partitions}
 
     # retention ------------------------------------------------------------------------
     async def delete_records_before(self, items: Any) -> dict[str, Any]:
@@ -196,6 +203,14 @@ class Housekeeping:
             raise CommandError(
                 f"{topic} has cleanup.policy={','.join(config.cleanup_policy)}, not compact"
             )
+        if not self.cleaner_enabled:
+            return {
+                "topic": topic,
+                "partition": index,
+                "is_leader": partition.is_leader,
+                "stats": None,
+                "skipped": "log.cleaner.enable=false on this broker",
+            }
         from weir.log import cleaner  # written alongside; imported when first needed
 
         async with self._cleaning, self._lock(topic, index):
@@ -313,6 +328,7 @@ def partition_inventory(
             "min.cleanable.dirty.ratio": config.min_cleanable_dirty_ratio,
             "delete.retention.ms": config.delete_retention_ms,
             "min.compaction.lag.ms": config.min_compaction_lag_ms,
+            "max.compaction.lag.ms": config.max_compaction_lag_ms,
             "segment.bytes": config.segment_bytes,
         },
         "cleaner_checkpoint": cleaner_checkpoint,
@@ -320,11 +336,17 @@ def partition_inventory(
         "dirty": None,
     }
     if config.compact:
-        entry["dirty"] = _dirty(partition, first_dirty_offset)
+        entry["dirty"] = _dirty(
+            partition, first_dirty_offset, now_ms=now_ms, max_lag_ms=config.max_compaction_lag_ms
+        )
     return entry
 
 
-def _dirty(partition: Partition, first_dirty_offset: int) -> dict[str, Any] | None:
+def _dirty(
+    partition: Partition, first_dirty_offset: int, *, now_ms: int, max_lag_ms: int
+) -> dict[str, Any] | None:
+    """The dirty ratio and, for ``max.compaction.lag.ms``, how overdue the oldest dirty
+    record is (``max_compaction_delay_ms``, 0 when it is not)."""
     try:
         from weir.log import cleaner
     except ImportError:  # the cleaner is not installed: no compaction decisions
@@ -332,7 +354,18 @@ def _dirty(partition: Partition, first_dirty_offset: int) -> dict[str, Any] | No
     dirty_bytes, total, ratio = cleaner.dirty_ratio(
         partition.log, clean_offset=first_dirty_offset, high_watermark=partition.high_watermark
     )
-    return {"dirty_bytes": dirty_bytes, "cleanable_bytes": total, "ratio": ratio}
+    overdue = cleaner.max_compaction_delay(
+        partition.log,
+        clean_offset=first_dirty_offset,
+        now_ms=now_ms,
+        max_compaction_lag_ms=max_lag_ms,
+    )
+    return {
+        "dirty_bytes": dirty_bytes,
+        "cleanable_bytes": total,
+        "ratio": ratio,
+        "max_compaction_delay_ms": overdue,
+    }
 
 
 def _largest_timestamp(segment: Any) -> int:

@@ -100,8 +100,15 @@ class MetadataChange:
 
 def log_config_of(config: TopicConfig) -> LogConfig:
     """The log layer's part of an effective topic config (the configs named alike, among them
-    ``file.delete.delay.ms``, which falls back to ``log.segment.delete.delay.ms``)."""
-    return copy_fields(LogConfig, config)
+    ``file.delete.delay.ms``, which falls back to ``log.segment.delete.delay.ms``).
+
+    The roll time is Kafka's ``LogConfig.maxSegmentMs``: a compacted log also rolls once its
+    active segment is ``max.compaction.lag.ms`` old, since the cleaner never touches the
+    active segment and the lag could not be kept otherwise."""
+    roll_ms = config.segment_ms
+    if config.compact and config.max_compaction_lag_ms > 0:
+        roll_ms = min(roll_ms, config.max_compaction_lag_ms)
+    return copy_fields(LogConfig, config, segment_ms=roll_ms)
 
 
 class MetadataView:

@@ -345,8 +345,10 @@ class ReplicaManager:
         for partition in self._partitions.values():
             partition.update_config(self._log_config_for(partition.topic))
 
-    def checkpoint(self, *, flush: bool = False) -> None:
-        """Write the recovery-point and log-start checkpoints (flushing logs first if asked)."""
+    def checkpoint(self, *, flush: bool = False, log_starts: bool = True) -> None:
+        """Write the recovery-point, high-watermark and (unless ``log_starts`` is false: the
+        checkpointer writes them on their own schedule) log-start checkpoints, flushing logs
+        first if asked."""
         if flush:
             for partition in list(self._partitions.values()):
                 # A failed fsync takes that partition offline; the others still flush.
@@ -355,13 +357,14 @@ class ReplicaManager:
         # A failed log keeps its entries: recovery scans from its last recovery point.
         hosted = {**self._failed, **self._partitions}
         recovery = {k: p.log.recovery_point for k, p in hosted.items()}
-        starts = {k: p.log.log_start_offset for k, p in hosted.items()}
         write_offset_checkpoint(self.data_dir / RECOVERY_POINT_FILE, recovery)
-        write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)
+        if log_starts:
+            self.checkpoint_log_starts()
         self.checkpoint_high_watermarks()
 
     def checkpoint_log_starts(self) -> None:
-        """Write ``log-start-offset-checkpoint`` now (retention just moved log starts)."""
+        """Write ``log-start-offset-checkpoint`` now (periodically, and when retention just
+        moved log starts)."""
         hosted = {**self._failed, **self._partitions}
         starts = {k: p.log.log_start_offset for k, p in hosted.items()}
         write_offset_checkpoint(self.data_dir / LOG_START_FILE, starts)

@@ -150,7 +150,9 @@ def compaction_candidates(
     entries: Iterable[Mapping[str, Any]], *, max_partitions: int | None = None
 ) -> list[CompactionCandidate]:
     """Leader entries of compacted topics whose dirty ratio reached
-    ``min.cleanable.dirty.ratio``, dirtiest first."""
+    ``min.cleanable.dirty.ratio``, or whose oldest dirty record is older than
+    ``max.compaction.lag.ms`` (Kafka's ``needCompactionNow``: due whatever the ratio),
+    dirtiest first."""
     found = []
     for entry in entries:
         config = entry["config"]
@@ -159,7 +161,8 @@ def compaction_candidates(
             continue
         if dirty["dirty_bytes"] <= 0:
             continue
-        if dirty["ratio"] < float(config["min.cleanable.dirty.ratio"]):
+        overdue = int(dirty.get("max_compaction_delay_ms", 0)) > 0
+        if not overdue and dirty["ratio"] < float(config["min.cleanable.dirty.ratio"]):
             continue
         found.append(
             CompactionCandidate(

@@ -13,15 +13,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
+from tests.weir.log.conftest import FakeClock, append, make_batch
 from weir.config import BrokerConfig, effective_topic_config
 from weir.controller_lease import ControllerLease
 from weir.handlers import bind
 from weir.handlers._authz import Access
+from weir.log.log import Log
 from weir.metadata.image import (
     BrokerImage,
     ClusterImage,
@@ -138,6 +141,35 @@ def test_log_config_takes_the_flush_policy_from_the_topic_then_the_broker() -> N
     assert (default.flush_messages, default.flush_ms) == (10, 900)
     topic = effective_topic_config(broker, {"flush.messages": "2", "flush.ms": "300"})
     assert (log_config_of(topic).flush_messages, log_config_of(topic).flush_ms) == (2, 300)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "roll_ms"),
+    [
+        ({"cleanup.policy": "compact", "max.compaction.lag.ms": "5000"}, 5000),
+        ({"cleanup.policy": "compact,delete", "max.compaction.lag.ms": "5000"}, 5000),
+        ({"cleanup.policy": "delete", "max.compaction.lag.ms": "5000"}, 60_000),
+        ({"cleanup.policy": "compact", "max.compaction.lag.ms": "90000"}, 60_000),
+        ({"cleanup.policy": "compact"}, 60_000),  # the default, Long.MAX: segment.ms
+    ],
+)
+def test_a_compacted_log_rolls_by_max_compaction_lag_too(
+    tmp_path: Path, overrides: dict[str, str], roll_ms: int
+) -> None:
+    """Kafka's ``LogConfig.maxSegmentMs``: the active segment, which the cleaner never
+    touches, rolls once it is ``max.compaction.lag.ms`` old on a compacted topic."""
+    topic = effective_topic_config(BrokerConfig(broker_id=1), {"segment.ms": "60000", **overrides})
+    config = log_config_of(topic)
+    assert config.segment_ms == roll_ms
+    clock = FakeClock()
+    log = Log.open(tmp_path / "t-0", config=config, time_ms=clock)
+    try:
+        append(log, make_batch(base_timestamp=clock.now))
+        clock.advance(5001)
+        append(log, make_batch(base_timestamp=clock.now))
+        assert len(log.segments) == (2 if roll_ms == 5000 else 1)
+    finally:
+        log.close()
 
 
 def _fields(img: ClusterImage) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from tests.weir.log.conftest import FakeClock, append, idempotent_batch
 from weir.broker import Broker
 from weir.checkpointer import (
     HW_CHECKPOINT_INTERVAL_MS,
+    LOG_START_CHECKPOINT_INTERVAL_MS,
     RECOVERY_CHECKPOINT_INTERVAL_MS,
     Checkpointer,
 )
@@ -65,8 +66,13 @@ class CheckpointRecorder:
     def partitions(self) -> list[FlushRecorder]:
         return [FlushRecorder(self.calls, index=i) for i in range(self.hosted)]
 
-    def checkpoint(self, *, flush: bool = False) -> None:
+    def checkpoint(self, *, flush: bool = False, log_starts: bool = True) -> None:
+        # The periodic checkpoint leaves the log starts to their own schedule.
+        assert not log_starts
         self.calls.append("full" if flush else "plain")
+
+    def checkpoint_log_starts(self) -> None:
+        self.calls.append("log-starts")
 
     def checkpoint_high_watermarks(self) -> None:
         if self.fail:
@@ -78,6 +84,7 @@ class CheckpointRecorder:
 OFF = {
     "high_watermark_interval_ms": 0,
     "recovery_interval_ms": 0,
+    "log_start_interval_ms": 0,
     "flush_check_interval_ms": 0,
     "producer_expiration_check_interval_ms": 0,
 }
@@ -101,7 +108,24 @@ def test_default_writes_high_watermarks_every_5_s_and_flushes_once_a_minute() ->
     start = clock.now
     run_until(checkpointer, clock, start + RECOVERY_CHECKPOINT_INTERVAL_MS)
     ticks = RECOVERY_CHECKPOINT_INTERVAL_MS // HW_CHECKPOINT_INTERVAL_MS
-    assert replicas.calls == ["hw"] * (ticks - 1) + ["full"]
+    assert LOG_START_CHECKPOINT_INTERVAL_MS == RECOVERY_CHECKPOINT_INTERVAL_MS
+    assert replicas.calls == ["hw"] * (ticks - 1) + ["full", "log-starts"]
+
+
+def test_log_start_interval_sets_the_log_start_checkpoint_period() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder()
+    checkpointer = only(replicas, clock, log_start_interval_ms=4_000)
+    start = clock.now
+    assert checkpointer.next_due_ms() == start + 4_000
+    run_until(checkpointer, clock, start + 12_000)
+    assert replicas.calls == ["log-starts"] * 3
+
+
+def test_log_starts_and_recovery_points_keep_their_own_periods() -> None:
+    clock, replicas = FakeClock(), CheckpointRecorder()
+    checkpointer = only(replicas, clock, recovery_interval_ms=3_000, log_start_interval_ms=2_000)
+    run_until(checkpointer, clock, clock.now + 6_000)
+    assert replicas.calls == ["log-starts", "full", "log-starts", "full", "log-starts"]
 
 
 def test_high_watermark_interval_sets_the_hw_checkpoint_period() -> None:
@@ -124,7 +148,7 @@ def test_non_positive_interval_means_no_periodic_hw_checkpoint() -> None:
     )
     assert checkpointer.next_due_ms() == clock.now + RECOVERY_CHECKPOINT_INTERVAL_MS
     run_until(checkpointer, clock, clock.now + 2 * RECOVERY_CHECKPOINT_INTERVAL_MS)
-    assert replicas.calls == ["full", "full"]
+    assert replicas.calls == ["full", "log-starts"] * 2
 
 
 def test_a_stalled_loop_writes_once_and_counts_on_from_now() -> None:
@@ -209,11 +233,16 @@ def test_nothing_periodic_leaves_nothing_due() -> None:
 
 
 @pytest.mark.parametrize(
-    ("hw", "recovery", "flusher", "expected"),
-    [(1234, 60_000, 2**63 - 1, 1234), (0, 700, 2**63 - 1, 700), (0, 0, 900, 900)],
+    ("hw", "recovery", "flusher", "log_starts", "expected"),
+    [
+        (1234, 60_000, 2**63 - 1, 60_000, 1234),
+        (0, 700, 2**63 - 1, 60_000, 700),
+        (0, 0, 900, 60_000, 900),
+        (0, 0, 2**63 - 1, 800, 800),
+    ],
 )
 def test_broker_schedules_what_its_configs_say(
-    tmp_path: Path, hw: int, recovery: int, flusher: int, expected: int
+    tmp_path: Path, hw: int, recovery: int, flusher: int, log_starts: int, expected: int
 ) -> None:
     settings = build_settings(
         broker_id=1,
@@ -224,6 +253,7 @@ def test_broker_schedules_what_its_configs_say(
             f"replica.high.watermark.checkpoint.interval.ms={hw}",
             f"log.flush.offset.checkpoint.interval.ms={recovery}",
             f"log.flush.scheduler.interval.ms={flusher}",
+            f"log.flush.start.offset.checkpoint.interval.ms={log_starts}",
         ],
     )
     before = time.monotonic_ns() // 1_000_000

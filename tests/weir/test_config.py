@@ -165,10 +165,8 @@ def test_config_type_and_source_codes_match_the_protocol() -> None:
         ({"retention.msec": "1"}, "Unknown topic config name: retention.msec"),
         ({"retention.ms": None}, "Null value not supported for topic configs: retention.ms"),
         (
-            # Not implemented yet: only the default is accepted (so Kafka's min > max
-            # conflict cannot arise).
             {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"},
-            "max.compaction.lag.ms=5 is not supported by Weir yet: only its default",
+            "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)",
         ),
         (
             {"leader.replication.throttled.replicas": "0:1,x"},
@@ -208,19 +206,13 @@ def test_valid_topic_configs_come_back_normalized() -> None:
     }
 
 
-def test_a_config_weir_does_not_implement_yet_accepts_only_its_default() -> None:
+def test_max_compaction_lag_is_set_per_topic_or_as_the_broker_default() -> None:
     name = "log.cleaner.max.compaction.lag.ms"
-    with pytest.raises(InvalidConfigError, match=rf"{name}=1000 is not supported by Weir yet"):
-        BrokerConfig(broker_id=1, static={name: "1000"})
-    with pytest.raises(InvalidConfigError, match=rf"{name}=1000 is not supported by Weir yet"):
-        validate_broker_dynamic_configs({name: "1000"})
-    with pytest.raises(InvalidConfigError, match=r"max\.compaction\.lag\.ms=5 is not supported"):
-        validate_topic_configs({"max.compaction.lag.ms": "5"})
-    default = str(2**63 - 1)
-    assert validate_topic_configs({"max.compaction.lag.ms": default}) == {
-        "max.compaction.lag.ms": default
-    }
-    assert BrokerConfig(broker_id=1, static={name: str(2**63 - 1)}).raw(name) == str(2**63 - 1)
+    broker = BrokerConfig(broker_id=1, static={name: "1000"})
+    assert validate_broker_dynamic_configs({name: "2000"}) == {name: "2000"}
+    assert validate_topic_configs({"max.compaction.lag.ms": "5"}) == {"max.compaction.lag.ms": "5"}
+    assert effective_topic_config(broker, {}).max_compaction_lag_ms == 1000
+    assert effective_topic_config(broker, {"max.compaction.lag.ms": "5"}).max_compaction_lag_ms == 5
 
 
 # -- runbroker --config --------------------------------------------------------------------
@@ -395,15 +387,12 @@ def test_invalid_stored_override_falls_back_to_the_default() -> None:
     assert topic.segment_bytes == 1073741824
 
 
-def test_a_stored_override_weir_does_not_implement_yet_or_refuses_is_ignored() -> None:
+def test_a_stored_override_weir_refuses_is_ignored() -> None:
     # Written before Weir refused it (or straight into Redis): logged and not applied, so
     # the topic keeps the default Weir actually follows.
     broker = BrokerConfig(broker_id=1)
-    topic = effective_topic_config(
-        broker, {"max.compaction.lag.ms": "5", "preallocate": "true", "segment.ms": "5000"}
-    )
-    assert topic.max_compaction_lag_ms == 2**63 - 1
-    assert topic.preallocate is False  # refused: ignored the same way
+    topic = effective_topic_config(broker, {"preallocate": "true", "segment.ms": "5000"})
+    assert topic.preallocate is False
     assert topic.segment_ms == 5000
 
 

@@ -1,12 +1,12 @@
-"""Every broker and topic config is implemented, refused, of no effect, or listed as debt.
+"""Every broker and topic config is implemented, refused, or of no effect.
 
 The walk: each key of ``BROKER_CONFIGS`` and ``TOPIC_CONFIGS`` has one ``Support`` state.
 An *implemented* key must be read by the broker runtime (a static proof over ``weir/``: a
 broker key by its quoted name, or as the broker default of an implemented topic config; a
 topic key through its ``TopicConfig`` field); the per-key behaviour tests live with the code
-that reads it (e.g. tests/weir/replication/test_fetcher_configs.py). The *not yet implemented*
-list can only shrink: ``DEBT_AT_MOST`` is the list as it was when the walk was written, and a
-key that the runtime starts reading must leave it. *Refused* keys fail with a message naming
+that reads it (e.g. tests/weir/replication/test_fetcher_configs.py). There is no fourth state
+(issue 16 emptied the *not yet implemented* list that accepted only defaults, and removed
+it). *Refused* keys fail with a message naming
 them as unsupported, at start-up, over the wire (a real AdminClient) and from
 ``manage.py configs``.
 docs/configuration.md lists every key with its state.
@@ -50,23 +50,6 @@ READ_INDIRECTLY = {
         "effective_topic_config folds it into message.timestamp.before/after.max.ms"
     ),
 }
-# Debt keys whose quoted name appears in weir/ without the broker reading it, and why.
-NAMED_NOT_READ: dict[str, str] = {}
-
-# The debt when the walk was written (issue 16). Remove names as they are implemented or
-# refused; never add one.
-DEBT_AT_MOST = {
-    "broker": {
-        "controlled.shutdown.enable",
-        "leader.imbalance.per.broker.percentage",
-        "log.cleaner.enable",
-        "log.cleaner.max.compaction.lag.ms",
-        "log.flush.start.offset.checkpoint.interval.ms",
-    },
-    "topic": {
-        "max.compaction.lag.ms",
-    },
-}
 TABLES: dict[str, Mapping[str, ConfigDef]] = {"broker": BROKER_CONFIGS, "topic": TOPIC_CONFIGS}
 
 
@@ -83,7 +66,13 @@ def _broker_key_read(name: str) -> bool:
 
 
 def test_every_config_has_a_known_state() -> None:
-    states = {Support.IMPLEMENTED, Support.REFUSED, Support.NO_EFFECT, Support.NOT_YET_IMPLEMENTED}
+    # Implemented, refused or of no effect: nothing is accepted only at its default any more.
+    states = {Support.IMPLEMENTED, Support.REFUSED, Support.NO_EFFECT}
+    assert {name for name in vars(Support) if name.isupper()} == {
+        "IMPLEMENTED",
+        "REFUSED",
+        "NO_EFFECT",
+    }
     for table in TABLES.values():
         assert {d.support for d in table.values()} <= states
 
@@ -108,16 +97,6 @@ def test_implemented_broker_configs_are_read_by_the_runtime() -> None:
         if not _broker_key_read(n) and n not in through_topic and n not in READ_INDIRECTLY
     ]
     assert unread == [], "implemented but never read: refuse them or list them as debt"
-
-
-@pytest.mark.parametrize("kind", ["broker", "topic"])
-def test_the_not_yet_implemented_list_only_shrinks(kind: str) -> None:
-    debt = _names(kind, Support.NOT_YET_IMPLEMENTED)
-    assert debt <= DEBT_AT_MOST[kind], "a config joined the debt: implement or refuse it"
-    # A debt key the runtime now reads is probably implemented: move it out of the list.
-    read = _topic_field_read if kind == "topic" else _broker_key_read
-    looks_read = {n for n in debt if read(n) and n not in NAMED_NOT_READ}
-    assert looks_read == set(), "read by the runtime now: mark implemented (with its test)"
 
 
 def test_docs_list_every_config_with_its_state() -> None:
@@ -152,9 +131,6 @@ def test_refused_dynamic_broker_config_is_invalid_config_and_ignored_from_redis(
 def test_described_documentation_says_what_weir_does() -> None:
     entries = {e.name: e for e in describe_broker_config(BrokerConfig(broker_id=1))}
     assert entries["num.io.threads"].documentation.startswith("[Weir: refused: ")
-    assert entries["controlled.shutdown.enable"].documentation.startswith(
-        "[Weir: not yet implemented: "
-    )
     assert entries["log.message.downconversion.enable"].documentation.startswith(
         "[Weir: no effect: Weir serves Fetch v4 and later only"
     )

@@ -20,6 +20,7 @@ from weir.controller import (
     IsrChangeError,
     IsrChangeRequest,
     elect_leader,
+    imbalanced_partitions,
     partition_changes_for,
     preferred_leader_change,
     validate_isr_change,
@@ -391,7 +392,9 @@ class FakeStore:
         return TopicImage(name, TOPIC_ID)
 
 
-def controller(img: ClusterImage, store: FakeStore, *, unclean: bool = False) -> Controller:
+def controller(
+    img: ClusterImage, store: FakeStore, *, unclean: bool = False, imbalance_percentage: int = 10
+) -> Controller:
     return Controller(
         store=store,  # type: ignore[arg-type]
         image=lambda: img,
@@ -400,6 +403,7 @@ def controller(img: ClusterImage, store: FakeStore, *, unclean: bool = False) ->
         auto_rebalance=lambda: False,
         rebalance_interval_s=lambda: 300.0,
         time_s=lambda: 0.0,
+        imbalance_percentage=lambda: imbalance_percentage,
     )
 
 
@@ -449,6 +453,55 @@ async def test_elect_preferred_reports_not_controller_when_the_write_is_fenced()
     store = FakeStore(fail=FencedError("fenced"))
     results = await controller(img, store).elect_preferred(7, targets=[("t", 0)])
     assert results == {("t", 0): ErrorCode.not_controller}
+
+
+# auto leader rebalance (leader.imbalance.per.broker.percentage) --------------------------
+def ten_partitions(led_elsewhere: int) -> ClusterImage:
+    """Ten partitions preferring broker 2, ``led_elsewhere`` of them led by broker 1, and
+    one partition preferring broker 1 that broker 3 leads."""
+    parts = [part((2, 1), (1, 2), 1 if i < led_elsewhere else 2, index=i) for i in range(10)]
+    return image({"t": parts, "u": [part((1, 3), (1, 3), 3)]}, live={1, 2, 3})
+
+
+@pytest.mark.parametrize(
+    ("led_elsewhere", "percentage", "moved"),
+    [
+        (1, 10, []),  # 10 % is not above 10 %: balanced enough
+        (2, 10, [0, 1]),  # 20 % is: every partition of broker 2 led elsewhere moves
+        (2, 20, []),
+        (1, 0, [0]),  # 0: any partition led elsewhere moves
+        (10, 99, list(range(10))),
+        (10, 100, []),  # never above 100 %
+    ],
+)
+def test_imbalance_is_judged_per_preferred_broker(
+    led_elsewhere: int, percentage: int, moved: list[int]
+) -> None:
+    candidates = imbalanced_partitions(ten_partitions(led_elsewhere), percentage)
+    # Broker 1's one partition is led by broker 3: 100 % imbalance, always a candidate
+    # (below 100 %), whatever broker 2's group looks like.
+    expected = [("t", i) for i in moved] + ([("u", 0)] if percentage < 100 else [])
+    assert sorted(candidates) == sorted(expected)
+
+
+def test_an_offline_partition_counts_as_led_elsewhere() -> None:
+    img = image({"t": [part((2, 1), (2,), -1), part((2, 1), (1, 2), 2, index=1)]}, live={1})
+    assert imbalanced_partitions(img, 10) == [("t", 0)]
+
+
+async def test_auto_rebalance_moves_leaders_only_above_the_threshold() -> None:
+    store = FakeStore()
+    assert await controller(ten_partitions(1), store).rebalance_leaders(7) == {
+        ("u", 0): ErrorCode.none
+    }
+    assert [(n, c.partition, c.leader) for _, n, cs in store.calls for c in cs] == [("u", 0, 1)]
+    store = FakeStore()
+    await controller(ten_partitions(3), store, imbalance_percentage=50).rebalance_leaders(7)
+    assert [n for _, n, _ in store.calls] == ["u"]
+    store = FakeStore()
+    await controller(ten_partitions(3), store, imbalance_percentage=20).rebalance_leaders(7)
+    moved = sorted((n, c.partition, c.leader) for _, n, cs in store.calls for c in cs)
+    assert moved == [("t", 0, 2), ("t", 1, 2), ("t", 2, 2), ("u", 0, 1)]
 
 
 async def test_elect_unclean_only_for_partitions_without_a_live_leader() -> None:

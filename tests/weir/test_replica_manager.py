@@ -202,3 +202,22 @@ def test_a_missing_segment_takes_its_partition_offline(tmp_path: Path) -> None:
     (cause,) = manager.offline_partitions().values()
     assert "are missing" in cause and "delete the partition directory" in cause
     manager.close()
+
+
+def test_the_flush_checkpoint_leaves_log_starts_to_their_own_schedule(tmp_path: Path) -> None:
+    """``log.flush.start.offset.checkpoint.interval.ms`` is its own task in Kafka: the
+    recovery-point checkpoint does not write ``log-start-offset-checkpoint``."""
+    manager = manager_for(tmp_path)
+    manager.reconcile([assignment("orders", 0)], {"orders"}, now_ms=0)
+    log = manager.get("orders", 0).log
+    for _ in range(5):
+        append(log, make_batch(), epoch=0)
+    manager.checkpoint_log_starts()
+    log.delete_records_before(3)
+    manager.checkpoint(flush=True, log_starts=False)
+    starts = tmp_path / "log-start-offset-checkpoint"
+    assert read_offset_checkpoint(starts) == {("orders", 0): 0}
+    assert read_offset_checkpoint(tmp_path / RECOVERY_POINT_FILE) == {("orders", 0): 5}
+    manager.checkpoint_log_starts()
+    assert read_offset_checkpoint(starts) == {("orders", 0): 3}
+    manager.close()

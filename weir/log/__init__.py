@@ -13,6 +13,7 @@ from weir.log.cleaner import (
     cleanable_range,
     commit_clean,
     dirty_ratio,
+    max_compaction_delay,
     prepare_clean,
 )
 from weir.log.errors import LogError, OffsetOutOfRangeError
@@ -31,5 +32,6 @@ __all__ = [
     "cleanable_range",
     "commit_clean",
     "dirty_ratio",
+    "max_compaction_delay",
     "prepare_clean",
 ]

@@ -88,6 +88,7 @@ __all__ = [
     "cleanable_range",
     "commit_clean",
     "dirty_ratio",
+    "max_compaction_delay",
     "prepare_clean",
 ]
 
@@ -187,6 +188,30 @@ def dirty_ratio(log: Log, *, clean_offset: int, high_watermark: int) -> tuple[in
         if next_base > first:
             dirty += segment.size
     return dirty, total, (dirty / total if total else 0.0)
+
+
+def max_compaction_delay(
+    log: Log, *, clean_offset: int, now_ms: int, max_compaction_lag_ms: int
+) -> int:
+    """How long past ``max.compaction.lag.ms`` the oldest dirty record is (0: not yet), as
+    Kafka's ``LogCleanerManager.maxCompactionDelay``: the earliest first-batch timestamp
+    of the inactive segments from the first dirty offset on (timestamps not above 0 do not
+    count) against ``now_ms - max.compaction.lag.ms``. A positive delay makes the log due for
+    cleaning whatever its dirty ratio."""
+    segments = log.segments
+    first = _first_dirty(log, segments, clean_offset)
+    earliest = None
+    for i, segment in enumerate(segments[:-1]):
+        if segments[i + 1].base_offset <= first:
+            continue
+        header = next((h for _, h in segment.iter_headers()), None)
+        if header is not None and header.max_timestamp > 0:
+            stamp = header.max_timestamp
+            earliest = stamp if earliest is None else min(earliest, stamp)
+    clean_until = now_ms - max(max_compaction_lag_ms, 0)
+    if earliest is None or earliest >= clean_until:
+        return 0
+    return clean_until - earliest
 
 
 # -- reading -------------------------------------------------------------------------------

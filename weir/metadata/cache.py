@@ -38,7 +38,7 @@ from weir.metadata.errors import MetadataUnavailableError
 from weir.metadata.image import ClusterImage, ControllerLease
 from weir.metadata.keys import KeyLayout
 from weir.metadata.records import Record, UnknownRecordError, record_from_fields
-from weir.metadata.registration import offline_partitions_of
+from weir.metadata.registration import offline_partitions_of, shutting_down_of
 from weir.metadata.store import MetadataStore
 
 __all__ = ["Listener", "MetadataCache"]
@@ -272,5 +272,10 @@ class MetadataCache:
             for i, lease in zip(ids, leases, strict=True)
             if lease is not None
         }
+        stopping = [
+            i
+            for i, lease in zip(ids, leases, strict=True)
+            if lease is not None and shutting_down_of(lease)
+        ]
         lease = ControllerLease.parse(controller)
-        await self._update(lambda current: current.with_liveness(live, lease, offline))
+        await self._update(lambda current: current.with_liveness(live, lease, offline, stopping))

@@ -14,6 +14,8 @@ lease, polled by the cache and attached with ``with_liveness``. So do the partit
 live broker reports offline (its log failed on that broker's disk; KRaft's broker heartbeat
 carries offline log directories the same way): for those partitions the broker counts as
 not live (``offline_brokers``), so the controller moves their leadership and ISR away from it.
+A live broker in controlled shutdown (``shutting_down``) counts as not live for every
+partition in the same way.
 """
 
 from __future__ import annotations
@@ -247,6 +249,8 @@ class ClusterImage:
     controller: ControllerLease | None = None
     # broker id -> the partitions (topic, index) it reports offline on its disk.
     offline_replicas: Mapping[int, frozenset[tuple[str, int]]] = field(default_factory=_empty)
+    # Live brokers that asked for a controlled shutdown.
+    shutting_down: frozenset[int] = frozenset()
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_empty)
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=_empty)
     incarnation: str = ""
@@ -289,13 +293,16 @@ class ClusterImage:
         live_broker_ids: Iterable[int],
         controller: ControllerLease | None,
         offline_replicas: Mapping[int, frozenset[tuple[str, int]]] | None = None,
+        shutting_down: Iterable[int] | None = None,
     ) -> ClusterImage:
         live = frozenset(live_broker_ids)
         offline = self.offline_replicas if offline_replicas is None else offline_replicas
+        stopping = self.shutting_down if shutting_down is None else frozenset(shutting_down)
         if (
             live == self.live_broker_ids
             and controller == self.controller
             and offline == self.offline_replicas
+            and stopping == self.shutting_down
         ):
             return self
         return replace(
@@ -303,6 +310,7 @@ class ClusterImage:
             live_broker_ids=live,
             controller=controller,
             offline_replicas=_frozen({b: p for b, p in offline.items() if p}),
+            shutting_down=stopping,
         )
 
     @classmethod
@@ -470,6 +478,7 @@ class _Builder:
             live_broker_ids=self.image.live_broker_ids,
             controller=self.image.controller,
             offline_replicas=self.image.offline_replicas,
+            shutting_down=self.image.shutting_down,
             topic_configs=_frozen(self.topic_configs),
             broker_configs=_frozen(self.broker_configs),
             incarnation=self.image.incarnation,
@@ -519,6 +528,7 @@ class ImageDiff:
                 old.registrations != new.registrations
                 or old.live_broker_ids != new.live_broker_ids
                 or old.offline_replicas != new.offline_replicas
+                or old.shutting_down != new.shutting_down
             ),
             reset=bool(old.incarnation) and old.incarnation != new.incarnation,
         )

@@ -27,6 +27,11 @@ reports in its heartbeat. ``report_offline`` sets the list and renews at once; e
 writes it into the lease, so it survives a lease re-acquired after a pause. A new
 registration (a restart) starts without it: the restarted broker opens its logs again.
 
+The lease carries ``shutting_down`` too once ``begin_controlled_shutdown`` is called (Kafka's
+``wantShutDown`` in the KRaft broker heartbeat): the controller then moves leadership and ISR
+membership away from this broker wherever another in-sync replica can take over, while it
+still serves, and the broker stops once that is done (``controlled.shutdown.enable``).
+
 ``deregister`` (clean shutdown) removes the lease and the registration, and appends an
 ``UnregisterBroker`` record, only if they are still ours.
 """
@@ -61,6 +66,7 @@ __all__ = [
     "BrokerRegistration",
     "live_brokers",
     "offline_partitions_of",
+    "shutting_down_of",
 ]
 
 log = logging.getLogger("weir.registration")
@@ -93,24 +99,27 @@ return {'ok', tostring(epoch)}
 """
 
 # KEYS: broker:<id>, brokers.  ARGV: broker id, instance, epoch, lease ms, offline partitions
-# (JSON list; '' when none was ever reported, so the lease is only extended)
+# (JSON list; '' when none was ever reported), '1' when shutting down (else ''). With neither
+# the lease is only extended.
 _RENEW = """
 local function ours(text)
   local holder = cjson.decode(text)
   return holder['instance'] == ARGV[2] and tostring(holder['epoch']) == ARGV[3]
 end
-local function with_offline(text)
+local function with_reports(text)
   local holder = cjson.decode(text)
-  holder['offline'] = cjson.decode(ARGV[5])
+  if ARGV[5] ~= '' then holder['offline'] = cjson.decode(ARGV[5]) end
+  if ARGV[6] == '1' then holder['shutting_down'] = true end
   return cjson.encode(holder)
 end
+local plain = ARGV[5] == '' and ARGV[6] == ''
 local lease = redis.call('GET', KEYS[1])
 if lease then
   if ours(lease) then
-    if ARGV[5] == '' then
+    if plain then
       redis.call('PEXPIRE', KEYS[1], ARGV[4])
     else
-      redis.call('SET', KEYS[1], with_offline(lease), 'PX', ARGV[4])
+      redis.call('SET', KEYS[1], with_reports(lease), 'PX', ARGV[4])
     end
     return {'ok', ''}
   end
@@ -119,7 +128,7 @@ end
 local registration = redis.call('HGET', KEYS[2], ARGV[1])
 if not registration then return {'lost', ''} end
 if ours(registration) then
-  if ARGV[5] ~= '' then registration = with_offline(registration) end
+  if not plain then registration = with_reports(registration) end
   redis.call('SET', KEYS[1], registration, 'PX', ARGV[4])
   return {'reacquired', ''}
 end
@@ -186,6 +195,7 @@ class BrokerRegistration:
         self.epoch: int | None = None
         # Partitions reported offline (None: never any, the lease is only extended).
         self.offline: tuple[tuple[str, int], ...] | None = None
+        self.shutting_down = False
         self.fenced: BrokerFencedError | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._register_script = redis.register_script(_REGISTER)
@@ -275,6 +285,7 @@ class BrokerRegistration:
                 self.epoch,
                 self.lease_ms,
                 "" if self.offline is None else json.dumps([list(p) for p in self.offline]),
+                "1" if self.shutting_down else "",
             ],
         )
         status = _text(result[0])
@@ -303,6 +314,23 @@ class BrokerRegistration:
             log.warning("reporting offline partitions failed (the heartbeat retries): %s", exc)
         except BrokerFencedError as exc:
             await self._fence(exc)
+
+    async def begin_controlled_shutdown(self) -> bool:
+        """Ask the controller (through the lease) to move leadership and ISR membership
+        away from this broker; whether the lease carries the request now (if Redis is away
+        the next heartbeat asks; a fenced broker has nothing to hand over)."""
+        if self.fenced is not None or self.epoch is None:
+            return False
+        self.shutting_down = True
+        try:
+            await self.renew()
+        except (MetadataUnavailableError, RegistrationLostError) as exc:
+            log.warning("asking for a controlled shutdown failed: %s", exc)
+            return False
+        except BrokerFencedError as exc:
+            await self._fence(exc)
+            return False
+        return True
 
     async def _heartbeat_loop(self) -> None:
         # ``_heartbeat`` is None once stopped: a cancellation swallowed inside redis-py must
@@ -360,6 +388,14 @@ class BrokerRegistration:
 
     async def live_brokers(self) -> list[BrokerImage]:
         return await live_brokers(self.redis, cluster_id=self.keys.cluster_id)
+
+
+def shutting_down_of(lease: str | bytes) -> bool:
+    """Whether a lease asks for a controlled shutdown (a malformed lease does not)."""
+    try:
+        return json.loads(lease).get("shutting_down") is True
+    except (ValueError, TypeError, AttributeError):
+        return False
 
 
 def offline_partitions_of(lease: str | bytes) -> frozenset[tuple[str, int]]:

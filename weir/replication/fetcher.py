@@ -65,7 +65,7 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
 )
 
 from weir.client import BrokerClient, BrokerClientError
-from weir.log.errors import LogError
+from weir.log.errors import LogError, RecordBatchTooLargeError
 from weir.replication.quota import ReplicationQuota, is_throttled
 from weir.security.client import ClientSecurity
 
@@ -156,6 +156,8 @@ class _Followed:
     # Wall-clock ms before which the partition is not fetched (its leader refused it).
     delayed_until_ms: int = 0
     refusals: int = 0
+    # Why the last follower append failed ("" once one succeeds): logged when it changes.
+    append_failure: str = ""
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -325,14 +327,43 @@ class LeaderFetcher:
         try:
             partition.append_as_follower(records or b"", data.high_watermark)  # type: ignore[attr-defined]
         except LogError as exc:
-            log.error("%s-%d: follower append failed: %s", partition.topic, partition.index, exc)
-            followed.truncated = False
+            self._append_failed(followed, exc)
             return
+        if followed.append_failure:
+            followed.append_failure = ""
+            log.info("%s-%d: follower appends again", partition.topic, partition.index)
         # As Kafka's followers do: adopt the leader's log start (retention, DeleteRecords), so
         # whole segments below it go here too without waiting for the next retention run.
         leader_start = data.log_start_offset  # type: ignore[attr-defined]
         if partition.log_start_offset < leader_start <= partition.log_end_offset:
             partition.delete_records_before(leader_start)
+
+    def _append_failed(self, followed: _Followed, exc: LogError) -> None:
+        """A fetched batch this log refuses: retry after ``replica.fetch.backoff.ms``,
+        logging once per reason rather than once per attempt.
+
+        Kafka's follower refuses the same appends (``UnifiedLog.append`` checks
+        ``segment.bytes`` for followers too, so a batch written before the topic's
+        ``segment.bytes`` was lowered cannot be replicated) and its fetcher then stops
+        fetching the partition until its leadership changes. Retrying after the back-off
+        instead costs one fetch a second and recovers by itself once the cause is gone
+        (``segment.bytes`` raised again); the replica stays out of the ISR meanwhile.
+        """
+        partition = followed.partition
+        reason = str(exc)
+        level = logging.DEBUG if reason == followed.append_failure else logging.ERROR
+        log.log(
+            level,
+            "%s-%d: follower append failed: %s; retrying every %d ms",
+            partition.topic,
+            partition.index,
+            reason,
+            self.settings.backoff_ms,
+        )
+        followed.append_failure = reason
+        followed.delayed_until_ms = self.time_ms() + self.settings.backoff_ms
+        if not isinstance(exc, RecordBatchTooLargeError):
+            followed.truncated = False  # the log may have diverged: ask where ours ends again
 
     def _back_off(self, followed: _Followed, error: ErrorCode) -> None:
         """Retry this partition after ``replica.fetch.backoff.ms``: its leader refused it."""

@@ -141,3 +141,26 @@ def test_compaction_picks_dirty_enough_partitions_dirtiest_first() -> None:
     assert compaction_candidates(entries, max_partitions=1) == [
         CompactionCandidate(topic="t", partition=2, dirty_ratio=0.9, dirty_bytes=100)
     ]
+
+
+def test_a_log_past_max_compaction_lag_is_compacted_whatever_its_ratio() -> None:
+    """Kafka's ``needCompactionNow``: an overdue dirty record (``max.compaction.lag.ms``)
+    makes the log a candidate below ``min.cleanable.dirty.ratio``, if anything is dirty."""
+
+    def dirty(ratio: float, overdue_ms: int, size: int = 100) -> dict[str, Any]:
+        return {
+            "dirty_bytes": size,
+            "cleanable_bytes": 1000,
+            "ratio": ratio,
+            "max_compaction_delay_ms": overdue_ms,
+        }
+
+    segments = [(0, 100, NEW), (10, 1, NEW)]
+    entries = [
+        entry(segments, end=15, policy=("compact",), dirty=dirty(0.1, 5), partition=0),
+        entry(segments, end=15, policy=("compact",), dirty=dirty(0.1, 0), partition=1),
+        entry(segments, end=15, policy=("compact",), dirty=dirty(0.0, 5, size=0), partition=2),
+        entry(segments, end=15, policy=("delete",), dirty=dirty(0.1, 5), partition=3),
+        entry(segments, end=15, policy=("compact",), dirty=dirty(0.6, 0), partition=4),
+    ]
+    assert [c.partition for c in compaction_candidates(entries)] == [4, 0]

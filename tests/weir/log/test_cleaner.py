@@ -23,6 +23,7 @@ from weir.log import (
     cleanable_range,
     commit_clean,
     dirty_ratio,
+    max_compaction_delay,
     prepare_clean,
 )
 from weir.protocol.inflate import iter_records
@@ -479,6 +480,32 @@ def test_cleanable_range_and_dirty_ratio(open_log: LogFactory, clock: FakeClock)
     assert dirty_ratio(log, clean_offset=bases[-1], high_watermark=hw)[0] == 0
     stats = clean(log)
     assert dirty_ratio(log, clean_offset=stats.first_dirty_offset, high_watermark=hw)[0] == 0
+
+
+def test_max_compaction_delay_is_how_overdue_the_oldest_dirty_segment_is(
+    open_log: LogFactory, clock: FakeClock
+) -> None:
+    """Kafka's ``maxCompactionDelay``: the first batch timestamp of the oldest dirty
+    inactive segment against ``now - max.compaction.lag.ms``; the active segment and the
+    clean part do not count."""
+    log = open_log(CONFIG)
+    write_history(log, keyed_history(150, 3), clock=clock)
+    segments = log.segments
+    first_stamp = [next(s.iter_headers())[1].max_timestamp for s in segments]
+    now = clock.now
+
+    def delay(clean_offset: int, lag: int) -> int:
+        return max_compaction_delay(
+            log, clean_offset=clean_offset, now_ms=now, max_compaction_lag_ms=lag
+        )
+
+    assert delay(0, 2**63 - 1) == 0  # the default: never overdue
+    assert delay(0, now - first_stamp[0]) == 0  # exactly at the lag: not yet
+    assert delay(0, now - first_stamp[0] - 7) == 7
+    # Cleaned up to segment 2: its first batch is the oldest dirty one.
+    assert delay(segments[2].base_offset, 0) == now - first_stamp[2]
+    # Only the active segment is dirty: nothing the cleaner could take is overdue.
+    assert delay(segments[-1].base_offset, 0) == 0
 
 
 def test_commit_aborts_when_retention_deleted_a_captured_segment(open_log: LogFactory) -> None:

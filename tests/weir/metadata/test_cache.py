@@ -184,6 +184,28 @@ async def test_partitions_a_broker_reports_offline_reach_the_image_until_it_regi
     await restarted.deregister()
 
 
+async def test_a_controlled_shutdown_request_rides_on_the_lease_until_deregistration(
+    cache: MetadataCache, redis_client: aioredis.Redis, cluster_id: str
+) -> None:
+    """KRaft's heartbeat carries ``wantShutDown``; Weir's lease carries ``shutting_down``,
+    kept by renewals alongside an offline report."""
+    broker = BrokerRegistration(
+        redis_client, cluster_id=cluster_id, broker_id=6, host="h", port=6, lease_ms=30_000
+    )
+    await broker.register(heartbeat=False)
+    await cache.wait_for(lambda i: 6 in i.brokers, 5)
+    assert cache.image.shutting_down == frozenset()
+    assert await broker.begin_controlled_shutdown()
+    image = await cache.wait_for(lambda i: i.shutting_down == {6}, 5)
+    assert 6 in image.brokers  # still live: it serves until its leaderships moved
+    await broker.report_offline([("orders", 0)])
+    image = await cache.wait_for(lambda i: i.offline_brokers("orders", 0) == {6}, 5)
+    assert image.shutting_down == {6}
+    await broker.deregister()
+    await cache.wait_for(lambda i: 6 not in i.registrations and not i.shutting_down, 5)
+    assert not await broker.begin_controlled_shutdown()  # nothing left to hand over
+
+
 # -- Redis going away ----------------------------------------------------------------------
 @pytest.fixture
 async def own_redis(

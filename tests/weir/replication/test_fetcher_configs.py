@@ -100,15 +100,16 @@ def test_fetch_request_carries_the_settings(followed: _Followed) -> None:
     assert [p.partition_max_bytes for p in topic.partitions] == [54321]
 
 
+def fetcher_from_1(clock: FakeClock, settings: FetchSettings) -> LeaderFetcher:
+    """Broker 2's fetcher from leader 1, never connected (tests call its steps)."""
+    return LeaderFetcher(
+        leader_id=1, broker_id=2, endpoint=lambda _: None, time_ms=clock, settings=settings
+    )
+
+
 def test_refused_partition_waits_the_configured_backoff(followed: _Followed) -> None:
     clock = FakeClock()
-    fetcher = LeaderFetcher(
-        leader_id=1,
-        broker_id=2,
-        endpoint=lambda _: None,
-        time_ms=clock,
-        settings=FetchSettings(backoff_ms=250),
-    )
+    fetcher = fetcher_from_1(clock, FetchSettings(backoff_ms=250))
     fetcher._back_off(followed, ErrorCode.not_leader_or_follower)
     assert followed.delayed_until_ms == clock.now + 250
 
