@@ -11,10 +11,13 @@ import contextlib
 import json
 import math
 import os
+import struct
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import fields
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
@@ -30,6 +33,9 @@ from benchmarks.peers import (
 )
 
 MB = 1_000_000  # throughput is reported in MB/s of record values, 1 MB = 10**6 bytes
+# The head of a latency benchmark's record value: when it was sent (monotonic_ns, read on the
+# same machine as the receiver's clock) and its sequence number, so warm-up records are told.
+STAMP = struct.Struct("<qq")
 
 T = TypeVar("T")
 
@@ -149,11 +155,71 @@ def consumer_config(
     return config
 
 
+def child_main(conn: Connection, work: Callable[..., Any], *args: Any) -> None:
+    """The entry point of a benchmark's spawned process: run ``work(*args)`` and send
+    ("ok", its result) or ("error", the exception's repr) on ``conn``, which the parent reads
+    with :func:`receive_report`. ``work`` returns plain data (dicts, lists, numbers): a
+    dataclass defined in a ``python -m`` main module would not unpickle in the parent."""
+    try:
+        conn.send(("ok", work(*args)))
+    except BaseException as exc:  # report anything to the parent, then exit
+        conn.send(("error", repr(exc)))
+    finally:
+        conn.close()
+
+
+def receive_report(conn: Connection, timeout: float, name: str) -> Any:
+    """What the :func:`child_main` process ``name`` sent, waiting at most ``timeout`` seconds;
+    its error is raised here."""
+    if not conn.poll(timeout):
+        raise TimeoutError(f"{name} did not report")
+    status, payload = conn.recv()
+    if status != "ok":
+        raise RuntimeError(f"{name} failed: {payload}")
+    return payload
+
+
+def reap(proc: BaseProcess, timeout: float = 10.0) -> None:
+    """Wait ``timeout`` seconds for ``proc`` to exit, then kill it."""
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+
+
 def benchmark_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     """The parser of ``python -m benchmarks.<module>``, described by its docstring's summary."""
     return argparse.ArgumentParser(
         prog=f"python -m benchmarks.{module}", description=(doc or "").split("\n\n")[0]
     )
+
+
+def add_rate_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    rate: int,
+    size: int,
+    duration: float,
+    warmup: float,
+    whose: str = "",
+    per: str = "",
+) -> None:
+    """``--rate --size --duration --warmup`` of a paced, stamped producer (``whose`` names it
+    in the help, ``per`` says what a duration is measured per); :func:`check_rate` checks
+    them once parsed."""
+    parser.add_argument("--rate", type=int, default=rate, help=f"{whose}records per second")
+    parser.add_argument("--size", type=int, default=size, help=f"{whose}record size (>= 16)")
+    parser.add_argument("--duration", type=float, default=duration, help=f"measured seconds{per}")
+    parser.add_argument("--warmup", type=float, default=warmup, help="unmeasured seconds first")
+
+
+def check_rate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The flags of :func:`add_rate_arguments` are sane (a record holds its :data:`STAMP`;
+    a run is at most ten minutes)."""
+    if args.rate < 1 or args.duration <= 0 or args.warmup < 0 or args.size < STAMP.size:
+        parser.error(f"need --rate >= 1, --duration > 0, --warmup >= 0, --size >= {STAMP.size}")
+    if args.duration + args.warmup > 600:
+        parser.error("--duration + --warmup is capped at 600 s")
 
 
 def settings_from(cls: type[T], args: argparse.Namespace) -> T:
@@ -219,6 +285,14 @@ def write_json(path: str | None, payload: dict[str, Any]) -> None:
             json.dump(payload, fh, indent=2)
 
 
+def print_results(text: str, path: str | None, payload: dict[str, Any]) -> None:
+    """A benchmark's end: the report ``text`` after a blank line, and with ``--json PATH``
+    the ``payload`` written there."""
+    print()
+    print(text)
+    write_json(path, payload)
+
+
 def compare_peers(
     args: argparse.Namespace,
     work: Callable[[PeerSession], None],
@@ -233,7 +307,5 @@ def compare_peers(
     install_signal_handlers()
     machine = machine_note()
     failed = run_peers(args, work)
-    print()
-    print(report(machine))
-    write_json(args.json, results(machine))
+    print_results(report(machine), args.json, results(machine))
     return exit_status(failed)

@@ -68,6 +68,7 @@ from benchmarks.common import (
     machine_note,
     settings_from,
     unique_topic,
+    write_json,
 )
 from benchmarks.peers import (
     PeerHandle,
@@ -502,13 +503,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "steady_rate",
         "retention_interval",
     ):
-        parser.add_argument(
-            f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name)
-        )
+        flag(name, float)
     for name in ("records_per_producer", "groups", "producer_id_expiration_ms"):
-        parser.add_argument(
-            f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name)
-        )
+        flag(name, int)
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
     if args.duration <= 0 or args.sample_interval <= 0:
@@ -520,8 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     install_signal_handlers()
     args = parse_args(argv)
     result = run(settings_from(SoakSettings, args))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_json(args.json, result)
     return 1 if result["broken"] else 0
 
 
