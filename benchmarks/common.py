@@ -155,6 +155,38 @@ def consumer_config(
     return config
 
 
+def send_paced(
+    producer: Any, topic: str, *, rate: float, total: int, size: int, wait: Callable[[float], Any]
+) -> list[int]:
+    """Produce ``total`` records of ``size`` bytes (a :data:`STAMP`, then padding) to
+    partition 0 of ``topic``, ``rate`` per second from now; ``wait(seconds)`` passes the time
+    until the next is due (``time.sleep``, or the producer's ``poll`` so delivery reports are
+    taken the moment they arrive). A record the client could not send on time goes at once,
+    back to back with the others behind. Returns how far behind schedule (ns) each was sent."""
+    padding = os.urandom(max(0, size - STAMP.size))
+    produce, poll, pack, clock = producer.produce, producer.poll, STAMP.pack, time.monotonic_ns
+    interval_ns = 1_000_000_000 / rate
+    behind: list[int] = []
+    start = clock()
+    seq = 0
+    while seq < total:
+        due = start + int(seq * interval_ns)
+        now = clock()
+        if due > now:
+            wait((due - now) / 1e9)
+            continue
+        try:
+            produce(topic, pack(now, seq) + padding, None, 0)
+        except BufferError:  # the client's queue is full: let it send, then try again
+            poll(0.001)
+            continue
+        behind.append(now - due)
+        seq += 1
+        if start + int(seq * interval_ns) > now:  # caught up: serve callbacks, then wait
+            poll(0)
+    return behind
+
+
 def child_main(conn: Connection, work: Callable[..., Any], *args: Any) -> None:
     """The entry point of a benchmark's spawned process: run ``work(*args)`` and send
     ("ok", its result) or ("error", the exception's repr) on ``conn``, which the parent reads
@@ -228,13 +260,26 @@ def settings_from(cls: type[T], args: argparse.Namespace) -> T:
     return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
 
 
-def parse_peer_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
-    """Parse a ``--peers`` benchmark's command line: its own flags, ``--json`` last, and the
-    peer addresses checked."""
+Check = Callable[[argparse.ArgumentParser, argparse.Namespace], None]
+
+
+def parse_checked(
+    parser: argparse.ArgumentParser, argv: list[str] | None, *checks: Check
+) -> argparse.Namespace:
+    """Parse a benchmark's command line: its own flags, ``--json`` last, then each of
+    ``checks(parser, args)`` (which call ``parser.error`` on a bad combination)."""
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    check_peer_arguments(parser, args)
+    for check in checks:
+        check(parser, args)
     return args
+
+
+def parse_peer_args(
+    parser: argparse.ArgumentParser, argv: list[str] | None, *checks: Check
+) -> argparse.Namespace:
+    """:func:`parse_checked` for a ``--peers`` benchmark: the peer addresses checked first."""
+    return parse_checked(parser, argv, check_peer_arguments, *checks)
 
 
 def machine_note() -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import resource
 import statistics
 import sys
@@ -50,6 +49,7 @@ from benchmarks.common import (
     ratio,
     reap,
     receive_report,
+    send_paced,
     settings_from,
     unique_topic,
 )
@@ -130,14 +130,8 @@ def paced_produce(
     config["on_delivery"] = on_delivery
     producer = Producer(config)
     producer.list_topics(topic, timeout=10.0)
-    padding = os.urandom(max(0, settings.size - STAMP.size))
-    produce = producer.produce
-    poll = producer.poll
-    pack = STAMP.pack
     clock = time.monotonic_ns
-    interval_ns = 1_000_000_000 / settings.rate
     total = settings.total
-    behind: list[int] = []  # ns behind schedule, sampled per record
 
     cpu0 = _cpu_self()
     try:
@@ -145,23 +139,9 @@ def paced_produce(
         if not go.wait(60.0):
             raise TimeoutError("consumer never gave the go signal")
         start = clock()
-        seq = 0
-        while seq < total:
-            now = clock()
-            due = start + int(seq * interval_ns)
-            if due > now:
-                time.sleep((due - now) / 1e9)
-                continue
-            while seq < total and start + int(seq * interval_ns) <= now:
-                sent_at = clock()
-                try:
-                    produce(topic, pack(sent_at, seq) + padding, None, 0)
-                except BufferError:
-                    poll(0.001)
-                    continue
-                behind.append(sent_at - (start + int(seq * interval_ns)))
-                seq += 1
-            poll(0)
+        behind = send_paced(
+            producer, topic, rate=settings.rate, total=total, size=settings.size, wait=time.sleep
+        )
         remaining = producer.flush(30.0)
         seconds = (clock() - start) / 1e9
     except BaseException:
@@ -347,9 +327,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
     parser.add_argument("--linger-ms", type=float, default=1.0)
     parser.add_argument("--fetch-wait-max-ms", type=int, default=100)
-    args = parse_peer_args(parser, argv)
-    check_rate(parser, args)
-    return args
+    return parse_peer_args(parser, argv, check_rate)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,11 +69,13 @@ from benchmarks.common import (
     delete_topic,
     format_table,
     machine_note,
+    parse_checked,
     percentile,
     print_results,
     producer_config,
     reap,
     receive_report,
+    send_paced,
     settings_from,
     unique_topic,
 )
@@ -193,29 +195,15 @@ def _paced_produce(
     producer.produce(topic, STAMP.pack(clock(), -1))
     if producer.flush(30) != 0:
         raise TimeoutError("the well-behaved producer could not deliver its first record")
-    padding = os.urandom(max(0, settings.size - STAMP.size))
-    total = int(settings.rate * (settings.warmup + settings.duration))
-    interval_ns = 1_000_000_000 / settings.rate
     ready.set()
     if not go.wait(CHILD_TIMEOUT):
         raise TimeoutError("never told to go")
-    start = clock()
-    seq = 0
-    while seq < total:
-        now = clock()
-        due = start + int(seq * interval_ns)
-        if due > now:
-            # poll returns as soon as a delivery report is served: reports are stamped
-            # when they arrive, not when the next record is due.
-            producer.poll((due - now) / 1e9)
-            continue
-        try:
-            producer.produce(topic, STAMP.pack(clock(), seq) + padding)
-        except BufferError:
-            producer.poll(0.001)
-            continue
-        seq += 1
-        producer.poll(0)
+    # Waiting in poll: it returns as soon as a delivery report is served, so reports are
+    # stamped when they arrive, not when the next record is due.
+    total = int(settings.rate * (settings.warmup + settings.duration))
+    send_paced(
+        producer, topic, rate=settings.rate, total=total, size=settings.size, wait=producer.poll
+    )
     remaining = producer.flush(30)
     latencies.sort()
     ms = [v / 1e6 for v in latencies]
@@ -659,14 +647,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--linger-ms", type=float, default=5.0, help="well-behaved producers' linger.ms"
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
-    check_rate(parser, args)
+    return parse_checked(parser, argv, check_rate, _check_load)
+
+
+def _check_load(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.max_connections < 10 or args.flood_quota < 1 or args.connect_rate <= 0:
         parser.error("need --max-connections >= 10, --flood-quota >= 1, --connect-rate > 0")
     if args.flood_procs < 0 or args.raw_flooders < 0 or args.flood_size < 1:
         parser.error("need --flood-procs >= 0, --raw-flooders >= 0, --flood-size >= 1")
-    return args
 
 
 PHASES = ((UNLOADED, True), (FLOOD, True), (CONNECTIONS, True), (UNLOADED, False), (FLOOD, False))

@@ -39,6 +39,7 @@ from benchmarks.common import (
     delete_topic,
     format_table,
     machine_note,
+    parse_checked,
     print_results,
     settings_from,
 )
@@ -201,10 +202,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="require a client certificate on the SSL listener (ssl.client.auth=required)",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
-    check_volume(parser, args)
-    return args
+    return parse_checked(parser, argv, check_volume)
 
 
 def main(argv: list[str] | None = None) -> int:

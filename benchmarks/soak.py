@@ -66,6 +66,7 @@ from benchmarks.common import (
     delete_topic,
     format_table,
     machine_note,
+    parse_checked,
     settings_from,
     unique_topic,
     write_json,
@@ -506,11 +507,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         flag(name, float)
     for name in ("records_per_producer", "groups", "producer_id_expiration_ms"):
         flag(name, int)
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
+    return parse_checked(parser, argv, _check_times)
+
+
+def _check_times(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.duration <= 0 or args.sample_interval <= 0:
         parser.error("--duration and --sample-interval must be positive")
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -472,9 +472,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
     parser.add_argument("--keep-topics", action="store_true", help="do not delete topics")
-    args = parse_peer_args(parser, argv)
-    check_volume(parser, args)
-    return args
+    return parse_peer_args(parser, argv, check_volume)
 
 
 def main(argv: list[str] | None = None) -> int:
