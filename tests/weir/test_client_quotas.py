@@ -30,7 +30,7 @@ from kio.schema.list_offsets.v7.request import (
 )
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from brokers.quotas import quota_alter_request, quota_describe_request
+from brokers.quota_requests import quota_alter_request, quota_describe_request
 from tests.suite.commands import failed_cleanly, manage
 from tests.weir.clients.helpers import kafka, kafka_python_consumer
 from tests.weir.cluster.conftest import raw_request
