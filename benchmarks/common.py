@@ -11,10 +11,13 @@ import contextlib
 import json
 import math
 import os
+import struct
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import fields
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
@@ -30,6 +33,9 @@ from benchmarks.peers import (
 )
 
 MB = 1_000_000  # throughput is reported in MB/s of record values, 1 MB = 10**6 bytes
+# The head of a latency benchmark's record value: when it was sent (monotonic_ns, read on the
+# same machine as the receiver's clock) and its sequence number, so warm-up records are told.
+STAMP = struct.Struct("<qq")
 
 T = TypeVar("T")
 
@@ -149,11 +155,103 @@ def consumer_config(
     return config
 
 
+def send_paced(
+    producer: Any, topic: str, *, rate: float, total: int, size: int, wait: Callable[[float], Any]
+) -> list[int]:
+    """Produce ``total`` records of ``size`` bytes (a :data:`STAMP`, then padding) to
+    partition 0 of ``topic``, ``rate`` per second from now; ``wait(seconds)`` passes the time
+    until the next is due (``time.sleep``, or the producer's ``poll`` so delivery reports are
+    taken the moment they arrive). A record the client could not send on time goes at once,
+    back to back with the others behind. Returns how far behind schedule (ns) each was sent."""
+    padding = os.urandom(max(0, size - STAMP.size))
+    produce, poll, pack, clock = producer.produce, producer.poll, STAMP.pack, time.monotonic_ns
+    interval_ns = 1_000_000_000 / rate
+    behind: list[int] = []
+    start = clock()
+    seq = 0
+    while seq < total:
+        due = start + int(seq * interval_ns)
+        now = clock()
+        if due > now:
+            wait((due - now) / 1e9)
+            continue
+        try:
+            produce(topic, pack(now, seq) + padding, None, 0)
+        except BufferError:  # the client's queue is full: let it send, then try again
+            poll(0.001)
+            continue
+        behind.append(now - due)
+        seq += 1
+        if start + int(seq * interval_ns) > now:  # caught up: serve callbacks, then wait
+            poll(0)
+    return behind
+
+
+def child_main(conn: Connection, work: Callable[..., Any], *args: Any) -> None:
+    """The entry point of a benchmark's spawned process: run ``work(*args)`` and send
+    ("ok", its result) or ("error", the exception's repr) on ``conn``, which the parent reads
+    with :func:`receive_report`. ``work`` returns plain data (dicts, lists, numbers): a
+    dataclass defined in a ``python -m`` main module would not unpickle in the parent."""
+    try:
+        conn.send(("ok", work(*args)))
+    except BaseException as exc:  # report anything to the parent, then exit
+        conn.send(("error", repr(exc)))
+    finally:
+        conn.close()
+
+
+def receive_report(conn: Connection, timeout: float, name: str) -> Any:
+    """What the :func:`child_main` process ``name`` sent, waiting at most ``timeout`` seconds;
+    its error is raised here."""
+    if not conn.poll(timeout):
+        raise TimeoutError(f"{name} did not report")
+    status, payload = conn.recv()
+    if status != "ok":
+        raise RuntimeError(f"{name} failed: {payload}")
+    return payload
+
+
+def reap(proc: BaseProcess, timeout: float = 10.0) -> None:
+    """Wait ``timeout`` seconds for ``proc`` to exit, then kill it."""
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+
+
 def benchmark_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     """The parser of ``python -m benchmarks.<module>``, described by its docstring's summary."""
     return argparse.ArgumentParser(
         prog=f"python -m benchmarks.{module}", description=(doc or "").split("\n\n")[0]
     )
+
+
+def add_rate_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    rate: int,
+    size: int,
+    duration: float,
+    warmup: float,
+    whose: str = "",
+    per: str = "",
+) -> None:
+    """``--rate --size --duration --warmup`` of a paced, stamped producer (``whose`` names it
+    in the help, ``per`` says what a duration is measured per); :func:`check_rate` checks
+    them once parsed."""
+    parser.add_argument("--rate", type=int, default=rate, help=f"{whose}records per second")
+    parser.add_argument("--size", type=int, default=size, help=f"{whose}record size (>= 16)")
+    parser.add_argument("--duration", type=float, default=duration, help=f"measured seconds{per}")
+    parser.add_argument("--warmup", type=float, default=warmup, help="unmeasured seconds first")
+
+
+def check_rate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The flags of :func:`add_rate_arguments` are sane (a record holds its :data:`STAMP`;
+    a run is at most ten minutes)."""
+    if args.rate < 1 or args.duration <= 0 or args.warmup < 0 or args.size < STAMP.size:
+        parser.error(f"need --rate >= 1, --duration > 0, --warmup >= 0, --size >= {STAMP.size}")
+    if args.duration + args.warmup > 600:
+        parser.error("--duration + --warmup is capped at 600 s")
 
 
 def settings_from(cls: type[T], args: argparse.Namespace) -> T:
@@ -162,13 +260,26 @@ def settings_from(cls: type[T], args: argparse.Namespace) -> T:
     return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
 
 
-def parse_peer_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
-    """Parse a ``--peers`` benchmark's command line: its own flags, ``--json`` last, and the
-    peer addresses checked."""
+Check = Callable[[argparse.ArgumentParser, argparse.Namespace], None]
+
+
+def parse_checked(
+    parser: argparse.ArgumentParser, argv: list[str] | None, *checks: Check
+) -> argparse.Namespace:
+    """Parse a benchmark's command line: its own flags, ``--json`` last, then each of
+    ``checks(parser, args)`` (which call ``parser.error`` on a bad combination)."""
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    check_peer_arguments(parser, args)
+    for check in checks:
+        check(parser, args)
     return args
+
+
+def parse_peer_args(
+    parser: argparse.ArgumentParser, argv: list[str] | None, *checks: Check
+) -> argparse.Namespace:
+    """:func:`parse_checked` for a ``--peers`` benchmark: the peer addresses checked first."""
+    return parse_checked(parser, argv, check_peer_arguments, *checks)
 
 
 def machine_note() -> str:
@@ -219,6 +330,14 @@ def write_json(path: str | None, payload: dict[str, Any]) -> None:
             json.dump(payload, fh, indent=2)
 
 
+def print_results(text: str, path: str | None, payload: dict[str, Any]) -> None:
+    """A benchmark's end: the report ``text`` after a blank line, and with ``--json PATH``
+    the ``payload`` written there."""
+    print()
+    print(text)
+    write_json(path, payload)
+
+
 def compare_peers(
     args: argparse.Namespace,
     work: Callable[[PeerSession], None],
@@ -233,7 +352,5 @@ def compare_peers(
     install_signal_handlers()
     machine = machine_note()
     failed = run_peers(args, work)
-    print()
-    print(report(machine))
-    write_json(args.json, results(machine))
+    print_results(report(machine), args.json, results(machine))
     return exit_status(failed)

@@ -21,21 +21,23 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import resource
 import statistics
-import struct
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from benchmarks.common import (
+    STAMP,
+    add_rate_arguments,
     benchmark_parser,
+    check_rate,
+    child_main,
     compare_peers,
     consumer_config,
     create_topic,
@@ -45,6 +47,9 @@ from benchmarks.common import (
     percentile,
     producer_config,
     ratio,
+    reap,
+    receive_report,
+    send_paced,
     settings_from,
     unique_topic,
 )
@@ -53,7 +58,6 @@ from benchmarks.peers import (
     add_peer_arguments,
 )
 
-STAMP = struct.Struct("<qq")  # send monotonic_ns, sequence number
 TARGET_P99_MS = 5.0
 DRAIN_SECONDS = 10.0  # after the producer is done, wait at most this long for stragglers
 
@@ -126,14 +130,8 @@ def paced_produce(
     config["on_delivery"] = on_delivery
     producer = Producer(config)
     producer.list_topics(topic, timeout=10.0)
-    padding = os.urandom(max(0, settings.size - STAMP.size))
-    produce = producer.produce
-    poll = producer.poll
-    pack = STAMP.pack
     clock = time.monotonic_ns
-    interval_ns = 1_000_000_000 / settings.rate
     total = settings.total
-    behind: list[int] = []  # ns behind schedule, sampled per record
 
     cpu0 = _cpu_self()
     try:
@@ -141,23 +139,9 @@ def paced_produce(
         if not go.wait(60.0):
             raise TimeoutError("consumer never gave the go signal")
         start = clock()
-        seq = 0
-        while seq < total:
-            now = clock()
-            due = start + int(seq * interval_ns)
-            if due > now:
-                time.sleep((due - now) / 1e9)
-                continue
-            while seq < total and start + int(seq * interval_ns) <= now:
-                sent_at = clock()
-                try:
-                    produce(topic, pack(sent_at, seq) + padding, None, 0)
-                except BufferError:
-                    poll(0.001)
-                    continue
-                behind.append(sent_at - (start + int(seq * interval_ns)))
-                seq += 1
-            poll(0)
+        behind = send_paced(
+            producer, topic, rate=settings.rate, total=total, size=settings.size, wait=time.sleep
+        )
         remaining = producer.flush(30.0)
         seconds = (clock() - start) / 1e9
     except BaseException:
@@ -176,20 +160,11 @@ def paced_produce(
     )
 
 
-def _producer_child(
-    conn: Connection,
-    bootstrap: str,
-    topic: str,
-    settings: LatencySettings,
-    ready: Event,
-    go: Event,
-) -> None:
-    try:
-        conn.send(("ok", asdict(paced_produce(bootstrap, topic, settings, ready, go))))
-    except BaseException as exc:
-        conn.send(("error", repr(exc)))
-    finally:
-        conn.close()
+def _paced_produce_fields(
+    bootstrap: str, topic: str, settings: LatencySettings, ready: Event, go: Event
+) -> dict[str, Any]:
+    """:func:`paced_produce` in the producer process, its report as plain data."""
+    return asdict(paced_produce(bootstrap, topic, settings, ready, go))
 
 
 def measure(
@@ -205,8 +180,8 @@ def measure(
     ready, go = ctx.Event(), ctx.Event()
     parent_conn, child_conn = ctx.Pipe(duplex=False)
     proc = ctx.Process(
-        target=_producer_child,
-        args=(child_conn, bootstrap, topic, settings, ready, go),
+        target=child_main,
+        args=(child_conn, _paced_produce_fields, bootstrap, topic, settings, ready, go),
         daemon=True,
     )
     consumer = Consumer(
@@ -255,22 +230,14 @@ def measure(
         elapsed = time.monotonic() - t0
         cpu1 = cpu()
         self_cpu = _cpu_self() - self_cpu0
-        if not parent_conn.poll(60.0):
-            raise TimeoutError("producer process did not report")
-        status, payload = parent_conn.recv()
-        if status != "ok":
-            raise RuntimeError(f"producer process failed: {payload}")
-        producer = ProducerReport(**payload)
+        producer = ProducerReport(**receive_report(parent_conn, 60.0, "producer process"))
     except BaseException:
         if proc.is_alive():
             proc.terminate()  # interrupted or failed: do not wait for the schedule to end
         raise
     finally:
         consumer.close()
-        proc.join(10.0)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
+        reap(proc)
         delete_topic(bootstrap, topic)
     latencies.sort()
     ms = [v / 1e6 for v in latencies]
@@ -355,20 +322,12 @@ def report(results: list[LatencyResult], settings: LatencySettings, machine: str
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = benchmark_parser("latency", __doc__)
-    parser.add_argument("--rate", type=int, default=10_000, help="records per second")
-    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
-    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds first")
-    parser.add_argument("--size", type=int, default=1024, help="value size in bytes (>= 16)")
+    add_rate_arguments(parser, rate=10_000, size=1024, duration=10.0, warmup=1.0)
     add_peer_arguments(parser)
     parser.add_argument("--acks", default="1", choices=["0", "1", "all"])
     parser.add_argument("--linger-ms", type=float, default=1.0)
     parser.add_argument("--fetch-wait-max-ms", type=int, default=100)
-    args = parse_peer_args(parser, argv)
-    if args.rate < 1 or args.duration <= 0 or args.warmup < 0 or args.size < STAMP.size:
-        parser.error("need --rate >= 1, --duration > 0, --warmup >= 0, --size >= 16")
-    if args.duration + args.warmup > 600:
-        parser.error("--duration + --warmup is capped at 600 s")
-    return args
+    return parse_peer_args(parser, argv, check_rate)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,7 +39,6 @@ import asyncio
 import multiprocessing
 import os
 import selectors
-import shutil
 import socket
 import statistics
 import struct
@@ -60,24 +59,31 @@ from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, 
 from kio.serial import entity_reader
 
 from benchmarks.common import (
+    STAMP,
+    add_rate_arguments,
     benchmark_parser,
+    check_rate,
+    child_main,
     consumer_config,
     create_topic,
     delete_topic,
     format_table,
     machine_note,
+    parse_checked,
     percentile,
+    print_results,
     producer_config,
+    reap,
+    receive_report,
+    send_paced,
     settings_from,
     unique_topic,
-    write_json,
 )
 from benchmarks.peers import HOST, PeerHandle, free_port, install_signal_handlers, start_weir
-from brokers.quotas import quota_alter_request
+from brokers.quota_requests import quota_alter_request
 from weir.client import BrokerClient, encode_request
 from weir.protocol.batch_builder import build_batch
 
-STAMP = struct.Struct("<qq")  # send monotonic_ns, sequence number
 GOAL_P99_RATIO = 2.0
 FLOOD_CLIENT_ID = "flood"
 POLITE_CLIENT_ID = "polite"
@@ -152,22 +158,11 @@ class PhaseResult:
 
 
 # -- the well-behaved client -------------------------------------------------------------------
-def _polite_child(
-    conn: Connection,
-    bootstrap: str,
-    topic: str,
-    acks: str,
-    settings: OverloadSettings,
-    ready: Event,
-    go: Event,
-) -> None:
+def _polite(
+    bootstrap: str, topic: str, acks: str, settings: OverloadSettings, ready: Event, go: Event
+) -> dict[str, Any]:
     """Produce ``rate`` stamped records/s; report latency figures after the warm-up."""
-    try:
-        conn.send(("ok", asdict(_paced_produce(bootstrap, topic, acks, settings, ready, go))))
-    except BaseException as exc:
-        conn.send(("error", repr(exc)))
-    finally:
-        conn.close()
+    return asdict(_paced_produce(bootstrap, topic, acks, settings, ready, go))
 
 
 def _paced_produce(
@@ -200,29 +195,15 @@ def _paced_produce(
     producer.produce(topic, STAMP.pack(clock(), -1))
     if producer.flush(30) != 0:
         raise TimeoutError("the well-behaved producer could not deliver its first record")
-    padding = os.urandom(max(0, settings.size - STAMP.size))
-    total = int(settings.rate * (settings.warmup + settings.duration))
-    interval_ns = 1_000_000_000 / settings.rate
     ready.set()
     if not go.wait(CHILD_TIMEOUT):
         raise TimeoutError("never told to go")
-    start = clock()
-    seq = 0
-    while seq < total:
-        now = clock()
-        due = start + int(seq * interval_ns)
-        if due > now:
-            # poll returns as soon as a delivery report is served: reports are stamped
-            # when they arrive, not when the next record is due.
-            producer.poll((due - now) / 1e9)
-            continue
-        try:
-            producer.produce(topic, STAMP.pack(clock(), seq) + padding)
-        except BufferError:
-            producer.poll(0.001)
-            continue
-        seq += 1
-        producer.poll(0)
+    # Waiting in poll: it returns as soon as a delivery report is served, so reports are
+    # stamped when they arrive, not when the next record is due.
+    total = int(settings.rate * (settings.warmup + settings.duration))
+    send_paced(
+        producer, topic, rate=settings.rate, total=total, size=settings.size, wait=producer.poll
+    )
     remaining = producer.flush(30)
     latencies.sort()
     ms = [v / 1e6 for v in latencies]
@@ -238,103 +219,91 @@ def _paced_produce(
 
 
 # -- the flooders ------------------------------------------------------------------------------
-def _flood_child(
-    conn: Connection, bootstrap: str, topic: str, size: int, ready: Event, stop: Event
-) -> None:
+def _flood(bootstrap: str, topic: str, size: int, ready: Event, stop: Event) -> list[float]:
     """A confluent-kafka producer (client id ``flood``) sending as fast as it can until
     ``stop``; reports the throttle times the broker answered with."""
     throttles: list[float] = []
-    try:
-        config = producer_config(bootstrap, acks="1", linger_ms=5)
-        config.update(
-            {
-                "client.id": FLOOD_CLIENT_ID,
-                "throttle_cb": lambda event: throttles.append(event.throttle_time * 1000),
-                # A bounded client buffer: once it is full the flooder waits in poll() rather
-                # than copying records into gigabytes of memory, so what it costs the shared
-                # cores is the broker's doing, not the harness's.
-                "queue.buffering.max.kbytes": FLOOD_BUFFER_KB,
-            }
-        )
-        producer = Producer(config)
-        producer.list_topics(topic, timeout=10)
-        value = os.urandom(size)
-        ready.set()
-        while not stop.is_set():
-            for _ in range(100):
-                try:
-                    producer.produce(topic, value)
-                except BufferError:
-                    producer.poll(0.01)
-                    break
-            producer.poll(0)
-        producer.purge()
-        producer.flush(5)
+    config = producer_config(bootstrap, acks="1", linger_ms=5)
+    config.update(
+        {
+            "client.id": FLOOD_CLIENT_ID,
+            "throttle_cb": lambda event: throttles.append(event.throttle_time * 1000),
+            # A bounded client buffer: once it is full the flooder waits in poll() rather
+            # than copying records into gigabytes of memory, so what it costs the shared
+            # cores is the broker's doing, not the harness's.
+            "queue.buffering.max.kbytes": FLOOD_BUFFER_KB,
+        }
+    )
+    producer = Producer(config)
+    producer.list_topics(topic, timeout=10)
+    value = os.urandom(size)
+    ready.set()
+    while not stop.is_set():
+        for _ in range(100):
+            try:
+                producer.produce(topic, value)
+            except BufferError:
+                producer.poll(0.01)
+                break
         producer.poll(0)
-        conn.send(("ok", throttles))
-    except BaseException as exc:
-        conn.send(("error", repr(exc)))
-    finally:
-        conn.close()
+    producer.purge()
+    producer.flush(5)
+    producer.poll(0)
+    return throttles
 
 
-def _raw_flood_child(
-    conn: Connection, port: int, topic: str, size: int, ready: Event, stop: Event
-) -> None:
+def _raw_flood(
+    port: int, topic: str, size: int, ready: Event, stop: Event
+) -> tuple[int, list[float]]:
     """Produce requests pipelined on one raw socket, ``throttle_time_ms`` ignored: only the
     broker's muting of the connection holds this client back."""
     throttles: list[float] = []
     requests = 0
-    try:
-        batch = bytes(
-            build_batch(
-                [(None, os.urandom(size)) for _ in range(RAW_BATCH_RECORDS)],
-                timestamp_ms=int(time.time() * 1000),
-            )
+    batch = bytes(
+        build_batch(
+            [(None, os.urandom(size)) for _ in range(RAW_BATCH_RECORDS)],
+            timestamp_ms=int(time.time() * 1000),
         )
-        body = ProduceRequest(
-            transactional_id=None,
-            acks=1,
-            timeout=timedelta(seconds=30),
-            topic_data=(
-                TopicProduceData(
-                    name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)
-                ),
+    )
+    body = ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout=timedelta(seconds=30),
+        topic_data=(
+            TopicProduceData(
+                name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)
             ),
-        )
-        response_type = load_response_schema(body.__api_key__, body.__version__)
-        read_header = entity_reader(response_type.__header_schema__)
-        read_body = entity_reader(response_type)
-        sock = socket.create_connection((HOST, port), timeout=CHILD_TIMEOUT)
-        # Reads wake up twice a second to notice ``stop``: a muted connection may stay
-        # silent for as long as its throttle.
-        sock.settimeout(0.5)
-        ready.set()
-        in_flight = 0
-        correlation = 0
-        while not stop.is_set():
-            while in_flight < RAW_PIPELINE:
-                correlation += 1
-                sock.sendall(encode_request(body, correlation, FLOOD_CLIENT_ID))
-                in_flight += 1
-            header = _read_until_stopped(sock, 4, stop)
-            if header is None:
-                break
-            payload = _read_until_stopped(sock, struct.unpack(">i", header)[0], stop)
-            if payload is None:
-                break
-            view = memoryview(payload).toreadonly()
-            _, offset = read_header(view, 0)
-            response, _ = read_body(view, offset)
-            in_flight -= 1
-            requests += 1
-            throttles.append(response.throttle_time.total_seconds() * 1000)
-        sock.close()
-        conn.send(("ok", (requests, throttles)))
-    except BaseException as exc:
-        conn.send(("error", repr(exc)))
-    finally:
-        conn.close()
+        ),
+    )
+    response_type = load_response_schema(body.__api_key__, body.__version__)
+    read_header = entity_reader(response_type.__header_schema__)
+    read_body = entity_reader(response_type)
+    sock = socket.create_connection((HOST, port), timeout=CHILD_TIMEOUT)
+    # Reads wake up twice a second to notice ``stop``: a muted connection may stay
+    # silent for as long as its throttle.
+    sock.settimeout(0.5)
+    ready.set()
+    in_flight = 0
+    correlation = 0
+    while not stop.is_set():
+        while in_flight < RAW_PIPELINE:
+            correlation += 1
+            sock.sendall(encode_request(body, correlation, FLOOD_CLIENT_ID))
+            in_flight += 1
+        header = _read_until_stopped(sock, 4, stop)
+        if header is None:
+            break
+        payload = _read_until_stopped(sock, struct.unpack(">i", header)[0], stop)
+        if payload is None:
+            break
+        view = memoryview(payload).toreadonly()
+        _, offset = read_header(view, 0)
+        response, _ = read_body(view, offset)
+        in_flight -= 1
+        requests += 1
+        throttles.append(response.throttle_time.total_seconds() * 1000)
+    sock.close()
+    return requests, throttles
 
 
 def _read_until_stopped(sock: socket.socket, n: int, stop: Event) -> bytes | None:
@@ -353,14 +322,9 @@ def _read_until_stopped(sock: socket.socket, n: int, stop: Event) -> bytes | Non
     return bytes(data)
 
 
-def _connection_flood_child(
-    conn: Connection,
-    port: int,
-    hold: int,
-    connect_rate: float,
-    ready: Event,
-    stop: Event,
-) -> None:
+def _connection_flood(
+    port: int, hold: int, connect_rate: float, ready: Event, stop: Event
+) -> dict[str, Any]:
     """Open ``hold`` connections and keep them, each sending ApiVersions; open
     ``connect_rate`` more per second (ApiVersions, then close) until ``stop``."""
     request = encode_request(ApiVersionsRequest(), 1, "connection-flood")
@@ -387,13 +351,10 @@ def _connection_flood_child(
                     extra.sendall(request)
             except OSError:
                 refused += 1
-        conn.send(("ok", asdict(ConnectionFloodFigures(hold, served, attempts, refused))))
-    except BaseException as exc:
-        conn.send(("error", repr(exc)))
+        return asdict(ConnectionFloodFigures(hold, served, attempts, refused))
     finally:
         for sock in held:
             sock.close()
-        conn.close()
 
 
 def _count_answered(socks: list[socket.socket], timeout: float) -> int:
@@ -422,23 +383,18 @@ class _Child:
     ready: Event
 
     def result(self, timeout: float) -> Any:
-        if not self.conn.poll(timeout):
-            raise TimeoutError(f"{self.proc.name} did not report")
-        status, payload = self.conn.recv()
-        if status != "ok":
-            raise RuntimeError(f"{self.proc.name} failed: {payload}")
-        return payload
+        return receive_report(self.conn, timeout, self.proc.name or "child")
 
 
 def _spawn(target: Any, name: str, args: tuple[Any, ...], signal: Event) -> _Child:
-    """A child process ``target(conn, *args, ready, signal)``: it sets ``ready`` when
-    connected, then waits for ``signal`` (go, for the measured producers) or runs until it
-    (stop, for the load); it sends ("ok", figures) or ("error", text) on ``conn``."""
+    """A child process ``target(*args, ready, signal)``: it sets ``ready`` when connected,
+    then waits for ``signal`` (go, for the measured producers) or runs until it (stop, for
+    the load); its figures come back through :func:`benchmarks.common.child_main`."""
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
     parent_conn, child_conn = ctx.Pipe(duplex=False)
     proc = ctx.Process(
-        target=target, args=(child_conn, *args, ready, signal), name=name, daemon=True
+        target=child_main, args=(child_conn, target, *args, ready, signal), name=name, daemon=True
     )
     proc.start()
     child_conn.close()
@@ -459,16 +415,16 @@ def _load(
     """The flooding processes of ``phase`` (none when unloaded)."""
     if phase == FLOOD:
         return [
-            _spawn(_flood_child, f"flood-{i}", (bootstrap, topic, settings.flood_size), stop)
+            _spawn(_flood, f"flood-{i}", (bootstrap, topic, settings.flood_size), stop)
             for i in range(settings.flood_procs)
         ] + [
-            _spawn(_raw_flood_child, f"raw-flood-{i}", (port, topic, settings.flood_size), stop)
+            _spawn(_raw_flood, f"raw-flood-{i}", (port, topic, settings.flood_size), stop)
             for i in range(settings.raw_flooders)
         ]
     if phase == CONNECTIONS:
         hold = settings.max_connections + settings.extra_connections
         args = (port, hold, settings.connect_rate)
-        return [_spawn(_connection_flood_child, "connection-flood", args, stop)]
+        return [_spawn(_connection_flood, "connection-flood", args, stop)]
     return []
 
 
@@ -488,7 +444,7 @@ def run_phase(
     offsets = Consumer(consumer_config(bootstrap, large_fetches=False))
     offsets.get_watermark_offsets(TopicPartition(flood_topic, 0), timeout=10)
     polite = [
-        _spawn(_polite_child, f"polite-acks{acks}", (bootstrap, topic, acks, settings), go)
+        _spawn(_polite, f"polite-acks{acks}", (bootstrap, topic, acks, settings), go)
         for acks, topic in topics.items()
     ]
     children = list(polite)
@@ -522,10 +478,7 @@ def run_phase(
         stop.set()
         go.set()
         for child in children:
-            child.proc.join(15)
-            if child.proc.is_alive():
-                child.proc.kill()
-                child.proc.join()
+            reap(child.proc, 15)
         offsets.close()
         for topic in [*topics.values(), flood_topic]:
             delete_topic(bootstrap, topic)
@@ -673,10 +626,15 @@ def report(results: list[PhaseResult], settings: OverloadSettings, machine: str)
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = benchmark_parser("overload", __doc__)
-    parser.add_argument("--rate", type=int, default=1000, help="well-behaved records per second")
-    parser.add_argument("--size", type=int, default=512, help="well-behaved record size (>= 16)")
-    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per phase")
-    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds first")
+    add_rate_arguments(
+        parser,
+        rate=1000,
+        size=512,
+        duration=10.0,
+        warmup=2.0,
+        whose="well-behaved ",
+        per=" per phase",
+    )
     parser.add_argument("--max-connections", type=int, default=200)
     parser.add_argument(
         "--flood-quota", type=int, default=1_000_000, help="bytes/s on clients/flood"
@@ -689,17 +647,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--linger-ms", type=float, default=5.0, help="well-behaved producers' linger.ms"
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
-    if args.rate < 1 or args.duration <= 0 or args.warmup < 0 or args.size < STAMP.size:
-        parser.error("need --rate >= 1, --duration > 0, --warmup >= 0, --size >= 16")
-    if args.duration + args.warmup > 600:
-        parser.error("--duration + --warmup is capped at 600 s")
+    return parse_checked(parser, argv, check_rate, _check_load)
+
+
+def _check_load(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.max_connections < 10 or args.flood_quota < 1 or args.connect_rate <= 0:
         parser.error("need --max-connections >= 10, --flood-quota >= 1, --connect-rate > 0")
     if args.flood_procs < 0 or args.raw_flooders < 0 or args.flood_size < 1:
         parser.error("need --flood-procs >= 0, --raw-flooders >= 0, --flood-size >= 1")
-    return args
 
 
 PHASES = ((UNLOADED, True), (FLOOD, True), (CONNECTIONS, True), (UNLOADED, False), (FLOOD, False))
@@ -710,29 +665,24 @@ def main(argv: list[str] | None = None) -> int:
     install_signal_handlers()
     machine = machine_note()
     settings = settings_from(OverloadSettings, args)
-    workdir = Path(tempfile.mkdtemp(prefix="weir-bench-overload-"))
     results: list[PhaseResult] = []
-    try:
-        handle = start_weir(
+    with (
+        tempfile.TemporaryDirectory(prefix="weir-bench-overload-") as workdir,
+        start_weir(
             free_port(),
-            workdir / "data",
+            Path(workdir) / "data",
             extra_configs=[f"max.connections={settings.max_connections}"],
-        )
-        try:
-            for phase, quota in PHASES:
-                set_flood_quota(handle.bootstrap, settings.flood_quota if quota else None)
-                result = run_phase(handle, phase, quota, settings)
-                results.append(result)
-                p99 = ", ".join(f"acks={f.acks} p99 {f.p99_ms:.2f} ms" for f in result.latency)
-                print(f"[{phase}, {_mode(quota)}] {p99}", flush=True)
-        finally:
-            handle.stop()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        ) as handle,
+    ):
+        for phase, quota in PHASES:
+            set_flood_quota(handle.bootstrap, settings.flood_quota if quota else None)
+            result = run_phase(handle, phase, quota, settings)
+            results.append(result)
+            p99 = ", ".join(f"acks={f.acks} p99 {f.p99_ms:.2f} ms" for f in result.latency)
+            print(f"[{phase}, {_mode(quota)}] {p99}", flush=True)
     _with_ratios(results)
-    print()
-    print(report(results, settings, machine))
-    write_json(
+    print_results(
+        report(results, settings, machine),
         args.json,
         {
             "settings": asdict(settings),

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -40,8 +39,9 @@ from benchmarks.common import (
     delete_topic,
     format_table,
     machine_note,
+    parse_checked,
+    print_results,
     settings_from,
-    write_json,
 )
 from benchmarks.peers import HOST, PeerHandle, free_port, install_signal_handlers, start_weir
 from benchmarks.throughput import (
@@ -202,10 +202,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="require a client certificate on the SSL listener (ssl.client.auth=required)",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
-    check_volume(parser, args)
-    return args
+    return parse_checked(parser, argv, check_volume)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,17 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     install_signal_handlers()
     machine = machine_note()
     settings = settings_from(ProduceSettings, args)
-    workdir = Path(tempfile.mkdtemp(prefix="weir-bench-security-"))
     summaries = [PeerSummary(listener, "started here") for listener in LISTENERS]
-    try:
+    with tempfile.TemporaryDirectory(prefix="weir-bench-security-") as tmp:
+        workdir = Path(tmp)
         certs = make_tls_certs(workdir / "tls")
         ports = {"SSL": free_port(), "SASL_SSL": free_port()}
-        handle = start_weir(
+        with start_weir(
             free_port(),
             workdir / "data",
             extra_configs=broker_configs(ports["SSL"], ports["SASL_SSL"], certs, args.client_auth),
-        )
-        try:
+        ) as handle:
             add_scram_user(handle)
             bootstraps = {
                 "PLAINTEXT": handle.bootstrap,
@@ -239,13 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     summary.runs.append(result)
                     print(run_line(listener, result), flush=True)
-        finally:
-            handle.stop()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    print()
-    print(report(summaries, settings, args.client_auth, machine))
-    write_json(
+    print_results(
+        report(summaries, settings, args.client_auth, machine),
         args.json,
         {
             "settings": asdict(settings),

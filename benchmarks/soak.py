@@ -66,8 +66,10 @@ from benchmarks.common import (
     delete_topic,
     format_table,
     machine_note,
+    parse_checked,
     settings_from,
     unique_topic,
+    write_json,
 )
 from benchmarks.peers import (
     PeerHandle,
@@ -502,26 +504,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "steady_rate",
         "retention_interval",
     ):
-        parser.add_argument(
-            f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name)
-        )
+        flag(name, float)
     for name in ("records_per_producer", "groups", "producer_id_expiration_ms"):
-        parser.add_argument(
-            f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name)
-        )
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
+        flag(name, int)
+    return parse_checked(parser, argv, _check_times)
+
+
+def _check_times(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.duration <= 0 or args.sample_interval <= 0:
         parser.error("--duration and --sample-interval must be positive")
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     install_signal_handlers()
     args = parse_args(argv)
     result = run(settings_from(SoakSettings, args))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_json(args.json, result)
     return 1 if result["broken"] else 0
 
 

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from multiprocessing.connection import Connection
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -36,6 +35,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from benchmarks.common import (
     MB,
     benchmark_parser,
+    child_main,
     compare_peers,
     consumer_config,
     create_topic,
@@ -44,6 +44,8 @@ from benchmarks.common import (
     parse_peer_args,
     producer_config,
     ratio,
+    reap,
+    receive_report,
     settings_from,
     unique_topic,
 )
@@ -197,13 +199,9 @@ def produce_records(
     return PhaseResult(delivered, delivered * settings.size, seconds, cpu, failed=failed)
 
 
-def _produce_child(conn: Connection, bootstrap: str, topic: str, settings: ProduceSettings) -> None:
-    try:
-        conn.send(("ok", asdict(produce_records(bootstrap, topic, settings))))
-    except BaseException as exc:  # report anything to the parent, then exit
-        conn.send(("error", repr(exc)))
-    finally:
-        conn.close()
+def _produce_fields(bootstrap: str, topic: str, settings: ProduceSettings) -> dict[str, Any]:
+    """:func:`produce_records` in the producer process, its result as plain data."""
+    return asdict(produce_records(bootstrap, topic, settings))
 
 
 def produce_in_child(bootstrap: str, topic: str, settings: ProduceSettings) -> PhaseResult:
@@ -211,25 +209,20 @@ def produce_in_child(bootstrap: str, topic: str, settings: ProduceSettings) -> P
     ctx = multiprocessing.get_context("spawn")
     parent_conn, child_conn = ctx.Pipe(duplex=False)
     proc = ctx.Process(
-        target=_produce_child, args=(child_conn, bootstrap, topic, settings), daemon=True
+        target=child_main,
+        args=(child_conn, _produce_fields, bootstrap, topic, settings),
+        daemon=True,
     )
     proc.start()
     child_conn.close()
     try:
-        if not parent_conn.poll(settings.timeout + 30.0):
-            raise TimeoutError("producer process did not report in time")
-        status, payload = parent_conn.recv()
+        payload = receive_report(parent_conn, settings.timeout + 30.0, "producer process")
     except BaseException:
         if proc.is_alive():
             proc.terminate()
         raise
     finally:
-        proc.join(10.0)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-    if status != "ok":
-        raise RuntimeError(f"producer process failed: {payload}")
+        reap(proc)
     return PhaseResult(**payload)
 
 
@@ -479,9 +472,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="cap per phase, seconds")
     parser.add_argument("--keep-topics", action="store_true", help="do not delete topics")
-    args = parse_peer_args(parser, argv)
-    check_volume(parser, args)
-    return args
+    return parse_peer_args(parser, argv, check_volume)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,13 +30,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.schema.alter_client_quotas.v1 import request as alter
-from kio.schema.describe_client_quotas.v1 import request as describe
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import f64, i8
 from rest_framework import status
 
 from brokers.management.kafka_admin import kafka_error_text
+from brokers.quota_requests import (
+    ENTITY_TYPES,
+    ToolEntity,
+    protocol_entity,
+    quota_alter_request,
+    quota_describe_request,
+)
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
 from weir.metrics import broker_metrics_key, read_broker_metrics
 from weir.quotas import (
@@ -68,63 +72,14 @@ __all__ = [
     "quota_describe_request",
 ]
 
-# kafka-configs' entity type names → the protocol's.
-ENTITY_TYPES = {"users": USER, "clients": CLIENT_ID}
-_MATCH_EXACT, _MATCH_DEFAULT, _MATCH_SPECIFIED = 0, 1, 2
 # A broker snapshot older than this belongs to a broker that stopped publishing.
 _STALE_MS = 5_000
 
-ToolEntity = Sequence[tuple[str, str | None]]
 # A kio request in, its response out (see the module docstring).
 Send = Callable[[Any], Any]
 # How the API, the dashboard and kafka-configs write a default entity part.
 DEFAULT = "<default>"
 TIMEOUT = 10.0
-
-
-def _protocol_entity(entity: ToolEntity) -> list[tuple[str, str | None]]:
-    return [(ENTITY_TYPES[kind], name) for kind, name in entity]
-
-
-def quota_describe_request(
-    entity: Sequence[tuple[str, str | bool | None]],
-) -> describe.DescribeClientQuotasRequest:
-    """DescribeClientQuotas for exactly this entity, as ``kafka-configs --describe``; a name
-    of ``True`` matches any named entity of that type (``--entity-type users`` alone)."""
-    components = []
-    for kind, name in entity:
-        if name is True:
-            match_type, match = _MATCH_SPECIFIED, None
-        elif name is None:
-            match_type, match = _MATCH_DEFAULT, None
-        else:
-            match_type, match = _MATCH_EXACT, str(name)
-        components.append(
-            describe.ComponentData(
-                entity_type=ENTITY_TYPES[kind], match_type=i8(match_type), match=match
-            )
-        )
-    return describe.DescribeClientQuotasRequest(components=tuple(components), strict=True)
-
-
-def quota_alter_request(
-    entity: ToolEntity, *, set: dict[str, float], remove: Sequence[str] = ()
-) -> alter.AlterClientQuotasRequest:
-    """AlterClientQuotas setting and removing quota keys of one entity."""
-    ops = [alter.OpData(key=k, value=f64(float(v)), remove=False) for k, v in set.items()]
-    ops += [alter.OpData(key=k, value=f64(0.0), remove=True) for k in remove]
-    return alter.AlterClientQuotasRequest(
-        entries=(
-            alter.EntryData(
-                entity=tuple(
-                    alter.EntityData(entity_type=t, entity_name=n)
-                    for t, n in _protocol_entity(entity)
-                ),
-                ops=tuple(ops),
-            ),
-        ),
-        validate_only=False,
-    )
 
 
 def entity_label(components: Sequence[tuple[str, str | None]]) -> str:
@@ -261,7 +216,7 @@ def entity_of(
 
 def entity_path(entity: ToolEntity) -> str:
     """Kafka's path form of an entity, ``users/alice/clients/<default>``."""
-    return str(QuotaEntity(tuple(sorted(_protocol_entity(entity)))))
+    return str(QuotaEntity(tuple(sorted(protocol_entity(entity)))))
 
 
 def client_quota_describe(
@@ -346,7 +301,7 @@ def _check_alteration(
     ops = [(key, float(value), False) for key, value in values.items()]
     ops += [(key, 0.0, True) for key in remove]
     try:
-        validate_alteration(QuotaEntity(tuple(sorted(_protocol_entity(entity)))), ops)
+        validate_alteration(QuotaEntity(tuple(sorted(protocol_entity(entity)))), ops)
     except InvalidQuotaError as exc:
         raise BadRequest(f"INVALID_REQUEST: {exc.message}") from None
 

@@ -32,7 +32,7 @@ from rest_framework.views import APIView
 from brokers import quotas
 from controlplane.errors import BadRequest
 from controlplane.roles import OPERATOR, VIEWER
-from controlplane.validation import validated
+from controlplane.validation import with_body
 
 __all__ = ["QuotaView"]
 
@@ -146,14 +146,13 @@ class QuotaView(APIView):
     def get(self, request: Request) -> Response:
         return Response(quotas.client_quota_view())
 
-    @extend_schema(
+    @with_body(
+        QuotaAlterSerializer,
         operation_id="alterClientQuota",
-        request=QuotaAlterSerializer,
         responses=QuotaEntitySerializer,
         tags=TAGS,
     )
-    def post(self, request: Request) -> Response:
-        data = validated(QuotaAlterSerializer, request.data)
+    def post(self, request: Request, data: dict[str, Any]) -> Response:
         if not data["values"] and not data["remove"]:
             raise BadRequest("nothing to change: give values to set and/or keys to remove")
         entity = quotas.entity_of(user=data["user"], client_id=data["client_id"])
@@ -161,14 +160,13 @@ class QuotaView(APIView):
         now = quotas.client_quota_values(entity=entity)
         return Response(_entity_fields(data["user"], data["client_id"], now))
 
-    @extend_schema(
+    @with_body(
+        QuotaReplaceSerializer,
         operation_id="replaceClientQuota",
-        request=QuotaReplaceSerializer,
         responses=QuotaEntitySerializer,
         tags=TAGS,
     )
-    def put(self, request: Request) -> Response:
-        data = validated(QuotaReplaceSerializer, request.data)
+    def put(self, request: Request, data: dict[str, Any]) -> Response:
         entity = quotas.entity_of(user=data["user"], client_id=data["client_id"])
         now = quotas.client_quota_replace(entity=entity, values=data["values"])
         return Response(_entity_fields(data["user"], data["client_id"], now))

@@ -19,7 +19,7 @@ from controlplane import services
 from controlplane.errors import BadRequest, NotFound
 from controlplane.models import AuditEntry
 from controlplane.roles import ADMIN, OPERATOR, ROLES, VIEWER, role_of
-from controlplane.validation import validated
+from controlplane.validation import with_body
 
 
 class UserSerializer(serializers.Serializer):
@@ -104,9 +104,8 @@ class UserListView(APIView):
         users = User.objects.order_by("username").prefetch_related("groups")
         return Response([_user_data(u) for u in users])
 
-    @extend_schema(request=UserCreateSerializer, responses={201: UserSerializer})
-    def post(self, request: Request) -> Response:
-        data = validated(UserCreateSerializer, request.data)
+    @with_body(UserCreateSerializer, responses={201: UserSerializer})
+    def post(self, request: Request, data: dict[str, Any]) -> Response:
         user = services.user_create(**data)
         return Response(_user_data(user), status=201)
 
@@ -123,9 +122,8 @@ class UserDetailView(APIView):
             raise NotFound(f"user {username!r} does not exist")
         return Response(_user_data(user))
 
-    @extend_schema(request=UserUpdateSerializer, responses=UserSerializer)
-    def patch(self, request: Request, username: str) -> Response:
-        data = validated(UserUpdateSerializer, request.data)
+    @with_body(UserUpdateSerializer, responses=UserSerializer)
+    def patch(self, request: Request, data: dict[str, Any], username: str) -> Response:
         return Response(_user_data(services.user_update(username=username, **data)))
 
     @extend_schema(responses={204: None})

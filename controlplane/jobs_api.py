@@ -7,6 +7,8 @@ like every mutating call they are audited.
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -17,7 +19,7 @@ from rest_framework.views import APIView
 from controlplane import jobs
 from controlplane.errors import BadRequest, NotFound
 from controlplane.models import Job
-from controlplane.validation import validated
+from controlplane.validation import with_body
 
 MAX_JOBS = 1000
 
@@ -131,9 +133,8 @@ class JobListView(APIView):
             raise BadRequest(f"limit must be between 1 and {MAX_JOBS}")
         return Response({"jobs": JobSerializer(found[:limit], many=True).data})
 
-    @extend_schema(request=JobRequestSerializer, responses={202: JobSerializer})
-    def post(self, request: Request) -> Response:
-        body = validated(JobRequestSerializer, request.data)
+    @with_body(JobRequestSerializer, responses={202: JobSerializer})
+    def post(self, request: Request, body: dict[str, Any]) -> Response:
         params = {k: body[k] for k in ("topics", "since_hours") if body.get(k)}
         job = jobs.job_submit(
             name=body["name"], scheduled_by=f"user:{request.user.get_username()}", params=params
@@ -170,9 +171,8 @@ class ScheduleDetailView(APIView):
             raise NotFound(f"no job schedule {schedule_id}")
         return Response(found[0])
 
-    @extend_schema(request=ScheduleUpdateSerializer, responses=ScheduleSerializer)
-    def patch(self, request: Request, schedule_id: int) -> Response:
-        body = validated(ScheduleUpdateSerializer, request.data)
+    @with_body(ScheduleUpdateSerializer, responses=ScheduleSerializer)
+    def patch(self, request: Request, body: dict[str, Any], schedule_id: int) -> Response:
         if not body:
             raise BadRequest("give interval_s and/or enabled")
         return Response(jobs.schedule_update(schedule_id=schedule_id, **body))

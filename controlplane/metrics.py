@@ -147,6 +147,22 @@ def _gauge(name: str, doc: str, labels: Iterable[str] = ()) -> GaugeMetricFamily
     return GaugeMetricFamily(name, doc, labels=list(labels))
 
 
+def _families(
+    kind: type[GaugeMetricFamily] | type[CounterMetricFamily],
+    table: dict[str, tuple[str, str]],
+    labels: Iterable[str],
+) -> dict[str, Any]:
+    """One family of ``kind`` per entry of ``table`` (key -> (name, help)), by key."""
+    return {key: kind(name, doc, labels=list(labels)) for key, (name, doc) in table.items()}
+
+
+def _selected(
+    snapshots: dict[int, dict[str, Any]], only: int | None
+) -> list[tuple[int, dict[str, Any]]]:
+    """The brokers' snapshots in broker order (only broker ``only``'s when given)."""
+    return [(b, snap) for b, snap in sorted(snapshots.items()) if only is None or b == only]
+
+
 # Each broker's byte counters: snapshot field -> (Kafka JMX exporter name, help).
 _BROKER_COUNTERS = {
     "bytes_in": (
@@ -185,10 +201,7 @@ _PROCESS_GAUGES = {
 
 def _broker_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> list[Metric]:
     """Request counters of each broker (``broker`` label, Kafka JMX exporter names)."""
-    totals = {
-        field: CounterMetricFamily(name, doc, labels=["broker"])
-        for field, (name, doc) in _BROKER_COUNTERS.items()
-    }
+    totals = _families(CounterMetricFamily, _BROKER_COUNTERS, ["broker"])
     requests = CounterMetricFamily(
         "kafka_network_requestmetrics_requests_total",
         "Requests answered, by API",
@@ -199,13 +212,8 @@ def _broker_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> 
         "Time from reading a request to sending its response, in milliseconds",
         labels=["broker", "request"],
     )
-    process = {
-        field: GaugeMetricFamily(name, doc, labels=["broker"])
-        for field, (name, doc) in _PROCESS_GAUGES.items()
-    }
-    for broker, snap in sorted(snapshots.items()):
-        if only is not None and broker != only:
-            continue
+    process = _families(GaugeMetricFamily, _PROCESS_GAUGES, ["broker"])
+    for broker, snap in _selected(snapshots, only):
         label = str(broker)
         for field, family in totals.items():
             family.add_metric([label], snap.get(field, 0))
@@ -245,7 +253,7 @@ _QUOTA_RATE = {
 def _quota_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> list[Metric]:
     """Per quota entity (metric tags ``user``, ``client_id``): rate, quota, throttling."""
     labels = ["broker", "user", "client_id"]
-    rates = {t: _gauge(name, doc, labels) for t, (name, doc) in _QUOTA_RATE.items()}
+    rates = _families(GaugeMetricFamily, _QUOTA_RATE, labels)
     throttle = {
         t: _gauge(
             f"kafka_server_{t.lower()}_throttle_time",
@@ -260,9 +268,7 @@ def _quota_families(snapshots: dict[int, dict[str, Any]], only: int | None) -> l
         "Requests throttled by a client quota",
         labels=["type", *labels],
     )
-    for broker, snap in sorted(snapshots.items()):
-        if only is not None and broker != only:
-            continue
+    for broker, snap in _selected(snapshots, only):
         for row in snap.get("client_quotas", []):
             kind = row.get("type")
             if kind not in _QUOTA_RATE:

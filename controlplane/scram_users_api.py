@@ -12,6 +12,8 @@ The work is done by :mod:`controlplane.scram_users` over the Kafka API.
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -22,7 +24,7 @@ from rest_framework.views import APIView
 from controlplane import scram_users
 from controlplane.errors import BadRequest
 from controlplane.roles import ADMIN
-from controlplane.validation import validated
+from controlplane.validation import with_body
 
 __all__ = ["ScramUserDetailView", "ScramUserListView"]
 
@@ -72,14 +74,13 @@ class ScramUserListView(APIView):
     def get(self, request: Request) -> Response:
         return Response([user.fields() for user in scram_users.scram_user_list()])
 
-    @extend_schema(
+    @with_body(
+        ScramUserUpsertSerializer,
         operation_id="upsertScramUser",
-        request=ScramUserUpsertSerializer,
         responses=ScramUserSerializer,
         tags=TAGS,
     )
-    def post(self, request: Request) -> Response:
-        data = validated(ScramUserUpsertSerializer, request.data)
+    def post(self, request: Request, data: dict[str, Any]) -> Response:
         return Response(scram_users.scram_user_upsert(**data).fields())
 
 

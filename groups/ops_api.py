@@ -10,6 +10,7 @@ secrets are write-only: responses say only whether one is set.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_naive, make_aware
@@ -21,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from controlplane.errors import BadRequest, NotFound
-from controlplane.validation import validated
+from controlplane.validation import with_body
 from groups import lag, selectors, services
 from groups.models import GroupStatusSample, LagSample, WebhookConfig
 
@@ -290,13 +291,12 @@ class GroupRebalanceView(APIView):
 class GroupResetOffsetsView(APIView):
     """Reset committed offsets (dry run by default); executing needs an inactive group."""
 
-    @extend_schema(
-        request=ResetOffsetsRequestSerializer,
+    @with_body(
+        ResetOffsetsRequestSerializer,
         responses=ResetOffsetsResultSerializer,
         operation_id="groups_reset_offsets",
     )
-    def post(self, request: Request, group: str) -> Response:
-        body = validated(ResetOffsetsRequestSerializer, request.data)
+    def post(self, request: Request, body: dict[str, Any], group: str) -> Response:
         strategy = body["strategy"]
         if strategy in ("offset", "shift", "datetime", "by-duration") and body["value"] is None:
             raise BadRequest(f"value: the {strategy} strategy needs a value")
@@ -333,13 +333,10 @@ class WebhookListView(APIView):
     def get(self, request: Request) -> Response:
         return Response(WebhookSerializer(selectors.webhook_list(), many=True).data)
 
-    @extend_schema(
-        request=WebhookSerializer,
-        responses={201: WebhookSerializer},
-        operation_id="webhooks_create",
+    @with_body(
+        WebhookSerializer, responses={201: WebhookSerializer}, operation_id="webhooks_create"
     )
-    def post(self, request: Request) -> Response:
-        body = validated(WebhookSerializer, request.data)
+    def post(self, request: Request, body: dict[str, Any]) -> Response:
         webhook = services.webhook_create(**body)
         return Response(WebhookSerializer(webhook).data, status=201)
 

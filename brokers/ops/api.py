@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from brokers.ops import selectors, services
 from brokers.ops.planner import Proposal
 from controlplane.errors import BadRequest
-from controlplane.validation import validated
+from controlplane.validation import with_body
 
 MAX_I32 = 2**31 - 1
 
@@ -271,20 +271,16 @@ class ReassignmentsView(APIView):
     def get(self, request: Request) -> Response:
         return Response(selectors.reassignment_list())
 
-    @extend_schema(
-        request=ReassignmentRequestSerializer, responses={202: ReassignmentAcceptedSerializer}
-    )
-    def post(self, request: Request) -> Response:
-        data = validated(ReassignmentRequestSerializer, request.data)
+    @with_body(ReassignmentRequestSerializer, responses={202: ReassignmentAcceptedSerializer})
+    def post(self, request: Request, data: dict[str, Any]) -> Response:
         result = services.reassignment_execute(
             partitions=[(p["topic"], p["partition"], p["replicas"]) for p in data["partitions"]],
             throttle_bytes_per_sec=data["throttle_bytes_per_sec"],
         )
         return Response(result, status=202)
 
-    @extend_schema(request=PartitionListSerializer, responses=ReassignmentCancelSerializer)
-    def delete(self, request: Request) -> Response:
-        data = validated(PartitionListSerializer, request.data)
+    @with_body(PartitionListSerializer, responses=ReassignmentCancelSerializer)
+    def delete(self, request: Request, data: dict[str, Any]) -> Response:
         keys = _partition_keys(data.get("partitions"))
         return Response(services.reassignment_cancel(partitions=keys))
 
@@ -296,9 +292,8 @@ class ReassignmentGenerateView(APIView):
     (``proposed_replicas``) can be sent to ``POST /api/reassignments/`` as they are.
     """
 
-    @extend_schema(request=ReassignmentGenerateSerializer, responses=ReassignmentProposalSerializer)
-    def post(self, request: Request) -> Response:
-        data = validated(ReassignmentGenerateSerializer, request.data)
+    @with_body(ReassignmentGenerateSerializer, responses=ReassignmentProposalSerializer)
+    def post(self, request: Request, data: dict[str, Any]) -> Response:
         generated = selectors.reassignment_proposal(topics=data["topics"], brokers=data["brokers"])
         return Response(
             {
@@ -320,9 +315,8 @@ class ReassignmentCancelView(APIView):
 class PreferredElectionView(APIView):
     """Move leadership back to each partition's preferred (first) replica."""
 
-    @extend_schema(request=ElectionRequestSerializer, responses=ElectionResponseSerializer)
-    def post(self, request: Request) -> Response:
-        data = validated(ElectionRequestSerializer, request.data)
+    @with_body(ElectionRequestSerializer, responses=ElectionResponseSerializer)
+    def post(self, request: Request, data: dict[str, Any]) -> Response:
         partitions = data.get("partitions")
         if partitions is not None and data["all"]:
             raise BadRequest('give either "partitions" or "all": true, not both')
@@ -338,12 +332,11 @@ class RebalanceView(APIView):
     def get(self, request: Request) -> Response:
         return Response(selectors.rebalance_status())
 
-    @extend_schema(
-        request=RebalanceRequestSerializer,
+    @with_body(
+        RebalanceRequestSerializer,
         responses={200: RebalanceProposalSerializer, 202: RebalanceProposalSerializer},
     )
-    def post(self, request: Request) -> Response:
-        data = validated(RebalanceRequestSerializer, request.data)
+    def post(self, request: Request, data: dict[str, Any]) -> Response:
         proposal = selectors.rebalance_proposal(
             exclude_brokers=data["exclude_brokers"], topics=data.get("topics")
         )

@@ -6,6 +6,9 @@ worth computing while someone looks at them, so each connection runs its own sma
 calls :meth:`WatchConsumer.snapshot` (a selector, in a thread) every ``interval`` seconds and
 sends the JSON when it differs from the last one sent. The browser never polls; the server
 reads Redis (cheap) at the interval, and only for open pages.
+
+A page-wide socket (no URL parameters, one message for everyone looking) is just a message
+function: :func:`page_socket` routes a :class:`MessageConsumer` that sends it.
 """
 
 from __future__ import annotations
@@ -13,15 +16,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.urls import URLPattern, path
 
 from controlplane.errors import ApiError
 from controlplane.ws_auth import admit_viewer
 
-__all__ = ["WatchConsumer"]
+__all__ = ["MessageConsumer", "WatchConsumer", "page_socket"]
 
 log = logging.getLogger("weir.ws")
 
@@ -68,3 +73,26 @@ class WatchConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=text)
                 last = text
             await asyncio.sleep(self.interval)
+
+
+class MessageConsumer(WatchConsumer):
+    """Sends ``message()`` whenever it changes: the socket of a page that shows one view."""
+
+    def __init__(
+        self, *args: Any, message: Callable[[], dict[str, Any]], interval: float, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.message = message
+        self.interval = interval
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.message()
+
+
+def page_socket(
+    route: str, message: Callable[[], dict[str, Any]], *, name: str, interval: float = 1.0
+) -> URLPattern:
+    """The route of a page-wide socket pushing ``message()`` (checked every ``interval``
+    seconds); the page's first paint calls the same function."""
+    consumer = MessageConsumer.as_asgi(message=message, interval=interval)
+    return path(route, consumer, name=name)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import URLPattern, path
+from django.urls import URLPattern
 
 from brokers.quotas import client_quota_view
-from frontend.live.base import WatchConsumer
+from frontend.live.base import page_socket
 
-__all__ = ["QuotasConsumer", "quota_message", "websocket_urlpatterns"]
+__all__ = ["quota_message", "websocket_urlpatterns"]
 
 
 def quota_message() -> dict[str, Any]:
@@ -23,15 +23,6 @@ def quota_message() -> dict[str, Any]:
     return {"type": "quotas", **client_quota_view()}
 
 
-class QuotasConsumer(WatchConsumer):
-    """Quota entities and usage rows, pushed when they change."""
-
-    interval = 1.0
-
-    def snapshot(self) -> dict[str, Any]:
-        return quota_message()
-
-
 websocket_urlpatterns: list[URLPattern] = [
-    path("ws/ui/quotas/", QuotasConsumer.as_asgi(), name="ws-ui-quotas"),
+    page_socket("ws/ui/quotas/", quota_message, name="ws-ui-quotas"),
 ]

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import URLPattern, path
+from django.urls import URLPattern
 
 from brokers.ops.selectors import reassignment_list, rebalance_status
-from frontend.live.base import WatchConsumer
+from frontend.live.base import page_socket
 
-__all__ = ["ReassignmentsConsumer", "progress_view", "websocket_urlpatterns"]
+__all__ = ["progress_view", "websocket_urlpatterns"]
 
 
 def progress_view() -> dict[str, Any]:
@@ -29,15 +29,6 @@ def progress_view() -> dict[str, Any]:
     }
 
 
-class ReassignmentsConsumer(WatchConsumer):
-    """Reassignment progress and the rebalance plan, pushed when they change."""
-
-    interval = 1.0
-
-    def snapshot(self) -> dict[str, Any]:
-        return progress_view()
-
-
 websocket_urlpatterns: list[URLPattern] = [
-    path("ws/ui/reassignments/", ReassignmentsConsumer.as_asgi(), name="ws-ui-reassignments"),
+    page_socket("ws/ui/reassignments/", progress_view, name="ws-ui-reassignments"),
 ]

@@ -8,27 +8,22 @@ and throttling, the connection flood's counts.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tests.benchmarks.runner import run_benchmark
+from tests.benchmarks.runner import run_benchmark_json
 
 RATE, DURATION = 200, 1
 
 
 def test_overload_benchmark_runs_every_phase(tmp_path: Path) -> None:
-    out = tmp_path / "overload.json"
-    completed = run_benchmark(
+    payload = run_benchmark_json(
         "overload",
+        tmp_path,
         *("--rate", str(RATE), "--duration", str(DURATION), "--warmup", "0.5"),
         *("--max-connections", "20", "--extra-connections", "5", "--connect-rate", "10"),
         *("--flood-procs", "1", "--raw-flooders", "1", "--flood-size", "1000"),
-        *("--json", str(out)),
+        reports=["p99 produce flood / unloaded (quota), acks=all", "connection flood:"],
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "p99 produce flood / unloaded (quota), acks=all" in completed.stdout
-    assert "connection flood:" in completed.stdout
-    payload = json.loads(out.read_text())
     phases = [(p["phase"], p["quota"]) for p in payload["phases"]]
     assert phases == [
         ("unloaded", True),

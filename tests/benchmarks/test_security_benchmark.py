@@ -7,25 +7,21 @@ delivered and read back every record, and that the report names the ratios.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tests.benchmarks.runner import run_benchmark
+from tests.benchmarks.runner import run_benchmark_json
 
 RECORDS = 300
 
 
 def test_security_benchmark_runs_every_listener(tmp_path: Path) -> None:
-    out = tmp_path / "security.json"
-    completed = run_benchmark(
+    payload = run_benchmark_json(
         "security",
+        tmp_path,
         *("--records", str(RECORDS), "--size", "256", "--runs", "1", "--client-auth"),
-        *("--timeout", "60", "--json", str(out)),
+        *("--timeout", "60"),
+        reports=["SSL/PLAINTEXT produce:", "SASL_SSL/PLAINTEXT consume:"],
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "SSL/PLAINTEXT produce:" in completed.stdout
-    assert "SASL_SSL/PLAINTEXT consume:" in completed.stdout
-    payload = json.loads(out.read_text())
     assert payload["client_auth"] is True
     assert [entry["listener"] for entry in payload["listeners"]] == [
         "PLAINTEXT",

@@ -239,3 +239,38 @@ def test_rate_window_divides_growth_over_a_few_seconds_and_skips_changed_partiti
     # Readings older than the window are dropped; a shrinking log (retention) is not negative.
     rates = window.add(at=9.0, totals={"a": (120, 900, 2), "b": (65, 605, 1)})
     assert rates == {"a": (0.0, 0.0), "b": (10.0, 100.0)}
+
+
+def test_the_shared_pager_pages_through_rows_and_keeps_its_page_inside_the_list(
+    page_as: Callable[[str], Page],
+) -> None:
+    """``Weir.pager`` (quotas and topics tables) on the topic list's own pager markup
+    (``_pager.html``), with pages of two rows: what each page shows and says, the buttons
+    moving a page, and a list that shrank under the page being shown."""
+    page = page_as("viewer")
+    page.goto("/topics/")
+    result = page.evaluate(
+        """() => {
+          const seen = [];
+          const list = ["a", "b", "c", "d", "e"];
+          const text = () => document.getElementById("topics-page").textContent;
+          const pages = Weir.pager("topics", 2, () => seen.push([pages.rows(list), text()]));
+          seen.push([pages.rows(list), text()]);
+          document.getElementById("topics-next").click();
+          document.getElementById("topics-next").click();
+          const last = document.getElementById("topics-next").disabled;
+          document.getElementById("topics-prev").click();
+          const hiddenWithFew = (pages.rows(["a"]), document.getElementById("topics-pager").hidden);
+          return { seen, last, hiddenWithFew, afterShrink: pages.rows(["a", "b", "c"]) };
+        }"""
+    )
+    dash = "\u2013"  # the pager writes ranges with an en dash
+    assert result["seen"] == [
+        [["a", "b"], f"1{dash}2 of 5"],
+        [["c", "d"], f"3{dash}4 of 5"],
+        [["e"], f"5{dash}5 of 5"],
+        [["c", "d"], f"3{dash}4 of 5"],
+    ]
+    assert result["last"] is True
+    assert result["hiddenWithFew"] is True
+    assert result["afterShrink"] == ["a", "b"]  # the list shrank to one row: back to page one

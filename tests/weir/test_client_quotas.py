@@ -12,7 +12,6 @@ request exceeds it (raw Metadata, ListOffsets and Fetch requests, and a real pro
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,12 +30,12 @@ from kio.schema.list_offsets.v7.request import (
 )
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from brokers.quotas import quota_alter_request, quota_describe_request
+from brokers.quota_requests import quota_alter_request, quota_describe_request
 from tests.suite.commands import failed_cleanly, manage
 from tests.weir.clients.helpers import kafka, kafka_python_consumer
+from tests.weir.cluster.conftest import raw_request
 from tests.weir.inprocess import ThreadedBroker, threaded_broker
 from tests.weir.requests import fetch_body
-from weir.client import BrokerClient
 
 QUOTA = 100_000.0  # bytes per second
 RECORD = b"x" * 10_000
@@ -58,14 +57,7 @@ def _request(broker: ThreadedBroker, body: Any, client_id: str = "quota-test") -
     """One request on a connection of its own (a throttled connection is muted after its
     response; the next request here does not wait for that)."""
 
-    async def send() -> Any:
-        client = BrokerClient("127.0.0.1", broker.port, client_id=client_id)
-        try:
-            return await client.request(body, timeout=15)
-        finally:
-            await client.close()
-
-    return asyncio.run(send())
+    return raw_request(broker.port, body, timeout=15, client_id=client_id)
 
 
 def set_quota(

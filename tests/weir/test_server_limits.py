@@ -47,6 +47,20 @@ class Served:
         self.clients.append(writer)
         return reader, writer
 
+    async def connect_answered(
+        self, count: int
+    ) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+        """``count`` new connections, each of which the server has answered once."""
+        clients = [await self.connect() for _ in range(count)]
+        for client in clients:
+            assert await answered(*client)
+        return clients
+
+    async def refused(self) -> bool:
+        """A new connection is closed by the server (over a limit) without an answer."""
+        reader, _ = await self.connect()
+        return await closed_by_server(reader)
+
     def connection(self, index: int = 0) -> KafkaConnection:
         return sorted(self.server.connections, key=lambda c: c.context.peer_port)[index]
 
@@ -122,11 +136,8 @@ def quotas(**static: str) -> ConnectionQuotas:
 
 async def test_the_connection_over_max_connections_per_ip_is_closed_until_one_closes() -> None:
     async with serving(quotas=quotas(**{"max.connections.per.ip": "2"})) as served:
-        first = await served.connect()
-        second = await served.connect()
-        assert await answered(*first) and await answered(*second)
-        third_reader, _ = await served.connect()
-        assert await closed_by_server(third_reader)
+        first, _ = await served.connect_answered(2)
+        assert await served.refused()
         assert await answered(*first)  # the others are still served
         assert served.server.metrics is not None
         assert served.server.metrics.connections_refused == {"per_ip": 1}
@@ -138,18 +149,13 @@ async def test_the_connection_over_max_connections_per_ip_is_closed_until_one_cl
 async def test_an_override_for_the_address_changes_its_limit() -> None:
     settings = {"max.connections.per.ip": "1", "max.connections.per.ip.overrides": "127.0.0.1:3"}
     async with serving(quotas=quotas(**settings)) as served:
-        clients = [await served.connect() for _ in range(3)]
-        for client in clients:
-            assert await answered(*client)
-        fourth_reader, _ = await served.connect()
-        assert await closed_by_server(fourth_reader)
+        await served.connect_answered(3)
+        assert await served.refused()
 
 
 async def test_max_connections_holds_new_clients_while_existing_ones_are_served() -> None:
     async with serving(quotas=quotas(**{"max.connections": "2"})) as served:
-        first = await served.connect()
-        second = await served.connect()
-        assert await answered(*first) and await answered(*second)
+        first, second = await served.connect_answered(2)
         # The third connects (the kernel's backlog) and asks; the listener does not accept.
         waiting_reader, waiting_writer = await served.connect()
         waiting_writer.write(API_VERSIONS)

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
     from weir.protocol.codec import Request
 
 __all__ = [
+    "CLUSTER_DENIED",
     "NO_THROTTLE",
     "by_topic",
+    "cluster_denied",
     "make",
     "per_partition",
     "respond",
@@ -38,6 +40,7 @@ __all__ = [
 ]
 
 NO_THROTTLE = timedelta(0)
+CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's message for the code
 
 
 @cache
@@ -93,6 +96,17 @@ def respond(request: Request, /, **fields: Any) -> Any:
     values = {"error_code": ErrorCode.none, "error_message": None, **fields}
     return make(
         response_class(request.api_key, request.api_version), throttle_time=NO_THROTTLE, **values
+    )
+
+
+def cluster_denied(request: Request, /, **empty: Any) -> Any:
+    """The response to a request the principal may not make on the cluster:
+    CLUSTER_AUTHORIZATION_FAILED with Kafka's message, and ``empty`` as the (empty) rest."""
+    return respond(
+        request,
+        error_code=ErrorCode.cluster_authorization_failed,
+        error_message=CLUSTER_DENIED,
+        **empty,
     )
 
 

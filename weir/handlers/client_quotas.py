@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import make, respond, types_of
+from weir.handlers._build import CLUSTER_DENIED, cluster_denied, make, respond, types_of
 from weir.handlers.topics import FORWARDED_CLIENT_PREFIX
 from weir.metadata.errors import MetadataError
 from weir.protocol.api_keys import ApiKey
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from weir.metadata_view import MetadataView
     from weir.topic_admin import TopicAdmin
 
-_DENIED = "Cluster authorization failed."
 _WAIT_FOR_IMAGE_S = 5.0
 _FORWARD_TIMEOUT_S = 15.0
 
@@ -40,12 +39,7 @@ async def handle_describe(
 ) -> Any:
     types = types_of(request)
     if not access.on_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
-        return respond(
-            request,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message=_DENIED,
-            entries=None,
-        )
+        return cluster_denied(request, entries=None)
     body = request.body
     try:
         found = describe_matching(
@@ -103,7 +97,7 @@ async def handle_alter(
         entity = _entity(entry)
         changes.append([])
         if not allowed:
-            outcomes.append((ErrorCode.cluster_authorization_failed, _DENIED))
+            outcomes.append((ErrorCode.cluster_authorization_failed, CLUSTER_DENIED))
             continue
         try:
             if entity in seen:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from weir.handlers._build import make, respond, types_of
+from weir.handlers._build import cluster_denied, make, respond, types_of
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
@@ -76,12 +76,7 @@ async def handle_describe(
 ) -> Any:
     types = types_of(request)
     if not access.on_cluster(ctx, AclOperation.DESCRIBE):
-        return respond(
-            request,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message="Cluster authorization failed.",  # Kafka's message for the code
-            results=(),
-        )
+        return cluster_denied(request, results=())
     stored = await credentials.describe()
     wanted = request.body.users
     # Kafka describes every user for a null *or empty* list (librdkafka sends an empty one).

@@ -252,7 +252,7 @@
         li.classList.toggle("done", Number(li.dataset.step) < n);
       }
     }
-    function showError(text) { errorBox.textContent = text; errorBox.hidden = !text; }
+    const showError = (text) => Weir.showError(errorBox, text);
 
     function topicsAndPartitions() {
       const found = new Map();

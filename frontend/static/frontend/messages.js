@@ -58,11 +58,7 @@
 
   function emptyRow(text) { return `<tr><td colspan="5" class="empty">${esc(text)}</td></tr>`; }
 
-  function showError(box, text) {
-    const node = $(box);
-    node.textContent = text || "";
-    node.hidden = !text;
-  }
+  const { showError } = Weir;
 
   // -- partitions ----------------------------------------------------------------------------
   const partitionSelect = $("browse-partition");

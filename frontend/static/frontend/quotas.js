@@ -12,7 +12,10 @@
   const canOperate = Boolean(document.getElementById("quota-form"));
   const search = document.getElementById("quota-search");
   let state = Weir.data("quotas-data") || { quotas: [], usage: [] };
-  const first = { quotas: 0, usage: 0 };
+  const pagers = {
+    quotas: Weir.pager("quotas", PAGE, () => render()),
+    usage: Weir.pager("usage", PAGE, () => render()),
+  };
 
   function limit(key, value) {
     if (value == null) return '<span class="muted">–</span>';
@@ -32,19 +35,12 @@
     return !needle || texts.some((t) => String(t ?? "").toLowerCase().includes(needle));
   }
 
-  // Rows `first[name]`.. of `list` into #<name>-table, with the pager under it.
+  // This page of `list` into #<name>-table (or `empty` when there is none), with its pager.
   function page(name, list, render, empty) {
-    if (first[name] >= list.length) first[name] = Math.max(0, Math.floor((list.length - 1) / PAGE) * PAGE);
-    const start = first[name];
     const columns = document.querySelectorAll(`#${name}-table thead th`).length;
     document.querySelector(`#${name}-table tbody`).innerHTML =
-      list.slice(start, start + PAGE).map(render).join("")
+      pagers[name].rows(list).map(render).join("")
       || `<tr><td colspan="${columns}" class="empty">${esc(empty)}</td></tr>`;
-    document.getElementById(`${name}-page`).textContent = list.length
-      ? `${fmt.num(start + 1)}–${fmt.num(Math.min(start + PAGE, list.length))} of ${fmt.num(list.length)}` : "";
-    document.getElementById(`${name}-prev`).disabled = start === 0;
-    document.getElementById(`${name}-next`).disabled = start + PAGE >= list.length;
-    document.getElementById(`${name}-pager`).hidden = list.length <= PAGE;
   }
 
   function usageCell(rows) {
@@ -85,11 +81,7 @@
     document.getElementById("usage-count").textContent = `${fmt.num(usage.length)} row${usage.length === 1 ? "" : "s"}`;
   }
 
-  for (const name of ["quotas", "usage"]) {
-    document.getElementById(`${name}-prev`).addEventListener("click", () => { first[name] = Math.max(0, first[name] - PAGE); render(); });
-    document.getElementById(`${name}-next`).addEventListener("click", () => { first[name] += PAGE; render(); });
-  }
-  search.addEventListener("input", () => { first.quotas = 0; first.usage = 0; render(); });
+  search.addEventListener("input", () => { pagers.quotas.reset(); pagers.usage.reset(); render(); });
 
   Weir.live("/ws/ui/quotas/", (message) => {
     if (message.type !== "quotas") return;
@@ -105,10 +97,7 @@
   const userInput = document.getElementById("quota-user");
   const clientInput = document.getElementById("quota-client");
 
-  function showError(text) {
-    errorBox.textContent = text || "";
-    errorBox.hidden = !text;
-  }
+  const showError = (text) => Weir.showError(errorBox, text);
 
   function entityQuery(q) {
     const params = new URLSearchParams();

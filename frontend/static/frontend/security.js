@@ -10,11 +10,7 @@
   const ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host",
     "operation", "permission"];
 
-  function showError(id, text) {
-    const box = document.getElementById(id);
-    box.textContent = text || "";
-    box.hidden = !text;
-  }
+  const { showError } = Weir;
 
   // Failures inside a form go next to it too (Weir.act also toasts them).
   async function reporting(errorId, call) {

@@ -17,7 +17,7 @@
   let rows = Weir.data("topics-data") || [];
   let sortKey = "name";
   let ascending = true;
-  let first = 0; // index of the first row shown
+  const pages = Weir.pager("topics", PAGE, () => render());
 
   function rate(value, unit) {
     if (value == null) return '<span class="muted">–</span>';
@@ -60,8 +60,7 @@
 
   function render() {
     const list = sorted(visible());
-    if (first >= list.length) first = Math.max(0, Math.floor((list.length - 1) / PAGE) * PAGE);
-    tbody.innerHTML = list.slice(first, first + PAGE).map((r) => `
+    tbody.innerHTML = pages.rows(list).map((r) => `
       <tr data-topic="${esc(r.name)}">
         <td class="name"><a href="/topics/${encodeURIComponent(r.name)}/">${esc(r.name)}</a>
           ${r.internal ? '<span class="badge internal">internal</span>' : ""}</td>
@@ -80,11 +79,6 @@
     document.getElementById("topic-count").textContent =
       `${num(list.length)} topic${list.length === 1 ? "" : "s"}${search.value.trim() ? " match" : ""}`
       + (internalHidden ? ` · ${num(internalHidden)} internal hidden` : "");
-    document.getElementById("topics-page").textContent = list.length
-      ? `${num(first + 1)}–${num(Math.min(first + PAGE, list.length))} of ${num(list.length)}` : "";
-    document.getElementById("topics-prev").disabled = first === 0;
-    document.getElementById("topics-next").disabled = first + PAGE >= list.length;
-    document.getElementById("topics-pager").hidden = list.length <= PAGE;
     document.querySelectorAll("#topics-table th[data-sort]").forEach((th) => {
       th.classList.toggle("sorted", th.dataset.sort === sortKey);
       th.classList.toggle("asc", th.dataset.sort === sortKey && ascending);
@@ -92,18 +86,16 @@
     renderStats();
   }
 
-  document.getElementById("topics-prev").addEventListener("click", () => { first = Math.max(0, first - PAGE); render(); });
-  document.getElementById("topics-next").addEventListener("click", () => { first += PAGE; render(); });
   document.querySelectorAll("#topics-table th[data-sort]").forEach((th) => {
     th.addEventListener("click", () => {
       if (sortKey === th.dataset.sort) ascending = !ascending;
       else { sortKey = th.dataset.sort; ascending = sortKey === "name"; }
-      first = 0;
+      pages.reset();
       render();
     });
   });
-  search.addEventListener("input", () => { first = 0; render(); });
-  showInternal.addEventListener("change", () => { first = 0; render(); });
+  search.addEventListener("input", () => { pages.reset(); render(); });
+  showInternal.addEventListener("change", () => { pages.reset(); render(); });
 
   Weir.live("/ws/ui/topics/", (message) => {
     if (message.type !== "topics") return;
@@ -119,10 +111,7 @@
   const errorBox = document.getElementById("create-error");
   const toggle = document.getElementById("create-toggle");
 
-  function showError(text) {
-    errorBox.textContent = text || "";
-    errorBox.hidden = !text;
-  }
+  const showError = (text) => Weir.showError(errorBox, text);
 
   // "name=value" lines → [{name, value}]; a line without "=" is an error the user must fix.
   function parseConfigs(text) {

@@ -5,6 +5,8 @@
  * Weir.confirm  a modal confirmation (optionally asking to type a name).
  * Weir.act      confirm → call → report, the shape of every mutating control.
  * Weir.chart    Plotly time series that grow from pushed points.
+ * Weir.pager    the pager under a paged table (frontend/_pager.html).
+ * Weir.showError  an inline error box: shown with a text, hidden without one.
  */
 (function () {
   "use strict";
@@ -177,6 +179,38 @@
     }
   }
 
+  // An inline error box (an element or its id): `text` shown, or the box hidden when empty.
+  function showError(box, text) {
+    const node = typeof box === "string" ? document.getElementById(box) : box;
+    node.textContent = text || "";
+    node.hidden = !text;
+  }
+
+  // The pager of a table paged in the browser (ids <name>-pager, -page, -prev, -next, from
+  // frontend/_pager.html). rows(list) keeps the first row shown inside the list, says which
+  // rows are shown, enables the buttons and returns this page's rows; the buttons move a page
+  // and call onChange (the script renders again). reset() goes back to the first page.
+  function pager(name, size, onChange) {
+    const part = (which) => document.getElementById(`${name}-${which}`);
+    const self = {
+      first: 0,
+      reset() { self.first = 0; },
+      rows(list) {
+        if (self.first >= list.length) self.first = Math.max(0, Math.floor((list.length - 1) / size) * size);
+        const start = self.first;
+        part("page").textContent = list.length
+          ? `${fmt.num(start + 1)}–${fmt.num(Math.min(start + size, list.length))} of ${fmt.num(list.length)}` : "";
+        part("prev").disabled = start === 0;
+        part("next").disabled = start + size >= list.length;
+        part("pager").hidden = list.length <= size;
+        return list.slice(start, start + size);
+      },
+    };
+    part("prev").addEventListener("click", () => { self.first = Math.max(0, self.first - size); onChange(); });
+    part("next").addEventListener("click", () => { self.first += size; onChange(); });
+    return self;
+  }
+
   // [data-run="<job>"] buttons inside `container` queue that job (POST /api/jobs/) once the
   // user confirms the text `describe(button)` gives.
   function runButtons(container, describe) {
@@ -193,6 +227,7 @@
   }
 
   window.Weir = {
-    api, act, confirm, toast, live, fmt, esc, chart, data, cookie, stats, runButtons,
+    api, act, confirm, toast, live, fmt, esc, chart, data, cookie, stats, runButtons, pager,
+    showError,
   };
 })();

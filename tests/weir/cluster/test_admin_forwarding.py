@@ -16,7 +16,7 @@ from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopic
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from brokers.quotas import quota_alter_request, quota_describe_request
+from brokers.quota_requests import quota_alter_request, quota_describe_request
 from tests.weir.cluster.conftest import BROKER_IDS, Cluster, raw_request, wait_until
 from tests.weir.cluster.helpers import others
 

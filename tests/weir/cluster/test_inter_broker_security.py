@@ -9,7 +9,6 @@ runs authenticated over TLS. Clients use SASL_SSL as ``User:admin`` (also a supe
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +33,6 @@ from tests.weir.cluster.conftest import (
 from tests.weir.security.acl_fixtures import STANDARD_AUTHORIZER
 from tests.weir.security.conftest import add_user
 from tests.weir.security.tls_certs import TlsCerts, tls_certs  # noqa: F401
-from weir.client import BrokerClient
 from weir.security.client import ClientSecurity
 from weir.security.tls import client_ssl_context
 
@@ -125,14 +123,7 @@ def _metadata(topics: list[str] | None = None) -> MetadataRequest:
 
 
 def _request(port: int, body: Any, security: ClientSecurity) -> Any:
-    async def roundtrip() -> Any:
-        client = BrokerClient("127.0.0.1", port, client_id="ib-test", security=security)
-        try:
-            return await client.request(body, timeout=10)
-        finally:
-            await client.close()
-
-    return asyncio.run(roundtrip())
+    return raw_request(port, body, timeout=10, security=security, client_id="ib-test")
 
 
 def test_each_listener_names_every_broker_by_its_endpoint_on_that_listener(
