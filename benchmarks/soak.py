@@ -26,8 +26,14 @@ then compares the end of the run with the first sample after ``--warmup`` second
 caches, pools and the expiration window have filled) against the stated bounds:
 
 * RSS: end <= warm-up sample x 1.15 + 16 MiB;
-* open files and asyncio tasks: end <= warm-up sample + 16 (connections in flight at the
-  moment of a sample account for a few);
+* open files, split by what they are for: a broker rightly holds a segment's data file and
+  its two indexes (an index file is opened once its segment passes
+  ``log.index.interval.bytes``, so the 50 ``__consumer_offsets`` partitions open theirs one
+  by one as offsets are committed), so segment files are bounded by 3 x the segments on disk
+  at that moment, whatever the history; sockets and every other descriptor: end <= warm-up
+  sample + 16 (connections in flight at the moment of a sample account for a few); files
+  deleted but still open (kept for ``file.delete.delay.ms``, one minute): at most 32;
+* asyncio tasks: end <= warm-up sample + 16;
 * remembered producer ids: never above what ``producer.id.expiration.ms`` allows (the
   producers started in one expiration window plus one check interval), with a 20 % margin.
 
@@ -85,6 +91,8 @@ from weir.metrics import broker_metrics_key, read_broker_metrics
 MIB = 1024 * 1024
 RSS_FACTOR, RSS_SLACK = 1.15, 16 * MIB
 COUNT_SLACK = 16
+UNLINKED_BOUND = 32
+SEGMENT_FILE_KINDS = (".log", ".index", ".timeindex")
 PRODUCER_ID_MARGIN = 1.2
 
 
@@ -116,6 +124,7 @@ class Sample:
     open_unlinked: int  # files deleted on disk but still held open
     # Open descriptors by kind: socket, unlinked, .log, .index, .timeindex, other.
     fd_kinds: dict[str, int]
+    segments_on_disk: int  # *.log files in the data directory
     asyncio_tasks: int | None
     producer_ids: int | None
 
@@ -171,7 +180,9 @@ def _proc_fds(pid: int) -> dict[str, int]:
     return kinds
 
 
-def take_sample(handle: PeerHandle, redis_client: redis.Redis, started: float) -> Sample:
+def take_sample(
+    handle: PeerHandle, redis_client: redis.Redis, started: float, data_dir: Path
+) -> Sample:
     pid = broker_pid(handle)
     snapshots = read_broker_metrics(redis_client.hgetall(_metrics_key(handle)))
     process = snapshots.get(1, {}).get("process", {})
@@ -183,6 +194,7 @@ def take_sample(handle: PeerHandle, redis_client: redis.Redis, started: float) -
         open_sockets=kinds.get("socket", 0),
         open_unlinked=kinds.get("unlinked", 0),
         fd_kinds=kinds,
+        segments_on_disk=sum(1 for _ in data_dir.glob("*/*.log")),
         asyncio_tasks=process.get("asyncio_tasks"),
         producer_ids=process.get("producer_ids"),
     )
@@ -376,8 +388,17 @@ def verdict(baseline: Sample, end: Sample, peak_ids: int, settings: SoakSettings
     rss_bound = baseline.rss_bytes * RSS_FACTOR + RSS_SLACK
     if end.rss_bytes > rss_bound:
         broken.append(f"RSS {end.rss_bytes / MIB:.0f} MiB > bound {rss_bound / MIB:.0f} MiB")
-    if end.open_fds > baseline.open_fds + COUNT_SLACK:
-        broken.append(f"open files {end.open_fds} > {baseline.open_fds} + {COUNT_SLACK}")
+    segment_files = sum(end.fd_kinds.get(k, 0) for k in SEGMENT_FILE_KINDS)
+    if segment_files > 3 * end.segments_on_disk:
+        broken.append(
+            f"open segment files {segment_files} > 3 x {end.segments_on_disk} segments on disk"
+        )
+    for kind in ("socket", "other"):
+        then, now = baseline.fd_kinds.get(kind, 0), end.fd_kinds.get(kind, 0)
+        if now > then + COUNT_SLACK:
+            broken.append(f"open {kind} descriptors {now} > {then} + {COUNT_SLACK}")
+    if end.open_unlinked > UNLINKED_BOUND:
+        broken.append(f"deleted files still open {end.open_unlinked} > {UNLINKED_BOUND}")
     if (
         end.asyncio_tasks is not None
         and baseline.asyncio_tasks is not None
@@ -414,7 +435,7 @@ def _run_in(
         churn = Churn(handle.bootstrap, settings, topic, handle.env)
         churn.setup_control_plane()
         started = time.monotonic()
-        samples = [take_sample(handle, redis_client, started)]
+        samples = [take_sample(handle, redis_client, started, data_dir)]
         threads = churn.threads()
         for thread in threads:
             thread.start()
@@ -425,7 +446,7 @@ def _run_in(
                 )
                 if not handle.alive():
                     raise RuntimeError(f"the broker died:\n{handle.log_tail()}")
-                samples.append(take_sample(handle, redis_client, started))
+                samples.append(take_sample(handle, redis_client, started, data_dir))
                 s = samples[-1]
                 out(
                     f"  {s.elapsed_s:7.0f} s  rss {s.rss_bytes / MIB:6.1f} MiB  fds {s.open_fds:4d}"
@@ -453,6 +474,7 @@ def _run_in(
             f"{s.rss_bytes / MIB:.1f}",
             str(s.open_fds),
             str(s.open_sockets),
+            str(s.segments_on_disk),
             str(s.asyncio_tasks),
             str(s.producer_ids),
         ]
@@ -461,7 +483,8 @@ def _run_in(
     out("")
     out(
         format_table(
-            ["sample", "at s", "RSS MiB", "open fds", "sockets", "tasks", "producer ids"], rows
+            ["sample", "at s", "RSS MiB", "fds", "sockets", "segments", "tasks", "producer ids"],
+            rows,
         )
     )
     for label, s in (("start", samples[0]), ("after warm-up", baseline), ("end", end)):
