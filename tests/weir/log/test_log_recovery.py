@@ -88,25 +88,43 @@ def closed_after_fill(open_log: LogFactory, *, clean: bool = True) -> tuple[int,
     return end, size, active
 
 
+def filled_with_a_middle_victim(open_log: LogFactory) -> tuple[Log, LogSegment]:
+    """A filled log of at least four segments and its second one, to damage: a segment with
+    segments after it, so a test sees what recovery does to those."""
+    log = open_log(CONFIG)
+    fill(log)
+    assert len(log.segments) >= 4
+    return log, log.segments[1]
+
+
 def append_bytes(path: Path, data: bytes) -> None:
     with open(path, "ab") as f:
         f.write(data)
 
 
-def test_recovery_truncates_garbage_after_the_last_batch(open_log: LogFactory) -> None:
-    end, size, active = closed_after_fill(open_log, clean=False)
-    append_bytes(active.log_path, b"\x00" * 3 + b"garbage" * 20)
-    log = open_log(CONFIG, recovery_point=0)
+@pytest.mark.parametrize(
+    ("clean", "tail", "reopen"),
+    [
+        pytest.param(
+            False, b"\x00" * 3 + b"garbage" * 20, {"recovery_point": 0}, id="garbage-after-a-crash"
+        ),
+        # Preallocated or never-written blocks read as zeros.
+        pytest.param(True, b"\x00" * 4096, {}, id="zeroed-tail-after-a-clean-shutdown"),
+    ],
+)
+def test_recovery_truncates_bytes_after_the_last_batch(
+    open_log: LogFactory, clean: bool, tail: bytes, reopen: dict[str, int]
+) -> None:
+    end, size, active = closed_after_fill(open_log, clean=clean)
+    append_bytes(active.log_path, tail)
+    log = open_log(CONFIG, **reopen)
     assert (log.log_end_offset, log.size_bytes) == (end, size)
 
 
 def test_corrupt_batch_truncates_its_segment_and_drops_later_segments(
     open_log: LogFactory, caplog
 ) -> None:
-    log = open_log(CONFIG)
-    fill(log)
-    assert len(log.segments) >= 4
-    victim = log.segments[1]
+    log, victim = filled_with_a_middle_victim(open_log)
     positions = [(p, h) for p, h in victim.iter_headers()]
     position, header = positions[2]
     path, later = victim.log_path, [s.log_path for s in log.segments[2:]]
@@ -324,14 +342,6 @@ def test_torn_tail_after_a_clean_shutdown_is_truncated(open_log: LogFactory, cap
     disk_headers(log)
 
 
-def test_zeroed_tail_after_a_clean_shutdown_is_truncated(open_log: LogFactory) -> None:
-    end, size, active = closed_after_fill(open_log)
-    # Preallocated or never-written blocks read as zeros.
-    append_bytes(active.log_path, b"\x00" * 4096)
-    log = open_log(CONFIG)
-    assert (log.log_end_offset, log.size_bytes) == (end, size)
-
-
 def test_bad_crc_in_the_last_batch_after_a_clean_shutdown_is_truncated(
     open_log: LogFactory, caplog
 ) -> None:
@@ -352,10 +362,7 @@ def test_bad_crc_in_the_last_batch_after_a_clean_shutdown_is_truncated(
 def test_torn_middle_segment_after_a_clean_shutdown_drops_what_follows(
     open_log: LogFactory, caplog
 ) -> None:
-    log = open_log(CONFIG)
-    fill(log)
-    assert len(log.segments) >= 4
-    victim = log.segments[1]
+    log, victim = filled_with_a_middle_victim(open_log)
     last_position, last = list(victim.iter_headers())[-1]
     path, later = victim.log_path, [s.log_path for s in log.segments[2:]]
     log.close()
