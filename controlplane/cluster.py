@@ -53,6 +53,7 @@ from weir.metadata.errors import MetadataError
 from weir.metadata.image import BrokerImage, ClusterImage
 from weir.metadata.keys import KeyLayout
 from weir.metadata.partition_state import PartitionStatus, ReplicaStatus, read_partition_states
+from weir.metadata.redis_url import sync_client
 from weir.metadata.store import MetadataStore
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ class ClusterGateway:
         self.cluster_id = cluster_id
         self.keys = KeyLayout(cluster_id)
         self._configured_bootstrap = bootstrap_servers
-        self.redis = redis.Redis.from_url(
+        self.redis = sync_client(
             redis_url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5
         )
         self._loop = asyncio.new_event_loop()

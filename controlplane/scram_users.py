@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import status
 
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
+from weir.metadata.redis_url import sync_client
 from weir.security.scram import MAX_ITERATIONS, MECHANISM_BY_ID, MIN_ITERATIONS
 from weir.security.scram import MECHANISMS as SCRAM_MECHANISMS
 
@@ -225,12 +226,11 @@ def scram_user_bootstrap(
     ``upserts`` maps mechanism → (password, iterations). The credential is salted and encoded
     by the same helpers the brokers use for AlterUserScramCredentials.
     """
-    import redis
 
     from weir.security.credentials import encode_credential, scram_key
     from weir.security.scram import credential_from_password
 
-    client = redis.Redis.from_url(redis_url)
+    client = sync_client(redis_url)
     try:
         for mechanism in deletions:
             client.hdel(scram_key(cluster_id, mechanism), name)

@@ -63,8 +63,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import redis.asyncio as aioredis
-
 from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
 from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
@@ -80,6 +78,7 @@ from weir.housekeeping import Housekeeping
 from weir.loop_task import stop_tasks
 from weir.metadata.cache import MetadataCache
 from weir.metadata.image import ClusterImage, ListenerEndpoint
+from weir.metadata.redis_url import async_client
 from weir.metadata.registration import BrokerRegistration, live_brokers
 from weir.metadata.store import MetadataStore
 from weir.metadata_view import BrokerEndpoint, MetadataView, PartitionView, TopicView
@@ -168,7 +167,7 @@ class Broker:
         )
         self.endpoint: tuple[str, int] = settings.advertise or settings.listen
         # No I/O yet: the Redis client connects on first use (in ``start``).
-        self.redis = aioredis.Redis.from_url(settings.redis_url)
+        self.redis = async_client(settings.redis_url)
         self.store = MetadataStore(self.redis, cluster_id=settings.cluster_id)
         self.metadata = MetadataCache(self.redis, cluster_id=settings.cluster_id)
         self.registration: BrokerRegistration | None = None

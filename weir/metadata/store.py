@@ -52,6 +52,7 @@ from weir.metadata.records import (
     ResourceType,
     TopicRecord,
 )
+from weir.metadata.redis_url import async_client
 from weir.quotas import QuotaEntity
 from weir.topic_names import InvalidTopicName, validate_topic_name
 
@@ -365,7 +366,7 @@ class MetadataStore:
 
     @classmethod
     def from_url(cls, url: str, *, cluster_id: str) -> MetadataStore:
-        store = cls(aioredis.Redis.from_url(url, decode_responses=True), cluster_id=cluster_id)
+        store = cls(async_client(url, decode_responses=True), cluster_id=cluster_id)
         store._owns_client = True
         return store
 
