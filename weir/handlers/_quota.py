@@ -90,8 +90,11 @@ def with_request_quota(
     """``handler`` under the request quota, answering with the connection's throttle time."""
 
     async def handle(ctx: ConnectionContext, request: Request) -> Any:
-        exempt = api_key in _EXEMPT or getattr(request.body, "replica_id", -1) >= 0
-        if exempt or not quotas.enabled(QuotaKind.REQUEST):
+        if (
+            not quotas.enabled(QuotaKind.REQUEST)
+            or api_key in _EXEMPT
+            or getattr(request.body, "replica_id", -1) >= 0
+        ):
             body = await handler(ctx, request)
         else:
             with RequestTimer() as timer:

@@ -117,7 +117,11 @@ async def handle(
     throttled = sum(r.size for r in reads if r.throttled)
     if throttled:
         throttle.record(throttled)
-    if replica_id < 0 and _throttled_empty(ctx, request, quotas, reads, time_ms()):
+    if (
+        replica_id < 0
+        and (consumer_quota or quotas.enabled(QuotaKind.REQUEST))
+        and _throttled_empty(ctx, request, quotas, reads, time_ms())
+    ):
         # Kafka answers a throttled fetch empty (and takes its bytes back): the client
         # fetches the same offsets again once the connection is unmuted.
         return respond(request, session_id=0, responses=())

@@ -124,26 +124,25 @@ def parse_redis_url(url: str) -> RedisTarget:
     )
 
 
-def sync_client(url: str, **options: Any) -> redis.Redis:
-    """A redis-py client for ``url`` (``options``: client keywords such as timeouts)."""
+def _client(url: str, options: dict[str, Any], plain: Any, sentinel_class: Any) -> Any:
+    """``plain.from_url(url)``, or the primary of a Sentinel URL through ``sentinel_class``."""
     target = parse_redis_url(url)
     if not target.is_sentinel:
-        return redis.Redis.from_url(url, **options)
-    sentinel = Sentinel(list(target.sentinels), **_sentinel_options(options))
+        return plain.from_url(url, **options)
+    sentinel = sentinel_class(list(target.sentinels), **_sentinel_options(options))
     return sentinel.master_for(
         target.service_name, db=target.db, password=target.password, **options
     )
+
+
+def sync_client(url: str, **options: Any) -> redis.Redis:
+    """A redis-py client for ``url`` (``options``: client keywords such as timeouts)."""
+    return _client(url, options, redis.Redis, Sentinel)
 
 
 def async_client(url: str, **options: Any) -> aioredis.Redis:
     """The asyncio counterpart of :func:`sync_client`."""
-    target = parse_redis_url(url)
-    if not target.is_sentinel:
-        return aioredis.Redis.from_url(url, **options)
-    sentinel = AsyncSentinel(list(target.sentinels), **_sentinel_options(options))
-    return sentinel.master_for(
-        target.service_name, db=target.db, password=target.password, **options
-    )
+    return _client(url, options, aioredis.Redis, AsyncSentinel)
 
 
 def _sentinel_options(options: dict[str, Any]) -> dict[str, Any]:
