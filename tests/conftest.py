@@ -23,10 +23,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.suite.children import die_with_parent
+
+if TYPE_CHECKING:
+    from tests.sentinel import SentinelDeployment
 
 pytest_plugins = [
     # How the suite runs: layer markers and xdist groups, and the end-of-run leftovers check.
@@ -160,3 +164,17 @@ def make_redis_server(tmp_path: Path) -> Iterator[Callable[[], RedisServer]]:
     yield factory
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def sentinel_deployment(tmp_path: Path) -> Iterator[SentinelDeployment]:
+    """Three redis-servers and three sentinels of this test's own (``tests/sentinel.py``):
+    ``sentinel_deployment.url`` is a ``redis+sentinel://`` WEIR_REDIS_URL."""
+    from tests.sentinel import SentinelDeployment
+
+    deployment = SentinelDeployment(tmp_path / "sentinel")
+    try:
+        deployment.start()
+        yield deployment
+    finally:
+        deployment.stop()

@@ -61,7 +61,9 @@ LAYERS = ("redis", "inprocess", "processes", "browser", "spark", "integration")
 # pytest-timeout's limit for tests that start no process (the others have pyproject's 300 s):
 # nothing in process takes more than seconds, so a hang there fails fast.
 FAST_TIMEOUT_S = 120
-REDIS_FIXTURES = frozenset({"redis_server", "make_redis_server", "durable_redis"})
+REDIS_FIXTURES = frozenset(
+    {"redis_server", "make_redis_server", "durable_redis", "sentinel_deployment"}
+)
 PROCESS_FIXTURES = frozenset(
     {
         "cluster",
