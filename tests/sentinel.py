@@ -158,7 +158,8 @@ class SentinelDeployment:
         raise AssertionError(f"no primary agreed by the sentinels ({port})\n{self.describe()}")
 
     def _settled(self) -> bool:
-        """Every sentinel knows the others and both replicas, and the primary has them."""
+        """Every sentinel knows the others and both replicas, the primary has them, and it
+        takes writes."""
         port = self.primary_port()
         if port is None:
             return False
@@ -170,9 +171,12 @@ class SentinelDeployment:
                         return False
             with self.primary().client() as client:
                 info = client.info("replication")
+                if info["role"] != "master" or int(info["connected_slaves"]) != 2:
+                    return False
+                # Writes are refused until the replicas count as in sync (min-replicas-*).
+                return bool(client.set("weir:sentinel-test:probe", "1"))
         except redis.RedisError:
             return False
-        return info["role"] == "master" and int(info["connected_slaves"]) == 2
 
     def wait_for_failover(self, old: ReplicatedRedisServer, timeout: float = 20.0) -> None:
         """Until the sentinels agree on a primary other than ``old`` that takes writes."""

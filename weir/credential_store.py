@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from weir.metadata.keys import KeyLayout
+from weir.metadata.quorum import WriteQuorum
 from weir.security.credentials import (
     describe_users,
     encode_credential,
@@ -27,6 +29,8 @@ class ScramCredentialStore:
     def __init__(self, redis: Any, *, cluster_id: str) -> None:
         self._redis = redis
         self._cluster_id = cluster_id
+        # A credential change counts once a majority of a Sentinel deployment holds it.
+        self._quorum = WriteQuorum(redis, KeyLayout(cluster_id))
 
     async def lookup(self, mechanism: str, user: str) -> ScramCredential | None:
         """The credential a login checks against, or None for an unknown user."""
@@ -41,8 +45,10 @@ class ScramCredentialStore:
 
     async def delete(self, mechanism: str, user: str) -> None:
         await self._redis.hdel(scram_key(self._cluster_id, mechanism), user)
+        await self._quorum.confirm()
 
     async def put(self, mechanism: str, user: str, credential: ScramCredential) -> None:
         await self._redis.hset(
             scram_key(self._cluster_id, mechanism), user, encode_credential(credential)
         )
+        await self._quorum.confirm()

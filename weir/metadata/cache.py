@@ -18,6 +18,10 @@ False) and retries with backoff. Once Redis answers again it *re-snapshots* inst
 resuming the tail, because the log may have moved on or the store may have been wiped (the
 ``incarnation`` changes then; ``ImageDiff.between(old, new).reset`` tells listeners).
 
+On a Sentinel deployment the cache applies a log entry only once it is committed (on a
+majority of the Redis data nodes, ``weir.metadata.quorum``), so an isolated old primary cannot
+make a broker act on a write it accepted alone.
+
 Listeners are plain or async callables taking the new image; they run one after another in
 the tail task. An exception in a listener is logged and does not stop the cache.
 """
@@ -229,6 +233,10 @@ class MetadataCache:
             entries = streams[0][0] if streams and streams[0] else []
         else:
             entries = reply[0][1]
+        if entries:
+            # Apply nothing a Redis failover could still take back (weir.metadata.quorum):
+            # raises, and the loop re-snapshots, if a majority does not hold it.
+            await self.store.quorum.ensure_committed(_text(entries[-1][0]))
         completed: list[Record] = []
         end_id = None
         for entry_id, fields in entries:

@@ -6,6 +6,8 @@ key (after the prefix)          type     holds
 ``metadata_log``                stream   change records (``type``, ``data`` JSON, ``end`` on
                                          the last record of one atomic write)
 ``metadata_log_trimmed``        string   id of the newest entry trimmed from the log
+``metadata_log_committed``      string   id of the newest entry known to be on a majority of
+                                         a Sentinel deployment's nodes (weir.metadata.quorum)
 ``topics``                      hash     topic name → JSON ``{topic_id, partitions: [...]}``
 ``topic_ids``                   hash     topic id → topic name
 ``topic_collisions``            hash     name with '.' → '_' → topic name (Kafka's rule)
@@ -94,6 +96,7 @@ class KeyLayout:
     next_producer_id = _Fixed()
     incarnation = _Fixed()
     metadata_log_trimmed = _Fixed()
+    metadata_log_committed = _Fixed()
     # Set of ACL bindings (canonical JSON), see ``weir.security.acl_store``.
     acls = _Fixed()
     # Counter bumped with every ACL change.

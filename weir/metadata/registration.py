@@ -59,6 +59,7 @@ from weir.metadata.errors import (
 )
 from weir.metadata.image import BrokerImage, ListenerEndpoint
 from weir.metadata.keys import KeyLayout
+from weir.metadata.quorum import WriteQuorum
 
 __all__ = [
     "DEFAULT_HEARTBEAT_MS",
@@ -201,6 +202,7 @@ class BrokerRegistration:
         self._register_script = redis.register_script(_REGISTER)
         self._renew_script = redis.register_script(_RENEW)
         self._deregister_script = redis.register_script(_DEREGISTER)
+        self.quorum = WriteQuorum(redis, self.keys)
 
     async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         try:
@@ -257,6 +259,9 @@ class BrokerRegistration:
             ],
         )
         status = _text(result[0])
+        if status == "ok":
+            # The broker epoch must never go backwards: it counts once a majority has it.
+            await self.quorum.confirm()
         if status == "duplicate":
             holder = json.loads(_text(result[1]))
             remaining_ms = int(_text(result[2]))

@@ -44,6 +44,7 @@ from weir.metadata.errors import (
 )
 from weir.metadata.image import ClusterImage, ControllerLease, PartitionImage, TopicImage
 from weir.metadata.keys import KeyLayout
+from weir.metadata.quorum import WriteQuorum
 from weir.metadata.records import (
     ClientQuotaRecord,
     ConfigRecord,
@@ -363,6 +364,7 @@ class MetadataStore:
         self._renew = redis.register_script(_RENEW_CONTROLLER)
         self._resign = redis.register_script(_RESIGN_CONTROLLER)
         self._trim_log = redis.register_script(_TRIM_LOG)
+        self.quorum = WriteQuorum(redis, self.keys)
 
     @classmethod
     def from_url(cls, url: str, *, cluster_id: str) -> MetadataStore:
@@ -374,12 +376,19 @@ class MetadataStore:
         if self._owns_client:
             await self.redis.aclose()
 
-    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> list[str]:
+    async def _run(
+        self, script: Any, keys: list[str], args: list[Any], *, confirm: bool = True
+    ) -> list[str]:
+        """Run a write script; a write (status ``ok``) counts only once a majority of a
+        Sentinel deployment holds it (``WriteQuorum.confirm``, raises if it does not)."""
         try:
             result = await script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
-        return [_text(v) for v in result] if isinstance(result, list) else [_text(result)]
+        reply = [_text(v) for v in result] if isinstance(result, list) else [_text(result)]
+        if confirm and reply[0] == "ok":
+            await self.quorum.confirm()
+        return reply
 
     @staticmethod
     def _check(result: list[str], *, name: str = "") -> list[str]:
@@ -414,12 +423,18 @@ class MetadataStore:
     async def renew_controller(self, broker_id: int, epoch: int, lease_ms: int) -> bool:
         """Extend the lease; False when ``epoch`` is no longer current (we were replaced)."""
         keys = [self.keys.controller, self.keys.controller_epoch]
-        result = await self._run(self._renew, keys, [f"{broker_id}:{epoch}", lease_ms, epoch])
+        # Not confirmed: a renewal lost in a failover only shortens the lease, and every
+        # controller write is fenced by the epoch anyway.
+        result = await self._run(
+            self._renew, keys, [f"{broker_id}:{epoch}", lease_ms, epoch], confirm=False
+        )
         return result[0] == "ok"
 
     async def resign_controller(self, broker_id: int, epoch: int) -> None:
         """Give the lease up now (clean shutdown) so another broker takes over at once."""
-        await self._run(self._resign, [self.keys.controller], [f"{broker_id}:{epoch}"])
+        await self._run(
+            self._resign, [self.keys.controller], [f"{broker_id}:{epoch}"], confirm=False
+        )
 
     async def controller(self) -> ControllerLease | None:
         try:
@@ -718,6 +733,8 @@ class MetadataStore:
             end = int(await self.redis.incrby(self.keys.next_producer_id, count))
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
+        # Never hand out ids a failover could give to someone else again.
+        await self.quorum.confirm()
         return range(end - count, end)
 
     async def allocate_producer_id(self) -> int:
@@ -762,6 +779,8 @@ class MetadataStore:
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
         stream_id, topics, brokers, configs, live, controller, incarnation, quotas = result
+        # Nobody acts on state a failover could still take back.
+        await self.quorum.ensure_committed(_text(stream_id))
         config_map = {_text(configs[i]): _pairs(configs[i + 1]) for i in range(0, len(configs), 2)}
         return ClusterImage.from_state(
             stream_id=_text(stream_id),

@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 from weir.config import BrokerConfig, InvalidConfigError
 from weir.loop_task import StopFlag, stop_tasks
 from weir.metadata.keys import KeyLayout
+from weir.metadata.quorum import WriteQuorum
 from weir.security.acl import (
     AclBinding,
     AclBindingFilter,
@@ -74,6 +75,8 @@ class AclStore:
     def __init__(self, redis: aioredis.Redis, *, cluster_id: str) -> None:
         self.redis = redis
         self.keys = KeyLayout(cluster_id)
+        # An ACL change counts once a majority of a Sentinel deployment holds it.
+        self.quorum = WriteQuorum(redis, self.keys)
 
     async def version(self) -> int:
         raw = await self.redis.get(self.keys.acls_version)
@@ -105,6 +108,7 @@ class AclStore:
             getattr(pipe, command)(self.keys.acls, *members)
             pipe.incr(self.keys.acls_version)
             await pipe.execute()
+        await self.quorum.confirm()
 
     async def delete_matching(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
         """Remove what each filter matches (in one transaction); the matches per filter.
@@ -124,6 +128,8 @@ class AclStore:
                         pipe.srem(self.keys.acls, *doomed)
                         pipe.incr(self.keys.acls_version)
                     await pipe.execute()
+                    if doomed:
+                        await self.quorum.confirm()
                     return matched
                 except aioredis.WatchError:
                     continue

@@ -1,0 +1,187 @@
+"""Metadata writes that survive a Redis failover: a write counts once a majority holds it.
+
+Theory of operation
+-------------------
+Redis replicates asynchronously: a primary acknowledges a write before any replica has it,
+and when Sentinel promotes a replica, whatever that replica had not received is gone. A
+controller that elected a leader, or a leader that shrank its ISR, on the strength of such a
+write would act on a decision the cluster then forgets -- and could later elect a replica
+that is missing acknowledged records.
+
+So, on a Sentinel deployment, no metadata write counts until it is on a *majority of the data
+nodes* (the primary and ``replicas_required()`` replicas): the writer then calls
+:meth:`WriteQuorum.confirm`, which writes the ``metadata_log_committed`` pointer (the newest
+``metadata_log`` id) on the same connection and ``WAIT``\\ s for that many replicas to
+acknowledge it. The replication stream is ordered, so a replica that acknowledged the pointer
+holds every write the primary made before it, whoever made it. Sentinel promotes the replica
+with the greatest replication offset among those it can reach, so with a majority holding a
+write and a majority of nodes reachable, the promoted node has it. ``WAIT`` falling short
+raises :class:`WriteNotReplicatedError`: the write may or may not survive, like a ZooKeeper
+request that timed out, and the caller treats it as failed (retries, or reports the error).
+
+Readers apply the log only up to the committed pointer (``MetadataCache``): an entry above it
+is confirmed first (the same ``confirm``: if the majority has it now, it is committed; if not,
+it is not acted on). An old primary that was isolated and comes back cannot make anyone act
+on what it accepted alone: its ``confirm`` fails (no replica follows it any more, and
+``min-replicas-to-write`` refuses the write outright).
+
+The number of replicas required is derived from the deployment: the sentinels' list of the
+service's replicas (``SENTINEL REPLICAS``, which keeps replicas that are down) gives ``n``, and
+a majority of the ``n + 1`` data nodes is ``(n + 1) // 2`` replicas besides the primary: 1 of
+2 for three nodes, 2 of 4 for five. It is re-read every ``REFRESH_S``. A plain ``redis://``
+URL has no failover, so it requires none and ``confirm`` costs nothing there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from weir.metadata.errors import MetadataUnavailableError
+from weir.metadata.keys import KeyLayout
+
+__all__ = [
+    "REFRESH_S",
+    "WAIT_TIMEOUT_MS",
+    "WriteNotReplicatedError",
+    "WriteQuorum",
+    "stream_order",
+]
+
+log = logging.getLogger("weir.metadata.quorum")
+
+# How long a confirmation waits for the replicas: a healthy replica answers WAIT's GETACK in
+# a round trip, so this is only reached when replicas are down or cut off.
+WAIT_TIMEOUT_MS = 2000
+# How often the number of replicas in the deployment is re-read from the sentinels.
+REFRESH_S = 30.0
+
+# Advance the committed pointer to the newest log entry (never backwards), and always write
+# it, so that the WAIT that follows on this connection covers every earlier write.
+# KEYS: metadata_log, metadata_log_committed
+_COMMIT = """
+local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+local current = redis.call('GET', KEYS[2]) or '0-0'
+local target = current
+if newest then
+  local function parts(id)
+    local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+    return tonumber(ms), tonumber(seq)
+  end
+  local nms, nseq = parts(newest[1])
+  local cms, cseq = parts(current)
+  if nms > cms or (nms == cms and nseq > cseq) then target = newest[1] end
+end
+redis.call('SET', KEYS[2], target)
+return target
+"""
+
+
+class WriteNotReplicatedError(MetadataUnavailableError):
+    """A write is on the primary but not (yet) on enough replicas to survive a failover."""
+
+
+class WriteQuorum:
+    """Confirms metadata writes on a majority of a Sentinel deployment's data nodes."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        keys: KeyLayout,
+        *,
+        wait_timeout_ms: int = WAIT_TIMEOUT_MS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.wait_timeout_ms = wait_timeout_ms
+        self._monotonic = monotonic
+        pool = redis.connection_pool
+        self._sentinels: Any = getattr(pool, "sentinel_manager", None)
+        self._service: str = getattr(pool, "service_name", "")
+        self._required = 0
+        self._refreshed_at: float | None = None
+        self._commit = redis.register_script(_COMMIT)
+
+    @property
+    def replicated(self) -> bool:
+        """Whether this deployment has replicas to wait for (a Sentinel URL)."""
+        return self._sentinels is not None
+
+    async def replicas_required(self) -> int:
+        """How many replicas besides the primary must hold a write (0: no failover)."""
+        if self._sentinels is None:
+            return 0
+        now = self._monotonic()
+        if self._refreshed_at is None or now - self._refreshed_at >= REFRESH_S:
+            known = await self._known_replicas()
+            if known is not None:
+                required = (known + 1) // 2
+                if required != self._required:
+                    log.info(
+                        "metadata writes wait for %d of %d replicas (Sentinel service %s)",
+                        required,
+                        known,
+                        self._service,
+                    )
+                self._required = required
+                self._refreshed_at = now
+        return self._required
+
+    async def _known_replicas(self) -> int | None:
+        """The replicas the sentinels know for the service, down ones included (the first
+        sentinel that answers; None if none does)."""
+        for sentinel in self._sentinels.sentinels:
+            try:
+                replicas = await sentinel.sentinel_slaves(self._service)
+            except (RedisError, OSError):
+                continue
+            return len(replicas)
+        return None
+
+    async def confirm(self) -> str:
+        """Block until every write made so far is on enough replicas; the committed log id.
+
+        Raises ``WriteNotReplicatedError`` when the replicas do not acknowledge in time,
+        ``MetadataUnavailableError`` when Redis cannot be reached or refuses the write."""
+        try:
+            required = await self.replicas_required()
+            if required == 0:
+                return ""
+            keys = [self.keys.metadata_log, self.keys.metadata_log_committed]
+            async with self.redis.pipeline(transaction=False) as pipe:
+                await self._commit(keys=keys, args=[], client=pipe)
+                pipe.execute_command("WAIT", required, self.wait_timeout_ms)
+                committed, acked = await pipe.execute()
+        except (RedisError, OSError) as exc:
+            raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
+        if int(acked) < required:
+            raise WriteNotReplicatedError(
+                f"metadata write reached {acked} of the {required} Redis replicas it needs "
+                f"within {self.wait_timeout_ms} ms; it does not count (it may survive or not)"
+            )
+        return committed.decode() if isinstance(committed, bytes) else str(committed)
+
+    async def ensure_committed(self, stream_id: str) -> None:
+        """Return once the log up to ``stream_id`` is on a majority (confirming it if the
+        pointer is behind); raise as ``confirm`` does when it is not."""
+        if self._sentinels is None or not stream_id:
+            return
+        try:
+            raw = await self.redis.get(self.keys.metadata_log_committed)
+        except (RedisError, OSError) as exc:
+            raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
+        committed = "0-0" if raw is None else (raw.decode() if isinstance(raw, bytes) else raw)
+        if stream_order(stream_id) > stream_order(committed):
+            await self.confirm()
+
+
+def stream_order(stream_id: str) -> tuple[int, int]:
+    """A Redis stream id (``<ms>-<seq>``) as a comparable pair."""
+    ms, _, seq = stream_id.partition("-")
+    return int(ms or 0), int(seq or 0)
