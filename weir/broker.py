@@ -67,7 +67,7 @@ from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
 from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
 from weir.connection_limits import ConnectionQuotas, CurrentLimits, RequestQueue
-from weir.controller import Controller, leads_movable_partitions
+from weir.controller import Controller, leads_movable_partitions, with_grace
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
 from weir.credential_store import ScramCredentialStore
@@ -217,7 +217,7 @@ class Broker:
         )
         self.controller = Controller(
             store=self.store,
-            image=lambda: self.metadata.image,
+            image=self._controller_image,
             epoch=lambda: self.lease.epoch,
             unclean_for=lambda topic: bool(
                 self.view.topic_config(topic).unclean_leader_election_enable
@@ -509,6 +509,16 @@ class Broker:
         """Another process registered this broker id: this one is a zombie and must stop."""
         log.error("broker %d was fenced (%s); shutting down", self.broker_id, exc)
         self.fenced.set()
+
+    def _controller_image(self) -> ClusterImage:
+        """The image with the brokers' grace after a Redis outage (``with_grace``)."""
+        return with_grace(
+            self.metadata.image,
+            live_before_outage=self.metadata.live_before_outage,
+            reconnected_at=self.metadata.reconnected_at,
+            now=time.monotonic(),
+            session_timeout_s=int(self.view.config.get("broker.session.timeout.ms")) / 1000,
+        )
 
     def _on_partition_offline(self, key: tuple[str, int]) -> None:
         """A partition's disk failed here: stop following it and tell the controller (in

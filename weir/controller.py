@@ -34,6 +34,14 @@ The decisions are pure functions of the metadata image (``partition_changes_for`
   ``leader.imbalance.per.broker.percentage``, as Kafka's controller does, so one partition
   led elsewhere does not move leadership on its own.
 
+A Redis outage (a Sentinel failover takes seconds) stops every broker's lease renewals at
+once, so when Redis is back the leases may have expired together although every broker is
+fine. Like Kafka's controller, which gives brokers a session timeout to heartbeat after it
+takes over, the controller then decides on ``with_grace``'s image: for one
+``broker.session.timeout.ms`` after its own connection came back, the brokers alive before the
+outage still count as alive. Live brokers renew within a heartbeat and nothing moves; a broker
+that really died during the outage does not, and is declared dead when the grace ends.
+
 ``Controller`` is the asyncio driver: while the lease is held it re-evaluates the image on
 every change and once a second, and executes what the pure functions decide.
 """
@@ -70,6 +78,7 @@ __all__ = [
     "preferred_leader_change",
     "reassignment_change",
     "validate_isr_change",
+    "with_grace",
 ]
 
 log = logging.getLogger("weir.controller")
@@ -94,6 +103,25 @@ def elect_leader(
         return None
     # Offline: no leader, and the ISR keeps its last member(s) so only they may come back.
     return -1, partition.isr
+
+
+def with_grace(
+    image: ClusterImage,
+    *,
+    live_before_outage: Collection[int],
+    reconnected_at: float | None,
+    now: float,
+    session_timeout_s: float,
+) -> ClusterImage:
+    """The image the controller decides on: for one session timeout after Redis came back
+    (``reconnected_at``), the brokers that were alive before it went away still count as
+    alive, registered ones only (see the module docstring)."""
+    if reconnected_at is None or now - reconnected_at >= session_timeout_s:
+        return image
+    kept = {b for b in live_before_outage if b in image.registrations}
+    if kept <= image.live_broker_ids:
+        return image
+    return image.with_liveness(image.live_broker_ids | kept, image.controller)
 
 
 def partition_changes_for(

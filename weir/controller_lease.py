@@ -3,8 +3,12 @@
 Every broker competes for one expiring lease in Redis (``MetadataStore.acquire_controller``);
 the holder renews it every heartbeat and is the controller while it holds it. The lease lives
 as long as a broker lease (``broker.session.timeout.ms``), so a dead controller's broker and
-its controllership expire together. When Redis is away the holder gives the lease up at once:
-it can no longer prove it is the only one writing the metadata log.
+its controllership expire together. When Redis is away (a Sentinel failover takes seconds)
+the holder keeps its epoch for as long as the lease it last renewed would run, and renews it
+on the new primary when one answers: a failover then costs no controller change. Keeping it
+is safe because every controller write is fenced by the epoch in Redis: if another broker
+took the lease meanwhile, the first write or renewal fails and the lease is given up. Once
+the lease it last renewed has run out, it gives the lease up.
 
 While it holds the lease, the controller also trims metadata log history older than
 ``metadata.max.retention.ms`` (once a minute).
@@ -39,6 +43,7 @@ class ControllerLease:
     monotonic: Callable[[], float]
     wall_ms: Callable[[], int]
     epoch: int | None = field(init=False, default=None)
+    _renewed_at: float = field(init=False, default=0.0)
 
     @property
     def is_controller(self) -> bool:
@@ -53,14 +58,21 @@ class ControllerLease:
             if self.epoch is None:
                 self.epoch = await self.store.acquire_controller(self.broker_id, self._lease_ms())
                 if self.epoch is not None:
+                    self._renewed_at = self.monotonic()
                     log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch)
-            elif not await self.store.renew_controller(
-                self.broker_id, self.epoch, self._lease_ms()
-            ):
+            elif await self.store.renew_controller(self.broker_id, self.epoch, self._lease_ms()):
+                self._renewed_at = self.monotonic()
+            else:
                 log.warning("broker %d lost the controller lease", self.broker_id)
                 self.epoch = None
         except Exception as exc:  # Redis away: keep serving, try again
+            held = self.epoch is not None
+            if held and self.monotonic() - self._renewed_at < self._lease_ms() / 1000:
+                log.warning("controller lease renewal failed (still held): %s", exc)
+                return
             log.warning("controller lease check failed: %s", exc)
+            if held:
+                log.warning("broker %d gave the controller lease up", self.broker_id)
             self.epoch = None
 
     async def run(self) -> None:

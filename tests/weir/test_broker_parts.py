@@ -277,12 +277,13 @@ class FakeStore:
         return 0
 
 
-def lease(store: FakeStore) -> ControllerLease:
+def lease(store: FakeStore, clock: list[float] | None = None) -> ControllerLease:
+    now = clock if clock is not None else [0.0]
     return ControllerLease(
         store=store,  # type: ignore[arg-type]
         broker_id=1,
         config=lambda: BrokerConfig(broker_id=1),
-        monotonic=lambda: 0.0,
+        monotonic=lambda: now[0],
         wall_ms=lambda: 1_000_000,
     )
 
@@ -299,11 +300,23 @@ async def test_lease_is_taken_renewed_and_lost() -> None:
     assert held.epoch is None
 
 
-async def test_lease_is_given_up_when_redis_is_away() -> None:
+async def test_lease_outlives_a_redis_failover_but_not_its_own_expiry() -> None:
+    """Redis away: the holder keeps its epoch while the lease it last renewed runs (its
+    writes stay fenced in Redis), renews on the next primary, and gives it up after."""
     store = FakeStore()
-    held = lease(store)
+    clock = [0.0]
+    held = lease(store, clock)
     await held.try_acquire()
+    lease_s = int(BrokerConfig(broker_id=1).get("broker.session.timeout.ms")) / 1000
     store.fail = True
+    clock[0] = lease_s - 0.5
+    await held.try_acquire()
+    assert held.epoch == 3
+    store.fail = False
+    await held.try_acquire()  # a new primary answers: renewed, same epoch
+    assert held.epoch == 3
+    store.fail = True
+    clock[0] += lease_s
     await held.try_acquire()
     assert not held.is_controller
 

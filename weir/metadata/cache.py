@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -78,6 +79,7 @@ class MetadataCache:
         poll_interval_s: float = 1.0,
         max_backoff_s: float = 2.0,
         batch_size: int = 1000,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.redis = redis
         self.keys = KeyLayout(cluster_id)
@@ -96,6 +98,11 @@ class MetadataCache:
         self._lock = asyncio.Lock()
         self._flag = StopFlag()
         self._tasks: list[asyncio.Task[None]] = []
+        self._monotonic = monotonic
+        # The brokers alive when Redis was last lost, and when it came back (monotonic):
+        # the controller's grace period after an outage (weir.controller.with_grace).
+        self.live_before_outage: frozenset[int] = frozenset()
+        self.reconnected_at: float | None = None
 
     @property
     def image(self) -> ClusterImage:
@@ -167,6 +174,7 @@ class MetadataCache:
 
     def _went_down(self, exc: BaseException) -> None:
         if self.connected:
+            self.live_before_outage = self._image.live_broker_ids
             log.warning("metadata store unreachable, serving the last image: %s", exc)
         self.connected = False
         self._resync.set()
@@ -179,6 +187,7 @@ class MetadataCache:
         self._resync.clear()
         if not self.connected:
             log.info("metadata store reachable again; resynchronized at %s", snapshot.stream_id)
+            self.reconnected_at = self._monotonic()
         self.connected = True
         if old.incarnation and snapshot.incarnation != old.incarnation:
             log.warning(
