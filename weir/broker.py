@@ -106,6 +106,9 @@ __all__ = ["Broker", "BrokerEndpoint", "BrokerSettings", "PartitionView", "Topic
 log = logging.getLogger("weir.broker")
 
 SHUTDOWN_STEP_S = 5.0
+# Redis commands (blocking reads wait at most 1 s, a quorum WAIT 2 s) time out after this.
+REDIS_SOCKET_TIMEOUT_S = 5.0
+REDIS_CONNECT_TIMEOUT_S = 2.0
 
 
 async def _bounded(step: Any, what: str) -> None:
@@ -166,8 +169,14 @@ class Broker:
             protocol=self.inter_broker_listener.protocol,
         )
         self.endpoint: tuple[str, int] = settings.advertise or settings.listen
-        # No I/O yet: the Redis client connects on first use (in ``start``).
-        self.redis = async_client(settings.redis_url)
+        # No I/O yet: the Redis client connects on first use (in ``start``). A primary that
+        # hangs (paused, cut off) must not hang the broker: commands time out, and the next
+        # connection asks the sentinels for the primary again.
+        self.redis = async_client(
+            settings.redis_url,
+            socket_timeout=REDIS_SOCKET_TIMEOUT_S,
+            socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
+        )
         self.store = MetadataStore(self.redis, cluster_id=settings.cluster_id)
         self.metadata = MetadataCache(self.redis, cluster_id=settings.cluster_id)
         self.registration: BrokerRegistration | None = None

@@ -131,7 +131,27 @@ class WriteQuorum:
                     )
                 self._required = required
                 self._refreshed_at = now
+                await self._check_primary_refuses_isolated_writes(required)
         return self._required
+
+    async def _check_primary_refuses_isolated_writes(self, required: int) -> None:
+        """Warn when the primary would keep taking writes with no replica following it
+        (``min-replicas-to-write`` below the majority): readers still apply nothing
+        unconfirmed, but an isolated old primary should refuse writes outright."""
+        try:
+            reply = await self.redis.config_get("min-replicas-to-write")
+        except (RedisError, OSError):  # CONFIG may be renamed away; nothing to check then
+            return
+        value = next(iter(reply.values()), "0") if isinstance(reply, dict) else "0"
+        text = value.decode() if isinstance(value, bytes) else str(value)
+        if int(text or 0) < required:
+            log.warning(
+                "the Redis primary has min-replicas-to-write %s; set it to %d (with "
+                "min-replicas-max-lag) on every data node, so an isolated primary refuses "
+                "writes (docs/operations.md)",
+                text,
+                required,
+            )
 
     async def _known_replicas(self) -> int | None:
         """The replicas the sentinels know for the service, down ones included (the first
