@@ -55,6 +55,9 @@ Listener = Callable[[ClusterImage], Awaitable[None] | None]
 # How long stop() waits for the loops to end.
 STOP_TIMEOUT_S = 5.0
 
+# Liveness polls this many intervals apart mean Redis was away in between.
+OUTAGE_GAP_POLLS = 3
+
 _REDIS_DOWN = (RedisError, OSError, MetadataUnavailableError)
 
 
@@ -103,6 +106,7 @@ class MetadataCache:
         # the controller's grace period after an outage (weir.controller.with_grace).
         self.live_before_outage: frozenset[int] = frozenset()
         self.reconnected_at: float | None = None
+        self._last_poll_at: float | None = None
 
     @property
     def image(self) -> ClusterImage:
@@ -295,4 +299,15 @@ class MetadataCache:
             if lease is not None and shutting_down_of(lease)
         ]
         lease = ControllerLease.parse(controller)
+        self._note_poll(image)
         await self._update(lambda current: current.with_liveness(live, lease, offline, stopping))
+
+    def _note_poll(self, image: ClusterImage) -> None:
+        """A liveness poll answered. If the one before answered long ago, Redis was away
+        (even if the client's retries hid it): an outage for the controller's grace."""
+        now = self._monotonic()
+        last, self._last_poll_at = self._last_poll_at, now
+        if last is not None and now - last > OUTAGE_GAP_POLLS * self.poll_interval_s:
+            if self.reconnected_at is None or self.reconnected_at < last:
+                self.live_before_outage = image.live_broker_ids
+            self.reconnected_at = now

@@ -318,3 +318,29 @@ async def test_a_cache_behind_the_trimmed_history_re_snapshots(
         assert image.stream_id == (await store.snapshot()).stream_id
     finally:
         await cache.stop()
+
+
+async def test_liveness_polls_far_apart_mark_an_outage_for_the_controllers_grace(
+    redis_client: aioredis.Redis, cluster_id: str
+) -> None:
+    """Redis away for a while (even with the client's retries hiding the errors): the cache
+    remembers who was alive before, and when it could see Redis again."""
+    clock = [100.0]
+    cache = MetadataCache(
+        redis_client, cluster_id=cluster_id, monotonic=lambda: clock[0], poll_interval_s=1.0
+    )
+    broker = BrokerRegistration(
+        redis_client, cluster_id=cluster_id, broker_id=5, host="h", port=5, lease_ms=60_000
+    )
+    await broker.register(heartbeat=False)
+    cache._install(await cache.store.snapshot())  # no loops: this test polls by hand
+    await cache._poll_liveness()
+    clock[0] += 1.0
+    await cache._poll_liveness()
+    assert cache.reconnected_at is None and cache.image.live_broker_ids == {5}
+    await redis_client.delete(cache.keys.broker_lease(5))  # expired while Redis was away
+    clock[0] += 10.0
+    await cache._poll_liveness()
+    assert cache.reconnected_at == 111.0
+    assert cache.live_before_outage == {5}
+    assert cache.image.live_broker_ids == frozenset()
