@@ -59,7 +59,6 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +66,7 @@ from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
 from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
 from weir.connection_limits import ConnectionQuotas, CurrentLimits, RequestQueue
-from weir.controller import Controller, leads_movable_partitions, with_grace
+from weir.controller import Controller, graced_brokers, leads_movable_partitions, with_grace
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
 from weir.credential_store import ScramCredentialStore
@@ -77,7 +76,7 @@ from weir.handlers import registry
 from weir.housekeeping import Housekeeping
 from weir.loop_task import stop_tasks
 from weir.metadata.cache import MetadataCache
-from weir.metadata.image import ClusterImage, ListenerEndpoint
+from weir.metadata.image import BrokerImage, ClusterImage, ListenerEndpoint
 from weir.metadata.redis_url import async_client
 from weir.metadata.registration import BrokerRegistration, live_brokers
 from weir.metadata.store import MetadataStore
@@ -187,7 +186,7 @@ class Broker:
             inter_broker_listener=self.inter_broker_listener.name,
             own_endpoints=self.advertised_endpoints,
             is_controller=lambda: self.lease.is_controller,
-            fresh_brokers=partial(live_brokers, self.redis, cluster_id=settings.cluster_id),
+            fresh_brokers=self._fresh_brokers,
         )
 
         def current_config() -> BrokerConfig:
@@ -519,15 +518,28 @@ class Broker:
         log.error("broker %d was fenced (%s); shutting down", self.broker_id, exc)
         self.fenced.set()
 
+    def _grace(self) -> dict[str, Any]:
+        """The arguments of the brokers' grace after a Redis outage (``with_grace``)."""
+        return {
+            "live_before_outage": self.metadata.live_before_outage,
+            "reconnected_at": self.metadata.reconnected_at,
+            "now": time.monotonic(),
+            "session_timeout_s": int(self.view.config.get("broker.session.timeout.ms")) / 1000,
+        }
+
     def _controller_image(self) -> ClusterImage:
-        """The image with the brokers' grace after a Redis outage (``with_grace``)."""
-        return with_grace(
-            self.metadata.image,
-            live_before_outage=self.metadata.live_before_outage,
-            reconnected_at=self.metadata.reconnected_at,
-            now=time.monotonic(),
-            session_timeout_s=int(self.view.config.get("broker.session.timeout.ms")) / 1000,
-        )
+        """The image the controller decides on: with the brokers' grace after an outage."""
+        return with_grace(self.metadata.image, **self._grace())
+
+    async def _fresh_brokers(self) -> list[BrokerImage]:
+        """Brokers holding a lease now, and those the grace after an outage keeps alive
+        (topic creation places replicas on them)."""
+        fresh = await live_brokers(self.redis, cluster_id=self.settings.cluster_id)
+        image = self.metadata.image
+        have = {b.broker_id for b in fresh}
+        graced = graced_brokers(image, **self._grace()) - have
+        kept = [image.registrations[b] for b in graced]
+        return sorted([*fresh, *kept], key=lambda b: b.broker_id)
 
     def _on_partition_offline(self, key: tuple[str, int]) -> None:
         """A partition's disk failed here: stop following it and tell the controller (in

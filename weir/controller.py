@@ -71,6 +71,7 @@ __all__ = [
     "ReassignmentError",
     "completed_reassignment",
     "elect_leader",
+    "graced_brokers",
     "imbalanced_partitions",
     "leads_movable_partitions",
     "live_replicas",
@@ -116,12 +117,30 @@ def with_grace(
     """The image the controller decides on: for one session timeout after Redis came back
     (``reconnected_at``), the brokers that were alive before it went away still count as
     alive, registered ones only (see the module docstring)."""
-    if reconnected_at is None or now - reconnected_at >= session_timeout_s:
-        return image
-    kept = {b for b in live_before_outage if b in image.registrations}
+    kept = graced_brokers(
+        image,
+        live_before_outage=live_before_outage,
+        reconnected_at=reconnected_at,
+        now=now,
+        session_timeout_s=session_timeout_s,
+    )
     if kept <= image.live_broker_ids:
         return image
     return image.with_liveness(image.live_broker_ids | kept, image.controller)
+
+
+def graced_brokers(
+    image: ClusterImage,
+    *,
+    live_before_outage: Collection[int],
+    reconnected_at: float | None,
+    now: float,
+    session_timeout_s: float,
+) -> frozenset[int]:
+    """The registered brokers that count as alive through the grace (none outside it)."""
+    if reconnected_at is None or now - reconnected_at >= session_timeout_s:
+        return frozenset()
+    return frozenset(b for b in live_before_outage if b in image.registrations)
 
 
 def partition_changes_for(

@@ -44,11 +44,9 @@ class ScramCredentialStore:
         return bool(await self._redis.hexists(scram_key(self._cluster_id, mechanism), user))
 
     async def delete(self, mechanism: str, user: str) -> None:
-        await self._redis.hdel(scram_key(self._cluster_id, mechanism), user)
-        await self._quorum.confirm()
+        key = scram_key(self._cluster_id, mechanism)
+        await self._quorum.write(lambda pipe: pipe.hdel(key, user))
 
     async def put(self, mechanism: str, user: str, credential: ScramCredential) -> None:
-        await self._redis.hset(
-            scram_key(self._cluster_id, mechanism), user, encode_credential(credential)
-        )
-        await self._quorum.confirm()
+        key, value = scram_key(self._cluster_id, mechanism), encode_credential(credential)
+        await self._quorum.write(lambda pipe: pipe.hset(key, user, value))

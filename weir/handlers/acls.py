@@ -26,6 +26,7 @@ from kio.static.primitive import i8
 from redis.exceptions import RedisError
 
 from weir.handlers._build import make, respond, types_of
+from weir.metadata.errors import MetadataUnavailableError
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import (
@@ -190,7 +191,7 @@ async def _changed(
     try:
         applied = await change.apply(acls.store, valid)
         await acls.reload()
-    except (RedisError, OSError) as exc:
+    except (RedisError, OSError, MetadataUnavailableError) as exc:
         return _storage_failed(outcomes, exc, api=change.api), None
     return outcomes, applied
 

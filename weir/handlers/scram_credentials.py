@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import cluster_denied, make, respond, types_of
+from weir.metadata.errors import MetadataUnavailableError
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
@@ -147,14 +148,20 @@ async def handle_alter(
     for deletion in body.deletions:
         if deletion.name not in errors:
             mechanism = MECHANISM_BY_ID[int(deletion.mechanism)]
-            await credentials.delete(mechanism, deletion.name)
+            try:
+                await credentials.delete(mechanism, deletion.name)
+            except MetadataUnavailableError as exc:  # Redis away, or not confirmed
+                fail(deletion.name, ErrorCode.unknown_server_error, str(exc))
     for upsert in body.upsertions:
         if upsert.name not in errors:
             mechanism = MECHANISM_BY_ID[int(upsert.mechanism)]
             credential = credential_from_salted_password(
                 mechanism, bytes(upsert.salted_password), bytes(upsert.salt), upsert.iterations
             )
-            await credentials.put(mechanism, upsert.name, credential)
+            try:
+                await credentials.put(mechanism, upsert.name, credential)
+            except MetadataUnavailableError as exc:
+                fail(upsert.name, ErrorCode.unknown_server_error, str(exc))
     results = []
     for user in counts:
         code, message = errors.get(user, (ErrorCode.none, None))

@@ -9,21 +9,25 @@ write would act on a decision the cluster then forgets -- and could later elect 
 that is missing acknowledged records.
 
 So, on a Sentinel deployment, no metadata write counts until it is on a *majority of the data
-nodes* (the primary and ``replicas_required()`` replicas): the writer then calls
-:meth:`WriteQuorum.confirm`, which writes the ``metadata_log_committed`` pointer (the newest
-``metadata_log`` id) on the same connection and ``WAIT``\\ s for that many replicas to
-acknowledge it. The replication stream is ordered, so a replica that acknowledged the pointer
-holds every write the primary made before it, whoever made it. Sentinel promotes the replica
-with the greatest replication offset among those it can reach, so with a majority holding a
-write and a majority of nodes reachable, the promoted node has it. ``WAIT`` falling short
-raises :class:`WriteNotReplicatedError`: the write may or may not survive, like a ZooKeeper
-request that timed out, and the caller treats it as failed (retries, or reports the error).
+nodes* (the primary and ``replicas_required()`` replicas): :meth:`WriteQuorum.write` and
+:meth:`WriteQuorum.run_script` send the write, then a write of the ``metadata_log_committed``
+pointer (the newest ``metadata_log`` id), then ``WAIT`` for that many replicas, in one
+pipeline. One pipeline is one connection, and that matters: ``WAIT`` only covers its own
+connection's writes, and after a failover one pooled connection may still lead to the old
+primary while a new one leads to the new. The replication stream is ordered, so a replica that
+acknowledged the pointer holds every write the primary made before it, whoever made it.
+Sentinel promotes the replica with the greatest replication offset among those it can reach,
+so with a majority holding a write and a majority of nodes reachable, the promoted node has
+it. ``WAIT`` falling short raises :class:`WriteNotReplicatedError`: the write may or may not
+survive, like a ZooKeeper request that timed out, and the caller treats it as failed
+(retries, or reports the error).
 
 Readers apply the log only up to the committed pointer (``MetadataCache``): an entry above it
-is confirmed first (the same ``confirm``: if the majority has it now, it is committed; if not,
-it is not acted on). An old primary that was isolated and comes back cannot make anyone act
-on what it accepted alone: its ``confirm`` fails (no replica follows it any more, and
-``min-replicas-to-write`` refuses the write outright).
+is confirmed first (:meth:`WriteQuorum.confirm`, the pointer write and ``WAIT`` alone: if the
+majority has it now, it is committed; if not, it is not acted on). An old primary that was
+isolated and comes back cannot make anyone act on what it accepted alone: its ``confirm``
+fails (no replica follows it any more, and ``min-replicas-to-write`` refuses the write
+outright).
 
 The number of replicas required is derived from the deployment: the sentinels' list of the
 service's replicas (``SENTINEL REPLICAS``, which keeps replicas that are down) gives ``n``, and
@@ -34,6 +38,7 @@ URL has no failover, so it requires none and ``confirm`` costs nothing there.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable
@@ -120,6 +125,12 @@ class WriteQuorum:
         now = self._monotonic()
         if self._refreshed_at is None or now - self._refreshed_at >= REFRESH_S:
             known = await self._known_replicas()
+            if known is None and self._refreshed_at is None:
+                # Never 0 by default: that would confirm nothing.
+                raise MetadataUnavailableError(
+                    f"no sentinel answered for service {self._service}: cannot tell how many "
+                    "replicas a metadata write needs"
+                )
             if known is not None:
                 required = (known + 1) // 2
                 if required != self._required:
@@ -165,27 +176,80 @@ class WriteQuorum:
         return None
 
     async def confirm(self) -> str:
-        """Block until every write made so far is on enough replicas; the committed log id.
+        """Block until the log as it is now is on enough replicas; the committed log id.
 
-        Raises ``WriteNotReplicatedError`` when the replicas do not acknowledge in time,
-        ``MetadataUnavailableError`` when Redis cannot be reached or refuses the write."""
+        For a reader about to act on log entries. Raises ``WriteNotReplicatedError`` when the
+        replicas do not acknowledge in time, ``MetadataUnavailableError`` when Redis cannot be
+        reached or refuses the write."""
+        replies = await self.write(lambda pipe: None)
+        return replies[-1] if replies else ""
+
+    async def run_script(
+        self,
+        script: Any,
+        keys: list[str],
+        args: list[Any],
+        *,
+        wrote: Callable[[Any], bool],
+    ) -> Any:
+        """Run a write script and confirm it, on one connection; its reply.
+
+        ``wrote(reply)`` says whether the script changed anything: one that only answered
+        (``fenced``, ``exists``) needs no confirmation, and its answer stands."""
+
+        async def run(pipe: Any) -> None:
+            await script(keys=keys, args=args, client=pipe)
+
         try:
-            required = await self.replicas_required()
-            if required == 0:
-                return ""
-            keys = [self.keys.metadata_log, self.keys.metadata_log_committed]
-            async with self.redis.pipeline(transaction=False) as pipe:
-                await self._commit(keys=keys, args=[], client=pipe)
-                pipe.execute_command("WAIT", required, self.wait_timeout_ms)
-                committed, acked = await pipe.execute()
+            if await self.replicas_required() == 0:
+                return await script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
+        return (await self.write(run, first_wrote=wrote))[0]
+
+    async def write(
+        self,
+        queue: Callable[[Any], Any],
+        *,
+        first_wrote: Callable[[Any], bool] | None = None,
+    ) -> list[Any]:
+        """Send the commands ``queue(pipe)`` adds, then the committed pointer and ``WAIT``,
+        in one pipeline: ``WAIT`` only covers writes made on its own connection, and a
+        connection opened before a failover may lead to the old primary while a new one
+        leads to the new. The replies of the queued commands, then the committed id.
+
+        With ``first_wrote``, a first reply for which it is false needs no confirmation (the
+        pointer write may then fail without failing the call)."""
+        try:
+            required = await self.replicas_required()
+            async with self.redis.pipeline(transaction=False) as pipe:
+                outcome = queue(pipe)
+                if inspect.isawaitable(outcome):
+                    await outcome
+                queued = len(pipe)
+                if required:
+                    keys = [self.keys.metadata_log, self.keys.metadata_log_committed]
+                    await self._commit(keys=keys, args=[], client=pipe)
+                    pipe.execute_command("WAIT", required, self.wait_timeout_ms)
+                replies = await pipe.execute(raise_on_error=False)
+        except (RedisError, OSError) as exc:
+            raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
+        results = list(replies[:queued])
+        for reply in results:
+            if isinstance(reply, Exception):
+                raise MetadataUnavailableError(f"metadata store unavailable: {reply}") from reply
+        if not required or (first_wrote is not None and results and not first_wrote(results[0])):
+            return results
+        committed, acked = replies[queued], replies[queued + 1]
+        for reply in (committed, acked):
+            if isinstance(reply, Exception):
+                raise MetadataUnavailableError(f"metadata store unavailable: {reply}") from reply
         if int(acked) < required:
             raise WriteNotReplicatedError(
                 f"metadata write reached {acked} of the {required} Redis replicas it needs "
                 f"within {self.wait_timeout_ms} ms; it does not count (it may survive or not)"
             )
-        return committed.decode() if isinstance(committed, bytes) else str(committed)
+        return [*results, _text(committed)]
 
     async def ensure_committed(self, stream_id: str) -> None:
         """Return once the log up to ``stream_id`` is on a majority (confirming it if the
@@ -196,9 +260,13 @@ class WriteQuorum:
             raw = await self.redis.get(self.keys.metadata_log_committed)
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
-        committed = "0-0" if raw is None else (raw.decode() if isinstance(raw, bytes) else raw)
+        committed = "0-0" if raw is None else _text(raw)
         if stream_order(stream_id) > stream_order(committed):
             await self.confirm()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def stream_order(stream_id: str) -> tuple[int, int]:

@@ -31,6 +31,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.sentinel import Sentinel
 
+from weir.metadata.sentinel_pool import FollowingSentinelPool
+
 __all__ = [
     "SENTINEL_SCHEME",
     "RedisTarget",
@@ -130,6 +132,9 @@ def _client(url: str, options: dict[str, Any], plain: Any, sentinel_class: Any) 
     if not target.is_sentinel:
         return plain.from_url(url, **options)
     sentinel = sentinel_class(list(target.sentinels), **_sentinel_options(options))
+    if sentinel_class is AsyncSentinel:
+        # Connections opened before a failover must not linger on the old primary.
+        options = {**options, "connection_pool_class": FollowingSentinelPool}
     return sentinel.master_for(
         target.service_name, db=target.db, password=target.password, **options
     )

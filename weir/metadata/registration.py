@@ -204,8 +204,14 @@ class BrokerRegistration:
         self._deregister_script = redis.register_script(_DEREGISTER)
         self.quorum = WriteQuorum(redis, self.keys)
 
-    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+    async def _run(
+        self, script: Any, keys: list[str], args: list[Any], *, confirm: bool = False
+    ) -> Any:
+        """Run a script; with ``confirm``, a write counts only once a majority of a Sentinel
+        deployment holds it (``WriteQuorum``: the broker epoch must never go backwards)."""
         try:
+            if confirm:
+                return await self.quorum.run_script(script, keys, args, wrote=_registered)
             return await script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
@@ -257,11 +263,9 @@ class BrokerRegistration:
                 self.lease_ms,
                 json.dumps([dataclasses.asdict(e) for e in self.endpoints]),
             ],
+            confirm=True,
         )
         status = _text(result[0])
-        if status == "ok":
-            # The broker epoch must never go backwards: it counts once a majority has it.
-            await self.quorum.confirm()
         if status == "duplicate":
             holder = json.loads(_text(result[1]))
             remaining_ms = int(_text(result[2]))
@@ -393,6 +397,11 @@ class BrokerRegistration:
 
     async def live_brokers(self) -> list[BrokerImage]:
         return await live_brokers(self.redis, cluster_id=self.keys.cluster_id)
+
+
+def _registered(reply: Any) -> bool:
+    """Whether the register script wrote (``ok``) rather than found the id taken."""
+    return bool(reply) and _text(reply[0]) == "ok"
 
 
 def shutting_down_of(lease: str | bytes) -> bool:

@@ -287,6 +287,11 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _wrote(reply: Any) -> bool:
+    """Whether a script's reply says it wrote (``ok``) rather than only answered."""
+    return isinstance(reply, list) and bool(reply) and _text(reply[0]) == "ok"
+
+
 def _pairs(flat: Sequence[Any]) -> dict[str, str]:
     return {_text(flat[i]): _text(flat[i + 1]) for i in range(0, len(flat), 2)}
 
@@ -382,13 +387,13 @@ class MetadataStore:
         """Run a write script; a write (status ``ok``) counts only once a majority of a
         Sentinel deployment holds it (``WriteQuorum.confirm``, raises if it does not)."""
         try:
-            result = await script(keys=keys, args=args)
+            if confirm:
+                result = await self.quorum.run_script(script, keys, args, wrote=_wrote)
+            else:
+                result = await script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
-        reply = [_text(v) for v in result] if isinstance(result, list) else [_text(result)]
-        if confirm and reply[0] == "ok":
-            await self.quorum.confirm()
-        return reply
+        return [_text(v) for v in result] if isinstance(result, list) else [_text(result)]
 
     @staticmethod
     def _check(result: list[str], *, name: str = "") -> list[str]:
@@ -729,12 +734,11 @@ class MetadataStore:
     # -- producer ids ----------------------------------------------------------------------
     async def allocate_producer_ids(self, count: int = 1) -> range:
         """A block of ``count`` cluster-unique producer ids (KRaft's AllocateProducerIds)."""
-        try:
-            end = int(await self.redis.incrby(self.keys.next_producer_id, count))
-        except (RedisError, OSError) as exc:
-            raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
-        # Never hand out ids a failover could give to someone else again.
-        await self.quorum.confirm()
+        # Confirmed: never hand out ids a failover could give to someone else again.
+        replies = await self.quorum.write(
+            lambda pipe: pipe.incrby(self.keys.next_producer_id, count)
+        )
+        end = int(replies[0])
         return range(end - count, end)
 
     async def allocate_producer_id(self) -> int:

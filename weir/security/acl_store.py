@@ -4,8 +4,11 @@ Theory of operation
 -------------------
 All bindings of a cluster live in one Redis set, ``acls`` (each member is the canonical
 JSON of one binding, so adding an existing ACL is a no-op and removing is exact), next to a
-counter ``acls_version``. Every change is one MULTI/EXEC transaction that edits the set and
-INCRs the counter, so a reader who sees a new version also sees the change.
+counter ``acls_version``. Every change is one Lua script that edits the set and INCRs the
+counter, so a reader who sees a new version also sees the change; a deletion computed from a
+read of the set is applied only if the version is still the one read (else it is read
+again). On a Sentinel deployment a change counts once a majority of the data nodes holds it
+(``weir.metadata.quorum``).
 
 Any broker may write (CreateAcls / DeleteAcls do not need the controller: Redis makes the
 edit atomic). ``AclCache`` polls ``acls_version`` every ``poll_interval_s`` (default 0.2 s)
@@ -69,6 +72,21 @@ def _parse(members: Iterable[bytes | str]) -> list[AclBinding]:
     return bindings
 
 
+# KEYS: acls, acls_version.  ARGV: 'sadd' or 'srem', the version the edit was computed from
+# ('' for any), members...
+_EDIT = """
+local version = redis.call('GET', KEYS[2]) or '0'
+if ARGV[2] ~= '' and version ~= ARGV[2] then return 'conflict' end
+for i = 3, #ARGV do redis.call(ARGV[1], KEYS[1], ARGV[i]) end
+redis.call('INCR', KEYS[2])
+return 'ok'
+"""
+
+
+def _edited(reply: object) -> bool:
+    return (reply.decode() if isinstance(reply, bytes) else reply) == "ok"
+
+
 class AclStore:
     """Reads and atomic edits of the ``acls`` set."""
 
@@ -77,6 +95,7 @@ class AclStore:
         self.keys = KeyLayout(cluster_id)
         # An ACL change counts once a majority of a Sentinel deployment holds it.
         self.quorum = WriteQuorum(redis, self.keys)
+        self._edit_script = redis.register_script(_EDIT)
 
     async def version(self) -> int:
         raw = await self.redis.get(self.keys.acls_version)
@@ -99,40 +118,34 @@ class AclStore:
     async def _change(
         self, command: Literal["sadd", "srem"], bindings: Iterable[AclBinding]
     ) -> None:
-        """Add or remove bindings and bump the version in one transaction: a broker that sees
-        the new version reloads a set that already has the change."""
+        """Add or remove bindings and bump the version, atomically and confirmed."""
         members = [_member(b) for b in bindings]
-        if not members:
-            return
-        async with self.redis.pipeline(transaction=True) as pipe:
-            getattr(pipe, command)(self.keys.acls, *members)
-            pipe.incr(self.keys.acls_version)
-            await pipe.execute()
-        await self.quorum.confirm()
+        if members:
+            await self._edit(command, members, expected_version=None)
+
+    async def _edit(
+        self, command: str, members: list[str], *, expected_version: int | None
+    ) -> bool:
+        """Run the edit script; False when the version is no longer ``expected_version``."""
+        keys = [self.keys.acls, self.keys.acls_version]
+        args = [command, "" if expected_version is None else expected_version, *members]
+        reply = await self.quorum.run_script(self._edit_script, keys, args, wrote=_edited)
+        return _edited(reply)
 
     async def delete_matching(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
-        """Remove what each filter matches (in one transaction); the matches per filter.
+        """Remove what each filter matches (atomically); the matches per filter.
 
-        WATCH on the set makes a concurrent edit retry rather than resurrect or miss ACLs.
+        The removal is applied only if nobody changed the ACLs since they were read (the
+        version is compared in the script), so a concurrent edit makes us read again rather
+        than resurrect or miss ACLs.
         """
         while True:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    await pipe.watch(self.keys.acls)
-                    members = await pipe.smembers(self.keys.acls)
-                    current = AclIndex(_parse(members))
-                    matched = [current.select(f) for f in filters]
-                    doomed = {_member(b) for group in matched for b in group}
-                    pipe.multi()
-                    if doomed:
-                        pipe.srem(self.keys.acls, *doomed)
-                        pipe.incr(self.keys.acls_version)
-                    await pipe.execute()
-                    if doomed:
-                        await self.quorum.confirm()
-                    return matched
-                except aioredis.WatchError:
-                    continue
+            version, bindings = await self.load()
+            current = AclIndex(bindings)
+            matched = [current.select(f) for f in filters]
+            doomed = sorted({_member(b) for group in matched for b in group})
+            if not doomed or await self._edit("srem", doomed, expected_version=version):
+                return matched
 
 
 class AclCache:
