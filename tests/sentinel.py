@@ -26,7 +26,7 @@ from tests.conftest import REDIS_SERVER, RedisServer, _free_port, _ping
 from tests.suite.children import die_with_parent
 
 SERVICE = "weir"
-DOWN_AFTER_MS = 1000
+DOWN_AFTER_MS = 2000
 FAILOVER_TIMEOUT_MS = 4000
 QUORUM = 2
 

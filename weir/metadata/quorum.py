@@ -29,10 +29,15 @@ isolated and comes back cannot make anyone act on what it accepted alone: its ``
 fails (no replica follows it any more, and ``min-replicas-to-write`` refuses the write
 outright).
 
-The number of replicas required is derived from the deployment: the sentinels' list of the
-service's replicas (``SENTINEL REPLICAS``, which keeps replicas that are down) gives ``n``, and
-a majority of the ``n + 1`` data nodes is ``(n + 1) // 2`` replicas besides the primary: 1 of
-2 for three nodes, 2 of 4 for five. It is re-read every ``REFRESH_S``. A plain ``redis://``
+The number of replicas required is derived from the deployment. A majority: the sentinels'
+list of the service's replicas (``SENTINEL REPLICAS``, which keeps replicas that are down)
+gives ``n``, and a majority of the ``n + 1`` data nodes is ``(n + 1) // 2`` replicas besides
+the primary (1 of 2 for three nodes, 2 of 4 for five), re-read every ``REFRESH_S``. And every
+replica in sync with the primary now (``INFO replication``, re-read every
+``ONLINE_REFRESH_S``): Sentinel picks the replica to promote by the replication offsets it
+last *polled*, which can be a second old, so with both replicas healthy it may promote the one
+that had not acknowledged the newest write. Waiting for every replica in sync means any of
+them may be promoted; with one replica down the majority still applies. A plain ``redis://``
 URL has no failover, so it requires none and ``confirm`` costs nothing there.
 """
 
@@ -51,6 +56,7 @@ from weir.metadata.errors import MetadataUnavailableError
 from weir.metadata.keys import KeyLayout
 
 __all__ = [
+    "ONLINE_REFRESH_S",
     "REFRESH_S",
     "WAIT_TIMEOUT_MS",
     "WriteNotReplicatedError",
@@ -65,6 +71,8 @@ log = logging.getLogger("weir.metadata.quorum")
 WAIT_TIMEOUT_MS = 2000
 # How often the number of replicas in the deployment is re-read from the sentinels.
 REFRESH_S = 30.0
+# How often the replicas in sync with the primary are counted (INFO replication).
+ONLINE_REFRESH_S = 1.0
 
 # Advance the committed pointer to the newest log entry (never backwards), and always write
 # it, so that the WAIT that follows on this connection covers every earlier write.
@@ -109,8 +117,11 @@ class WriteQuorum:
         pool = redis.connection_pool
         self._sentinels: Any = getattr(pool, "sentinel_manager", None)
         self._service: str = getattr(pool, "service_name", "")
-        self._required = 0
+        self._known = 0
+        self._majority = 0
         self._refreshed_at: float | None = None
+        self._online = 0
+        self._online_at = float("-inf")
         self._commit = redis.register_script(_COMMIT)
 
     @property
@@ -119,31 +130,52 @@ class WriteQuorum:
         return self._sentinels is not None
 
     async def replicas_required(self) -> int:
-        """How many replicas besides the primary must hold a write (0: no failover)."""
+        """How many replicas besides the primary must hold a write (0: no failover): a
+        majority of the data nodes, and every replica in sync with the primary now."""
         if self._sentinels is None:
             return 0
         now = self._monotonic()
         if self._refreshed_at is None or now - self._refreshed_at >= REFRESH_S:
-            known = await self._known_replicas()
-            if known is None and self._refreshed_at is None:
-                # Never 0 by default: that would confirm nothing.
+            await self._refresh_majority(now)
+        if now - self._online_at >= ONLINE_REFRESH_S:
+            self._online_at = now
+            self._online = await self._online_replicas()
+        return max(self._majority, min(self._online, self._known))
+
+    async def _refresh_majority(self, now: float) -> None:
+        known = await self._known_replicas()
+        if known is None:
+            if self._refreshed_at is None:  # never 0 by default: that would confirm nothing
                 raise MetadataUnavailableError(
                     f"no sentinel answered for service {self._service}: cannot tell how many "
                     "replicas a metadata write needs"
                 )
-            if known is not None:
-                required = (known + 1) // 2
-                if required != self._required:
-                    log.info(
-                        "metadata writes wait for %d of %d replicas (Sentinel service %s)",
-                        required,
-                        known,
-                        self._service,
-                    )
-                self._required = required
-                self._refreshed_at = now
-                await self._check_primary_refuses_isolated_writes(required)
-        return self._required
+            return
+        majority = (known + 1) // 2
+        if majority != self._majority or self._refreshed_at is None:
+            log.info(
+                "metadata writes wait for a majority (%d of %d replicas) and every replica in "
+                "sync (Sentinel service %s)",
+                majority,
+                known,
+                self._service,
+            )
+        self._known, self._majority, self._refreshed_at = known, majority, now
+        await self._check_primary_refuses_isolated_writes(majority)
+
+    async def _online_replicas(self) -> int:
+        """How many replicas the primary streams to now (``INFO replication``, online)."""
+        try:
+            info = await self.redis.info("replication")
+        except (RedisError, OSError):
+            return 0  # the write itself will tell; the majority still applies
+        return sum(
+            1
+            for key, value in info.items()
+            if key.startswith("slave")
+            and isinstance(value, dict)
+            and value.get("state") == "online"
+        )
 
     async def _check_primary_refuses_isolated_writes(self, required: int) -> None:
         """Warn when the primary would keep taking writes with no replica following it
@@ -154,13 +186,12 @@ class WriteQuorum:
         except (RedisError, OSError):  # CONFIG may be renamed away; nothing to check then
             return
         value = next(iter(reply.values()), "0") if isinstance(reply, dict) else "0"
-        text = value.decode() if isinstance(value, bytes) else str(value)
-        if int(text or 0) < required:
+        if int(_text(value) or 0) < required:
             log.warning(
                 "the Redis primary has min-replicas-to-write %s; set it to %d (with "
                 "min-replicas-max-lag) on every data node, so an isolated primary refuses "
                 "writes (docs/operations.md)",
-                text,
+                _text(value),
                 required,
             )
 

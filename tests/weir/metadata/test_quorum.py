@@ -47,8 +47,9 @@ async def test_confirmed_writes_are_on_a_replica_and_unconfirmed_ones_never_coun
     client = async_client(sentinel_deployment.url, socket_timeout=5, decode_responses=True)
     store = MetadataStore(client, cluster_id=cluster_id)
     try:
-        # Three data nodes: a majority is the primary and one of the two replicas.
-        assert await store.quorum.replicas_required() == 1
+        # Three data nodes, both replicas in sync: a write waits for both (Sentinel may
+        # promote either); a majority (one replica) is the floor when one is down.
+        assert await store.quorum.replicas_required() == 2
         epoch = await store.acquire_controller(1, 60_000)
         assert epoch == 1
         await store.create_topic(controller_epoch=epoch, name="kept", assignments=[[1]])
