@@ -15,7 +15,9 @@ list of assignments:
   later, so a duplicate costs nothing.
 * kombu and Celery's result backend take ``sentinel://host:port/db`` URLs joined with ``;``
   plus ``{"master_name": service}`` in ``broker_transport_options`` and
-  ``result_backend_transport_options``. kombu reconnects the worker's consumer itself.
+  ``result_backend_transport_options``. kombu reconnects the worker's consumer itself; its
+  transport is ``controlplane.kombu_sentinel`` so a refused write right after a failover
+  makes it reconnect rather than exit.
 
 Django-free, so tests and other entry points can call it without settings.
 """
@@ -38,6 +40,8 @@ class CeleryRedis:
     broker_url: str
     result_backend: str
     transport_options: dict[str, Any] = field(default_factory=dict)
+    # kombu's transport for broker_url: None lets the URL's scheme choose.
+    broker_transport: str | None = None
 
 
 def _host(host: str) -> str:
@@ -59,13 +63,14 @@ def celery_redis(url: str) -> CeleryRedis:
         broker_url=joined,
         result_backend=joined,
         transport_options={"master_name": target.service_name},
+        broker_transport="controlplane.kombu_sentinel:Transport",
     )
 
 
 def channel_layer_host(url: str) -> dict[str, Any]:
     """The channels_redis ``hosts`` entry for ``url``."""
-    options = connection_options(asynchronous=True)
     target = parse_redis_url(url)
+    options = connection_options(asynchronous=True, sentinel=target.is_sentinel)
     if not target.is_sentinel:
         return {"address": url, **options}
     return {

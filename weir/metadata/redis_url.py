@@ -65,12 +65,15 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline as AsyncPipeline
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+from redis.asyncio.sentinel import (
+    SentinelManagedConnection as AsyncSentinelManagedConnection,
+)
 from redis.backoff import EqualJitterBackoff
 from redis.client import Pipeline
-from redis.exceptions import BusyLoadingError, ReadOnlyError
+from redis.exceptions import BusyLoadingError, ReadOnlyError, ResponseError
 from redis.maint_notifications import MaintNotificationsConfig
 from redis.retry import Retry
-from redis.sentinel import Sentinel
+from redis.sentinel import Sentinel, SentinelManagedConnection
 
 __all__ = [
     "HEALTH_CHECK_INTERVAL_S",
@@ -78,8 +81,10 @@ __all__ = [
     "RECONNECT_BUDGET_S",
     "SENTINEL_SCHEME",
     "AsyncReconnectRetry",
+    "AsyncSentinelConnection",
     "ReconnectRetry",
     "RedisTarget",
+    "SentinelConnection",
     "aclose_client",
     "async_client",
     "close_client",
@@ -162,6 +167,7 @@ READ_ONLY_COMMANDS = frozenset(
         "ZSCORE",
     ]
 )
+_NO_REPLICAS = "NOREPLICAS"
 # Set on an error a retry must not repeat (see the module docstring).
 _NO_RETRY = "_weir_no_retry"
 
@@ -299,21 +305,86 @@ class AsyncReconnectRetry(AsyncRetry):
         return await super().call_with_retry(do, fail, retryable, with_failure_count)
 
 
-def connection_options(*, asynchronous: bool) -> dict[str, Any]:
-    """The retry and health-check keywords of a redis-py connection (pool) of Weir's."""
-    retry = AsyncReconnectRetry() if asynchronous else ReconnectRetry()
-    return {
-        "retry": retry,
+class SentinelConnection(SentinelManagedConnection):
+    """A connection to the primary the sentinels name *now*.
+
+    redis-py reconnects a dropped connection inside ``send_packed_command`` through
+    ``connect_check_health``, which retries the address the connection had, that is the
+    primary that just died: for the whole retry budget, while the sentinels already name
+    another. Only ``connect()`` asks the sentinels again (on every attempt), so every
+    reconnection goes through it.
+
+    A primary with no replica in sync refuses writes (``min-replicas-to-write``: NOREPLICAS,
+    before the command or a script's first write runs), which happens for a second or two
+    after a failover while the other replica resynchronises. Like redis-py's own READONLY
+    (an old primary now a replica), it is turned into a ``ConnectionError``, so the retry
+    waits it out and other libraries (kombu) reconnect instead of giving up."""
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().read_response(*args, **kwargs)
+        except ResponseError as exc:
+            if not str(exc).startswith(_NO_REPLICAS):
+                raise
+            self.disconnect()
+            raise redis.ConnectionError(f"the primary refused a write: {exc}") from exc
+
+    def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if retry_socket_connect:  # a reconnection, not connect()'s own attempt
+            return self.connect()
+        return super().connect_check_health(check_health=check_health, retry_socket_connect=False)
+
+
+class AsyncSentinelConnection(AsyncSentinelManagedConnection):
+    """The asyncio counterpart of :class:`SentinelConnection`."""
+
+    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().read_response(*args, **kwargs)
+        except ResponseError as exc:
+            if not str(exc).startswith(_NO_REPLICAS):
+                raise
+            await self.disconnect()
+            raise redis.ConnectionError(f"the primary refused a write: {exc}") from exc
+
+    async def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if retry_socket_connect:
+            return await self.connect()
+        return await super().connect_check_health(
+            check_health=check_health, retry_socket_connect=False
+        )
+
+
+def connection_options(*, asynchronous: bool, sentinel: bool = False) -> dict[str, Any]:
+    """The retry and health-check keywords of a redis-py connection (pool) of Weir's; with
+    ``sentinel``, also the connection class of a Sentinel-managed pool."""
+    options: dict[str, Any] = {
+        "retry": AsyncReconnectRetry() if asynchronous else ReconnectRetry(),
         "health_check_interval": HEALTH_CHECK_INTERVAL_S,
         "maint_notifications_config": MaintNotificationsConfig(enabled=False),
     }
+    if sentinel:
+        options["connection_class"] = (
+            AsyncSentinelConnection if asynchronous else SentinelConnection
+        )
+    return options
 
 
 def _refused(error: Exception) -> bool:
-    """The server answered that it did not run the command (still loading its data, or a
-    former primary that is a replica now: redis-py's Sentinel connection turns READONLY
-    into a ConnectionError)."""
-    return isinstance(error, BusyLoadingError) or isinstance(error.__context__, ReadOnlyError)
+    """The server answered that it did not run the command: still loading its data, a
+    former primary that is a replica now (redis-py's Sentinel connection turns READONLY
+    into a ConnectionError) or a primary with no replica in sync (NOREPLICAS, turned so by
+    :class:`SentinelConnection`)."""
+    cause = error.__context__
+    return (
+        isinstance(error, BusyLoadingError)
+        or isinstance(cause, ReadOnlyError)
+        or (isinstance(cause, ResponseError) and str(cause).startswith(_NO_REPLICAS))
+    )
 
 
 def _mark_reply_lost(error: Exception, commands: Iterable[str]) -> Exception:
@@ -405,8 +476,9 @@ def _client(
 ) -> Any:
     """``plain.from_url(url)``, or the primary of a Sentinel URL through ``sentinel_class``,
     with the retry policy unless ``options`` bring their own."""
-    options = {**connection_options(asynchronous=asynchronous), **options}
     target = parse_redis_url(url)
+    defaults = connection_options(asynchronous=asynchronous, sentinel=target.is_sentinel)
+    options = {**defaults, **options}
     if not target.is_sentinel:
         return plain.from_url(url, **options)
     sentinel = sentinel_class(list(target.sentinels), **_sentinel_options(options))
