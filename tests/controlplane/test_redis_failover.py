@@ -15,9 +15,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +24,7 @@ import pytest
 import websockets
 
 from tests.conftest import RedisServer
+from tests.controlplane.test_jobs_api import _call, _wait_job
 from tests.controlplane_fixtures import (
     CONTROL_PLANE_CONFIGS,
     PASSWORD,
@@ -46,30 +44,11 @@ def _auth(user: str = "operator") -> str:
     return "Basic " + base64.b64encode(f"{user}:{PASSWORD}".encode()).decode()
 
 
-def _call(served: Dashboard, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(served.url + path, data=data, method=method)
-    request.add_header("Content-Type", "application/json")
-    request.add_header("Authorization", _auth())
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
-def _run_retention(served: Dashboard, timeout: float = 60) -> dict[str, Any]:
+def _run_retention(served: Dashboard) -> dict[str, Any]:
     """Queue a retention job through the API and wait until the worker finished it."""
     status, job = _call(served, "POST", "/api/jobs/", {"name": "retention"})
     assert status == 202, job
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status, seen = _call(served, "GET", f"/api/jobs/{job['id']}/")
-        assert status == 200, seen
-        if seen["status"] in ("succeeded", "failed"):
-            return seen
-        time.sleep(0.2)
-    raise AssertionError(f"job {job['id']} did not finish\n{served.log_tail()}")
+    return _wait_job(served, job["id"])
 
 
 def _ws_url(served: Dashboard) -> str:
