@@ -31,8 +31,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import redis
-
 from benchmarks.common import (
     benchmark_parser,
     create_topic,
@@ -59,6 +57,7 @@ from benchmarks.throughput import (
     summary_rows,
 )
 from tests.weir.security.tls_certs import TlsCerts, make_tls_certs
+from weir.metadata.redis_url import sync_client
 from weir.security.credentials import encode_credential, scram_key
 from weir.security.scram import credential_from_password
 
@@ -106,7 +105,7 @@ def client_configs(certs: TlsCerts, client_auth: bool) -> dict[str, dict[str, An
 
 def add_scram_user(handle: PeerHandle) -> None:
     """Write the benchmark user's SCRAM credential into the broker's Redis."""
-    client = redis.Redis.from_url(handle.env["WEIR_REDIS_URL"])
+    client = sync_client(handle.env["WEIR_REDIS_URL"])
     try:
         credential = credential_from_password(MECHANISM, PASSWORD, SCRAM_ITERATIONS)
         client.hset(

@@ -86,6 +86,7 @@ from benchmarks.peers import (
 )
 from weir.client import encode_request
 from weir.metadata.keys import KeyLayout
+from weir.metadata.redis_url import sync_client
 from weir.metrics import broker_metrics_key, read_broker_metrics
 
 MIB = 1024 * 1024
@@ -429,7 +430,7 @@ def _run_in(
     out(f"soak: {settings.duration:.0f} s, {machine_note()}")
     out(f"broker configs: {' '.join(configs)}")
     with start_weir(free_port(), data_dir, extra_configs=configs) as handle:
-        redis_client = redis.Redis.from_url(handle.env["WEIR_REDIS_URL"], decode_responses=True)
+        redis_client = sync_client(handle.env["WEIR_REDIS_URL"], decode_responses=True)
         topic = unique_topic("soak")
         create_topic(handle.bootstrap, topic, partitions=3)
         churn = Churn(handle.bootstrap, settings, topic, handle.env)

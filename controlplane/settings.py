@@ -10,6 +10,7 @@ from pathlib import Path
 import dj_database_url
 
 from controlplane.kafka_security import KafkaSecurity
+from controlplane.redis_config import celery_redis, channel_layer_host
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -147,19 +148,26 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
 # Channels: websocket fan-out through Redis, namespaced per cluster like every Weir key.
+# A redis+sentinel:// WEIR_REDIS_URL becomes channels_redis's sentinel entry
+# (controlplane/redis_config.py), with Weir's reconnection policy either way.
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [WEIR_REDIS_URL],
+            "hosts": [channel_layer_host(WEIR_REDIS_URL)],
             "prefix": f"weir:{WEIR_CLUSTER_ID}:channels",
         },
     }
 }
 
 # Celery: Redis as broker and result backend; beat's schedules in the database (editable).
-CELERY_BROKER_URL = os.environ.get("WEIR_CELERY_BROKER_URL", WEIR_REDIS_URL)
-CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+# A redis+sentinel:// URL (either variable) becomes kombu's sentinel:// list + master_name.
+_CELERY_REDIS = celery_redis(os.environ.get("WEIR_CELERY_BROKER_URL", WEIR_REDIS_URL))
+CELERY_BROKER_URL = _CELERY_REDIS.broker_url
+CELERY_RESULT_BACKEND = _CELERY_REDIS.result_backend
+CELERY_BROKER_TRANSPORT = _CELERY_REDIS.broker_transport
+CELERY_BROKER_TRANSPORT_OPTIONS = dict(_CELERY_REDIS.transport_options)
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = dict(_CELERY_REDIS.transport_options)
 CELERY_RESULT_EXPIRES = 24 * 3600
 # One queue per cluster, so several clusters can share a Redis.
 CELERY_TASK_DEFAULT_QUEUE = f"weir-{WEIR_CLUSTER_ID}"

@@ -9,6 +9,7 @@ group names (``unique``). ``cp_cluster`` points Django's ``WEIR_*`` settings at 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import socket
 import subprocess
@@ -175,6 +176,7 @@ class Dashboard:
     env: dict[str, str]
     logs: Path
     states: dict[str, Any] = field(default_factory=dict)
+    processes: tuple[str, ...] = _DASHBOARD_PROCESSES
 
     def manage(self, *args: str) -> str:
         done = subprocess.run(
@@ -191,7 +193,7 @@ class Dashboard:
     def log_tail(self) -> str:
         return "\n".join(
             f"--- {name}\n" + (self.logs / f"{name}.log").read_text()[-3000:]
-            for name in _DASHBOARD_PROCESSES
+            for name in self.processes
         )
 
 
@@ -210,20 +212,39 @@ def _wait_for_port(port: int, timeout: float) -> None:
 def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     """daphne, the monitor and Celery's worker and beat on loopback, users
     ``viewer``/``operator``/``admin``."""
-    root = tmp_path_factory.mktemp("dashboard")
+    with serve_control_plane(
+        tmp_path_factory.mktemp("dashboard"),
+        redis_url=settings.WEIR_REDIS_URL,
+        cluster_id=settings.WEIR_CLUSTER_ID,
+    ) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def serve_control_plane(
+    root: Path,
+    *,
+    redis_url: str,
+    cluster_id: str,
+    processes: tuple[str, ...] = _DASHBOARD_PROCESSES,
+) -> Iterator[Dashboard]:
+    """The control plane's ``processes`` (of daphne, the monitor, Celery's worker and beat)
+    on loopback for the cluster ``cluster_id`` at ``redis_url``, with a database of their
+    own under ``root`` and users ``viewer``/``operator``/``admin``."""
+    root.mkdir(parents=True, exist_ok=True)
     env = dict(
         os.environ,
-        WEIR_REDIS_URL=settings.WEIR_REDIS_URL,
-        WEIR_CLUSTER_ID=settings.WEIR_CLUSTER_ID,
+        WEIR_REDIS_URL=redis_url,
+        WEIR_CLUSTER_ID=cluster_id,
         WEIR_SQLITE_PATH=str(root / "db.sqlite3"),
         DJANGO_SETTINGS_MODULE="controlplane.settings",
         WEIR_LAG_HISTORY_INTERVAL_S="1",
     )
     env.pop("DATABASE_URL", None)
     port = free_port()
-    served = Dashboard(url=f"http://127.0.0.1:{port}", env=env, logs=root)
+    served = Dashboard(url=f"http://127.0.0.1:{port}", env=env, logs=root, processes=processes)
     served.manage("migrate", "--noinput")
-    logs = {name: open(root / f"{name}.log", "w") for name in _DASHBOARD_PROCESSES}  # noqa: SIM115
+    logs = {name: open(root / f"{name}.log", "w") for name in processes}  # noqa: SIM115
     daphne = str(Path(sys.executable).parent / "daphne")
     argvs = {
         "daphne": [daphne, "-b", "127.0.0.1", "-p", str(port), "controlplane.asgi:application"],
@@ -242,7 +263,7 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
             stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent(),
         )
-        for name in _DASHBOARD_PROCESSES
+        for name in processes
     ]
     try:
         # The users are created while daphne and Celery boot (each is a Django start).
@@ -252,7 +273,8 @@ def dashboard(cp_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
         )
         served.manage("shell", "-c", f"from controlplane.services import user_create; {creates}")
         # daphne boots Django and the app: seconds when quiet, more on a loaded machine.
-        _wait_for_port(port, 90)
+        if "daphne" in processes:
+            _wait_for_port(port, 90)
         yield served
     finally:
         for process in processes:

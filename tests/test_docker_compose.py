@@ -5,10 +5,11 @@ prints it resolved — anchors merged, variables substituted — and the tests r
 not the YAML as written. They check the shape the issue asks for (Redis with an append-only
 file on a volume, three brokers with distinct ids and data volumes advertising their service
 names, web, monitor, worker and beat on one PostgreSQL database, Spark only under the
-``spark`` profile) and that each Weir container runs exactly what ``make run`` runs: the
-argument lists are taken from a real ``manage.py devcluster`` (its "starting NAME: ARGV"
-lines) and compared after mapping the host-only parts (interpreter path, loopback address
-and ports, data directory) to the containers' ones.
+``spark`` profile, three Redis servers and three sentinels under the ``sentinel`` profile
+that every service reaches through ``WEIR_REDIS_URL``) and that each Weir container runs
+exactly what ``make run`` runs: the argument lists are taken from a real ``manage.py
+devcluster`` (its "starting NAME: ARGV" lines) and compared after mapping the host-only parts
+(interpreter path, loopback address and ports, data directory) to the containers' ones.
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 BROKERS = {"broker-1": 1, "broker-2": 2, "broker-3": 3}
 CONTROL_PLANE = ("web", "monitor", "worker", "beat")
 SPARK = ("spark-master", "spark-worker")
+REDIS_NODES = ("redis-1", "redis-2", "redis-3")
+SENTINELS = ("sentinel-1", "sentinel-2", "sentinel-3")
+SENTINEL_URL = "redis+sentinel://sentinel-1:26379,sentinel-2:26379,sentinel-3:26379/weir/0"
 FIRST_BROKER_PORT = 9092
 # Variables the file substitutes: the tests resolve it with none of them set unless they say.
 SUBSTITUTED = (
+    "WEIR_REDIS_URL",
     "WEIR_CLUSTER_ID",
     "WEIR_LOG_LEVEL",
     "WEIR_SPARK_MASTER",
@@ -96,7 +101,7 @@ def named_volumes(service: dict[str, Any]) -> dict[str, str]:
 
 def test_every_service_of_the_system_is_described(config: dict[str, Any]) -> None:
     expected = {"redis", "postgres", "init", *BROKERS, *CONTROL_PLANE, *SPARK}
-    assert set(services(config)) == expected
+    assert set(services(config)) == expected | {*REDIS_NODES, *SENTINELS}
 
 
 def test_weir_services_run_the_image_built_from_the_dockerfile(config: dict[str, Any]) -> None:
@@ -167,6 +172,7 @@ def test_spark_runs_only_under_its_profile_and_the_worker_can_be_pointed_at_it(
 ) -> None:
     for name, service in services(config).items():
         assert (service.get("profiles") == ["spark"]) == (name in SPARK), name
+        assert (service.get("profiles") == ["sentinel"]) == (name in REDIS_NODES + SENTINELS)
     master = services(config)["spark-master"]["command"]
     assert "org.apache.spark.deploy.master.Master" in master
     assert master[master.index("--port") + 1] == "7077"
@@ -177,6 +183,34 @@ def test_spark_runs_only_under_its_profile_and_the_worker_can_be_pointed_at_it(
     for name in ("web", "worker"):
         environment = services(pointed)[name]["environment"]
         assert environment["WEIR_SPARK_MASTER"] == "spark://spark-master:7077"
+
+
+def _flags(command: list[str]) -> dict[str, str]:
+    """``--name value`` pairs of a redis-server command line (``--replicaof`` takes two)."""
+    return {arg: command[at + 1] for at, arg in enumerate(command) if arg.startswith("--")}
+
+
+def test_sentinel_profile_has_three_durable_redis_and_three_sentinels_all_services_use() -> None:
+    config = compose_config("--profile", "sentinel", WEIR_REDIS_URL=SENTINEL_URL)
+    for name in REDIS_NODES:
+        node = services(config)[name]
+        flags = _flags(node["command"])
+        assert node["command"][0] == "redis-server", name
+        assert flags["--appendonly"] == "yes" and flags["--appendfsync"] == "always", name
+        assert flags["--min-replicas-to-write"] == "1", name
+        assert flags["--min-replicas-max-lag"] == "10", name
+        assert named_volumes(node)["/data"] in config["volumes"], name
+    assert "--replicaof" not in services(config)["redis-1"]["command"]
+    for name in ("redis-2", "redis-3"):
+        command = services(config)[name]["command"]
+        assert command[command.index("--replicaof") :][:3] == ["--replicaof", "redis-1", "6379"]
+    for name in SENTINELS:
+        sentinel = services(config)[name]
+        script = sentinel["command"][-1]
+        assert "sentinel monitor weir redis-1 6379 2" in script, name  # quorum 2
+        assert "--sentinel" in script and named_volumes(sentinel)["/data"] in config["volumes"]
+    for name in ("init", *BROKERS, *CONTROL_PLANE, *SPARK):
+        assert services(config)[name]["environment"]["WEIR_REDIS_URL"] == SENTINEL_URL, name
 
 
 # the same commands as `make run` ---------------------------------------------------------------

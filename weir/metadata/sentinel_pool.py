@@ -8,14 +8,11 @@ connected to the *old* primary, and the next command on it is refused with ``NOR
 ``READONLY``. A broker would then fail heartbeats for seconds after a failover that the
 sentinels had long finished, and its lease could expire.
 
-:class:`FollowingSentinelPool` closes those connections instead of handing them out:
-
-* before a connection is handed out, the pool asks the sentinels for the primary at most once
-  every ``RECHECK_S`` (one round trip to a sentinel), and a connection to any other address is
-  closed and opened again to the primary;
-* a ``NOREPLICAS`` or ``READONLY`` answer closes the connection and raises
-  ``ConnectionError``, like redis-py's own handling of ``READONLY``, so the caller's next
-  connection asks the sentinels again.
+:class:`FollowingSentinelPool` closes those connections instead of handing them out: before a
+connection is handed out, the pool asks the sentinels for the primary at most once every
+``RECHECK_S`` (one round trip to a sentinel), and a connection to any other address is closed
+and opened again to the primary. (A ``NOREPLICAS`` or ``READONLY`` answer on a connection that
+slipped through closes it too: ``redis_url.AsyncSentinelConnection``.)
 """
 
 from __future__ import annotations
@@ -23,40 +20,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from redis.asyncio.sentinel import SentinelConnectionPool, SentinelManagedConnection
-from redis.exceptions import ConnectionError, ReadOnlyError, ResponseError
+from redis.asyncio.sentinel import SentinelConnectionPool
 
-__all__ = ["RECHECK_S", "FollowingSentinelConnection", "FollowingSentinelPool"]
+__all__ = ["RECHECK_S", "FollowingSentinelPool"]
 
 # How often a pool re-asks the sentinels which server is the primary.
 RECHECK_S = 1.0
-
-
-def _not_primary(exc: ResponseError) -> bool:
-    """A reply only a server that is no longer (really) the primary gives."""
-    return isinstance(exc, ReadOnlyError) or str(exc).startswith("NOREPLICAS")
-
-
-class FollowingSentinelConnection(SentinelManagedConnection):
-    """Closes itself when the server it talks to turns out not to be the primary."""
-
-    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await super().read_response(*args, **kwargs)
-        except ResponseError as exc:
-            if not _not_primary(exc):
-                raise
-            await self.disconnect()
-            raise ConnectionError(
-                f"{self.host}:{self.port} is no longer the primary: {exc}"
-            ) from exc
 
 
 class FollowingSentinelPool(SentinelConnectionPool):
     """A Sentinel pool whose connections all lead to the current primary."""
 
     def __init__(self, service_name: str, sentinel_manager: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("connection_class", FollowingSentinelConnection)
         super().__init__(service_name, sentinel_manager, **kwargs)
         self._checked_at = 0.0
 

@@ -1,6 +1,8 @@
 """``manage.py devcluster``: what ``make run`` starts — the embedded default cluster.
 
-Starts a private ``redis-server`` when ``WEIR_REDIS_URL`` is not reachable, then three
+Starts a private ``redis-server`` when ``WEIR_REDIS_URL`` is not reachable (a
+``redis://`` URL only: a ``redis+sentinel://`` deployment is the operator's to run, and an
+unreachable one is an error), then three
 brokers on 127.0.0.1:9092-9094 with data under ``./data/broker-N``, then the control plane:
 the database is migrated, an admin account is created (``ensure-admin`` prints how to log
 in), the web app (daphne serving ``controlplane.asgi:application``) listens on
@@ -25,17 +27,26 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from weir.metadata.redis_url import ReconnectRetry, close_client, parse_redis_url, sync_client
+
 
 def redis_reachable(url: str, timeout: float = 1.0) -> bool:
+    """Whether ``url``'s Redis (or the primary its sentinels name) answers PING within
+    ``timeout`` (no reconnection retries: the question is whether it is up now)."""
     import redis
 
-    client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    client = sync_client(
+        url,
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout,
+        retry=ReconnectRetry(budget_s=0),
+    )
     try:
         return bool(client.ping())
     except redis.RedisError:
         return False
     finally:
-        client.close()
+        close_client(client)
 
 
 class Command(BaseCommand):
@@ -74,6 +85,12 @@ class Command(BaseCommand):
         try:
             data_root.mkdir(parents=True, exist_ok=True)
             if not redis_reachable(redis_url):
+                if parse_redis_url(redis_url).is_sentinel:
+                    raise CommandError(
+                        f"no Redis primary is reachable through the sentinels of "
+                        f"WEIR_REDIS_URL={redis_url}; devcluster starts a private "
+                        f"redis-server only for a redis:// URL"
+                    )
                 binary = shutil.which("redis-server")
                 if binary is None:
                     raise CommandError("redis-server is not installed (make install adds it)")

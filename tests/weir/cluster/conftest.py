@@ -44,7 +44,7 @@ from tests.weir.clients.conftest import BrokerProcess
 from weir.client import BrokerClient, BrokerClientError, encode_request
 from weir.metadata.image import ControllerLease
 from weir.metadata.keys import KeyLayout
-from weir.metadata.redis_url import close_client, sync_client
+from weir.metadata.redis_url import ReconnectRetry, close_client, sync_client
 from weir.protocol.records import BatchHeader, iter_batches
 from weir.security.client import ClientSecurity
 
@@ -349,7 +349,7 @@ class Cluster:
 
     def lease_holder(self) -> ControllerLease | None:
         """The controller lease as Redis has it (None when free or Redis is down)."""
-        client = sync_client(self.redis_url, socket_timeout=2)
+        client = _probe_client(self.redis_url)
         try:
             return ControllerLease.parse(client.get(self.keys.controller))
         except redis.RedisError:
@@ -359,7 +359,7 @@ class Cluster:
 
     def lease_alive(self, broker_id: int) -> bool:
         """Whether Redis still holds broker ``broker_id``'s registration lease."""
-        client = sync_client(self.redis_url, socket_timeout=2)
+        client = _probe_client(self.redis_url)
         try:
             return bool(client.exists(self.keys.broker_lease(broker_id)))
         finally:
@@ -629,6 +629,12 @@ class TcpProxy:
         self._listener.close()
         for sock in self._sockets:
             sock.close()
+
+
+def _probe_client(url: str) -> redis.Redis:
+    """A client for one look at Redis (plain or Sentinel URL) that fails at once rather than
+    waiting out a restart or failover."""
+    return sync_client(url, socket_timeout=2, retry=ReconnectRetry(budget_s=0))
 
 
 def redis_port(url: str) -> int:
