@@ -77,7 +77,7 @@ from weir.housekeeping import Housekeeping
 from weir.loop_task import stop_tasks
 from weir.metadata.cache import MetadataCache
 from weir.metadata.image import BrokerImage, ClusterImage, ListenerEndpoint
-from weir.metadata.redis_url import async_client
+from weir.metadata.redis_url import AsyncReconnectRetry, async_client
 from weir.metadata.registration import BrokerRegistration, live_brokers
 from weir.metadata.store import MetadataStore
 from weir.metadata_view import BrokerEndpoint, MetadataView, PartitionView, TopicView
@@ -108,6 +108,8 @@ SHUTDOWN_STEP_S = 5.0
 # Redis commands (blocking reads wait at most 1 s, a quorum WAIT 2 s) time out after this.
 REDIS_SOCKET_TIMEOUT_S = 5.0
 REDIS_CONNECT_TIMEOUT_S = 2.0
+# How long a Redis command retries a lost connection before its caller hears of it.
+REDIS_RETRY_BUDGET_S = 0.5
 
 
 async def _bounded(step: Any, what: str) -> None:
@@ -175,6 +177,9 @@ class Broker:
             settings.redis_url,
             socket_timeout=REDIS_SOCKET_TIMEOUT_S,
             socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
+            # The broker's loops retry on their own schedule: a failure must reach them fast,
+            # so a heartbeat failing tells the controller's grace an outage began.
+            retry=AsyncReconnectRetry(budget_s=REDIS_RETRY_BUDGET_S),
         )
         self.store = MetadataStore(self.redis, cluster_id=settings.cluster_id)
         self.metadata = MetadataCache(self.redis, cluster_id=settings.cluster_id)
@@ -401,6 +406,8 @@ class Broker:
             lease_ms=int(config.get("broker.session.timeout.ms")),
             heartbeat_ms=int(config.get("broker.heartbeat.interval.ms")),
             on_fenced=self._on_fenced,
+            on_unavailable=self.metadata.outage_began,
+            on_available=self.metadata.outage_ended,
         )
         await self.registration.register()
         await self.acls.start(self.redis)

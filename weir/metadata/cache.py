@@ -107,6 +107,7 @@ class MetadataCache:
         self.live_before_outage: frozenset[int] = frozenset()
         self.reconnected_at: float | None = None
         self._last_poll_at: float | None = None
+        self._in_outage = False
 
     @property
     def image(self) -> ClusterImage:
@@ -176,9 +177,23 @@ class MetadataCache:
                 except Exception:
                     log.exception("metadata listener %r failed", listener)
 
-    def _went_down(self, exc: BaseException) -> None:
-        if self.connected:
+    # -- outages, for the controller's grace (weir.controller.with_grace) -------------------
+    def outage_began(self) -> None:
+        """Redis is away or refuses writes (also told by the broker's heartbeat): remember
+        who was alive, once per outage."""
+        if not self._in_outage:
+            self._in_outage = True
             self.live_before_outage = self._image.live_broker_ids
+
+    def outage_ended(self) -> None:
+        """Redis answers (and takes writes) again: the grace starts now (again, when reads
+        came back before writes did)."""
+        self._in_outage = False
+        self.reconnected_at = self._monotonic()
+
+    def _went_down(self, exc: BaseException) -> None:
+        self.outage_began()
+        if self.connected:
             log.warning("metadata store unreachable, serving the last image: %s", exc)
         self.connected = False
         self._resync.set()
@@ -191,7 +206,7 @@ class MetadataCache:
         self._resync.clear()
         if not self.connected:
             log.info("metadata store reachable again; resynchronized at %s", snapshot.stream_id)
-            self.reconnected_at = self._monotonic()
+            self.outage_ended()
         self.connected = True
         if old.incarnation and snapshot.incarnation != old.incarnation:
             log.warning(
@@ -308,6 +323,7 @@ class MetadataCache:
         now = self._monotonic()
         last, self._last_poll_at = self._last_poll_at, now
         if last is not None and now - last > OUTAGE_GAP_POLLS * self.poll_interval_s:
-            if self.reconnected_at is None or self.reconnected_at < last:
+            if not self._in_outage:
+                self._in_outage = True
                 self.live_before_outage = image.live_broker_ids
-            self.reconnected_at = now
+            self.outage_ended()

@@ -176,6 +176,8 @@ class BrokerRegistration:
         lease_ms: int = DEFAULT_LEASE_MS,
         heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
         on_fenced: FencedCallback | None = None,
+        on_unavailable: Callable[[], None] | None = None,
+        on_available: Callable[[], None] | None = None,
     ) -> None:
         if heartbeat_ms >= lease_ms:
             raise ValueError(f"heartbeat {heartbeat_ms} ms must be shorter than the lease")
@@ -192,6 +194,11 @@ class BrokerRegistration:
         self.lease_ms = lease_ms
         self.heartbeat_ms = heartbeat_ms
         self.on_fenced = on_fenced
+        # Called when heartbeats start failing (Redis away or refusing writes) and when one
+        # succeeds again: the controller's grace after an outage (weir.controller).
+        self.on_unavailable = on_unavailable
+        self.on_available = on_available
+        self._failing = False
         self.instance_id = uuid.uuid4().hex
         self.epoch: int | None = None
         # Partitions reported offline (None: never any, the lease is only extended).
@@ -350,20 +357,32 @@ class BrokerRegistration:
                 return
             try:
                 await self.renew()
+                self._heartbeat_went(ok=True)
             except RegistrationLostError as exc:
                 log.warning("%s; registering again", exc)
                 try:
                     await self._register_once()
+                    self._heartbeat_went(ok=True)
                 except DuplicateBrokerError as dup:
                     await self._fence(BrokerFencedError(str(dup)))
                     return
                 except MetadataUnavailableError as unavailable:
                     log.warning("re-registration failed: %s", unavailable)
+                    self._heartbeat_went(ok=False)
             except BrokerFencedError as exc:
                 await self._fence(exc)
                 return
             except MetadataUnavailableError as exc:
                 log.warning("broker %d heartbeat failed: %s", self.broker_id, exc)
+                self._heartbeat_went(ok=False)
+
+    def _heartbeat_went(self, *, ok: bool) -> None:
+        """Report the first failed heartbeat of a streak, and the first success after."""
+        if ok == self._failing:
+            self._failing = not ok
+            callback = self.on_available if ok else self.on_unavailable
+            if callback is not None:
+                callback()
 
     async def _fence(self, exc: BrokerFencedError) -> None:
         log.error("%s", exc)
