@@ -46,7 +46,7 @@ async def _populate(store: MetadataStore, client: redis.Redis, keys: KeyLayout) 
     await store.alter_partitions(
         controller_epoch=epoch, name="orders", changes=[PartitionChange(0, leader=2, isr=[2])]
     )
-    for kind, name, configs in (("broker", "1", {"log.cleaner.threads": "2"}), ("broker", "", {})):
+    for kind, name, configs in (("broker", "1", {"log.retention.ms": "2"}), ("broker", "", {})):
         await store.alter_configs(
             controller_epoch=epoch,
             resource_type=kind,
@@ -158,7 +158,7 @@ async def test_round_trip_keeps_metadata_and_moves_epochs_and_producer_ids_forwa
         assert await restored_store.allocate_producer_id() == 7 + PRODUCER_ID_GAP
         image = await restored_store.snapshot()
         assert image.topic_config("orders") == {"retention.ms": "1000"}
-        assert image.broker_config(1) == {"log.cleaner.threads": "2"}
+        assert image.broker_config(1) == {"log.retention.ms": "2"}
         assert image.client_quotas == (await store.snapshot()).client_quotas
         assert image.client_quotas
     finally:
