@@ -6,7 +6,7 @@
 
 from django.urls import URLPattern, URLResolver
 
-from brokers import quotas_api
+from brokers import coordination_api, quotas_api
 from brokers.ops import api as ops_api
 from brokers.rest import acls, v2, v3
 from controlplane.routes import CLUSTER, routes
@@ -43,5 +43,6 @@ api: list[URLPattern | URLResolver] = routes(
         ("elections/preferred/", ops_api.PreferredElectionView, "elections-preferred"),
         ("cluster/rebalance/", ops_api.RebalanceView, "cluster-rebalance"),
         ("quotas/", quotas_api.QuotaView, "quotas"),
+        ("coordination/", coordination_api.CoordinationView, "coordination"),
     ],
 )

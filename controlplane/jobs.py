@@ -1,4 +1,5 @@
-"""Jobs: retention, compaction and analytics runs, their records and their schedules.
+"""Jobs: retention, compaction, analytics and metadata export runs, their records and their
+schedules.
 
 Theory of operation
 -------------------
@@ -13,7 +14,11 @@ second, so the jobs page shows a moving bar without hammering the database.
   own the partitions what to delete or compact (through Redis) and sums what they did;
 * analytics jobs run on one SparkSession per worker process (``local[*]`` unless
   ``WEIR_SPARK_MASTER`` names a cluster) and store an
-  :class:`~controlplane.models.AnalyticsResult` for the dashboard.
+  :class:`~controlplane.models.AnalyticsResult` for the dashboard;
+* metadata-export writes the cluster's whole metadata into ``WEIR_METADATA_EXPORT_DIR``
+  (:mod:`weir.metadata.snapshot_file`, the file ``manage.py metadata-snapshot --import``
+  restores after losing the Redis deployment) and keeps the newest
+  ``WEIR_METADATA_EXPORT_KEEP`` files there.
 
 Schedules are django-celery-beat ``PeriodicTask`` rows for ``weir.job``; the defaults are
 declared in the periodic registry (:mod:`controlplane.periodic`, ``RunsIn.BEAT``), created
@@ -69,10 +74,12 @@ ANALYTICS_JOBS: dict[str, str] = {
 }
 # The jobs beat runs, declared in the one periodic registry with their default interval:
 # retention every 5 minutes like Kafka's log.retention.check.interval.ms; compaction every
-# minute; analytics hourly.
+# minute; analytics hourly; the metadata export hourly (what it guards is the metadata written
+# since the last export; see docs/operations.md, "When the whole Redis deployment is lost").
 for _job, _seconds in (
     ("retention", 300),
     ("compaction", 60),
+    ("metadata-export", 3600),
     *((f"analytics:{name}", 3600) for name in ANALYTICS_JOBS),
 ):
     periodic.every(_seconds, name=_job, runs_in=periodic.RunsIn.BEAT)(None)
@@ -85,11 +92,16 @@ _PROGRESS_EVERY_S = 0.5
 
 
 def job_names() -> list[str]:
-    return ["retention", "compaction", *(f"analytics:{name}" for name in ANALYTICS_JOBS)]
+    return [
+        "retention",
+        "compaction",
+        *(f"analytics:{name}" for name in ANALYTICS_JOBS),
+        "metadata-export",
+    ]
 
 
 def _kind_of(name: str) -> str:
-    if name in ("retention", "compaction"):
+    if name in ("retention", "compaction", "metadata-export"):
         return name
     if name.startswith("analytics:") and name.removeprefix("analytics:") in ANALYTICS_JOBS:
         return Job.Kind.ANALYTICS
@@ -310,10 +322,37 @@ def _analytics(job: Job, progress: ProgressReporter) -> _Outcome:
     )
 
 
+def _metadata_export(job: Job, progress: ProgressReporter) -> _Outcome:
+    from weir.metadata.snapshot_file import export_rotating
+
+    progress(0.0, "exporting the cluster metadata")
+    result = export_rotating(
+        settings.WEIR_REDIS_URL,
+        cluster_id=settings.WEIR_CLUSTER_ID,
+        directory=settings.WEIR_METADATA_EXPORT_DIR,
+        keep=settings.WEIR_METADATA_EXPORT_KEEP,
+    )
+    return _Outcome(
+        message=(
+            f"{result.topics} topics, {result.keys} keys written to {result.path}; "
+            f"{len(result.pruned)} older export(s) removed"
+        ),
+        rows_produced=result.keys,
+        detail={
+            "path": str(result.path),
+            "topics": result.topics,
+            "keys": result.keys,
+            "metadata_log_position": result.metadata_log_position,
+            "pruned": [str(p) for p in result.pruned],
+        },
+    )
+
+
 _RUNNERS: dict[str, Callable[[Job, ProgressReporter], _Outcome]] = {
     Job.Kind.RETENTION: _housekeeping,
     Job.Kind.COMPACTION: _housekeeping,
     Job.Kind.ANALYTICS: _analytics,
+    Job.Kind.METADATA_EXPORT: _metadata_export,
 }
 
 

@@ -37,13 +37,15 @@ class AuditEntry(models.Model):
 
 
 class Job(models.Model):
-    """One run of a retention, compaction or analytics job: who asked, when, how far, what
-    it did. Celery tasks write it as they go, so its progress is visible while it runs."""
+    """One run of a retention, compaction, analytics or metadata export job: who asked, when,
+    how far, what it did. Celery tasks write it as they go, so its progress is visible while it
+    runs."""
 
     class Kind(models.TextChoices):
         RETENTION = "retention"
         COMPACTION = "compaction"
         ANALYTICS = "analytics"
+        METADATA_EXPORT = "metadata-export"
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -52,7 +54,9 @@ class Job(models.Model):
         FAILED = "failed"
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    name = models.CharField(max_length=100, help_text="retention, compaction, analytics:<job>")
+    name = models.CharField(
+        max_length=100, help_text="retention, compaction, analytics:<job>, metadata-export"
+    )
     status = models.CharField(
         max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True
     )

@@ -48,6 +48,12 @@ WEIR_METRICS_REQUIRE_AUTH = os.environ.get("WEIR_METRICS_REQUIRE_AUTH", "")
 # WEIR_LAG_HISTORY_DAYS days (full resolution for the last hour, one per minute before).
 WEIR_LAG_HISTORY_INTERVAL_S = float(os.environ.get("WEIR_LAG_HISTORY_INTERVAL_S", "5"))
 WEIR_LAG_HISTORY_DAYS = float(os.environ.get("WEIR_LAG_HISTORY_DAYS", "7"))
+# The metadata-export job writes the cluster's metadata (weir.metadata.snapshot_file) here and
+# keeps the newest WEIR_METADATA_EXPORT_KEEP files.
+WEIR_METADATA_EXPORT_DIR = os.environ.get(
+    "WEIR_METADATA_EXPORT_DIR", str(BASE_DIR / "var" / "metadata-exports")
+)
+WEIR_METADATA_EXPORT_KEEP = int(os.environ.get("WEIR_METADATA_EXPORT_KEEP", "24"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -21,6 +21,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("jobs", "Jobs", "/jobs/"),
     ("analytics", "Analytics", "/analytics/"),
     ("quotas", "Quotas", "/quotas/"),
+    ("coordination", "Coordination", "/coordination/"),
     ("security", "Security", "/security/"),
 )
 # Entries only admins see (their pages answer 403 to everyone else).

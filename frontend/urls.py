@@ -8,6 +8,7 @@ from frontend.pages import (
     analytics,
     auth,
     brokers,
+    coordination,
     groups,
     jobs,
     messages,
@@ -29,5 +30,6 @@ urlpatterns: list[URLPattern] = [
     *jobs.urlpatterns,
     *analytics.urlpatterns,
     *quotas.urlpatterns,
+    *coordination.urlpatterns,
     *security.urlpatterns,
 ]
