@@ -19,7 +19,8 @@ class, so a new key cannot be forgotten silently):
   streams and replies, ``partition_state`` / ``replica_state`` (leaders publish them every
   second), broker metrics, traffic and lag history, Channels keys, the rebalance lock, the
   coordination store's failover record (it belongs to the lost deployment) and
-  ``metadata_log_trimmed`` (the restored log has no entries to have trimmed).
+  ``metadata_log_trimmed`` (the restored log has no entries to have trimmed) and
+  ``metadata_log_committed`` (readers confirm the restored log afresh, weir.metadata.quorum).
 
 The export reads every metadata key in **one Lua script**, so the file is a consistent cut:
 no write lands between reading ``topics`` and reading ``configs:*``.
@@ -88,6 +89,7 @@ __all__ = [
     "ExportResult",
     "ImportResult",
     "SnapshotFileError",
+    "SnapshotImportError",
     "TargetNotEmptyError",
     "classify",
     "export_document",
@@ -145,6 +147,7 @@ RUNTIME_KEYS: tuple[str, ...] = (
     "ops:rebalance_lock",
     "coordination:*",
     "metadata_log_trimmed",
+    "metadata_log_committed",
 )
 # Written by the import from the values below, not copied.
 _COUNTER_GAPS: dict[str, int] = {
@@ -156,10 +159,23 @@ _COUNTER_GAPS: dict[str, int] = {
 # Keys whose presence makes a target "not empty": all metadata, and live leases.
 _BLOCKING = (*METADATA_KEYS, "broker:*", "controller")
 _TYPES = ("string", "hash", "set", "list")
+# How long an import waits for the replicas in sync to acknowledge it.
+IMPORT_WAIT_MS = 10_000
 
 
 class SnapshotFileError(ValueError):
     """The file is not a snapshot this Weir can import (the message names the problem)."""
+
+
+class SnapshotImportError(RuntimeError):
+    """The import was written but not confirmed by the replicas in sync."""
+
+
+def _online_replicas(client: Any) -> int:
+    """How many replicas the primary streams to now (0 for a lone server)."""
+    info = client.info("replication")
+    replicas = [v for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
+    return sum(1 for replica in replicas if replica.get("state") == "online")
 
 
 class TargetNotEmptyError(RuntimeError):
@@ -495,7 +511,11 @@ def import_document(
     entries["incarnation"] = ("string", incarnation)
     payload = [[name, kind, value] for name, (kind, value) in sorted(entries.items())]
     position = document["metadata_log_position"]
-    reply = client.eval(
+    # On a replicated deployment the import counts once every replica in sync holds it
+    # (WAIT on the same connection: one pipeline), as metadata writes do (weir.metadata.quorum).
+    replicas = _online_replicas(client)
+    pipe = client.pipeline(transaction=False)
+    pipe.eval(
         _IMPORT,
         0,
         _glob_escape(layout.prefix),
@@ -505,6 +525,16 @@ def import_document(
         position,
         layout.prefix,
     )
+    if replicas:
+        pipe.execute_command("WAIT", replicas, IMPORT_WAIT_MS)
+    replies = pipe.execute()
+    reply = replies[0]
+    if replicas and int(replies[1]) < replicas:
+        raise SnapshotImportError(
+            f"the import reached {replies[1]} of the {replicas} Redis replicas in sync within "
+            f"{IMPORT_WAIT_MS} ms; check the replicas, then export again from this Redis to "
+            "verify, before starting brokers"
+        )
     status = [_text(v) for v in reply]
     if status[0] == "not_empty":
         raise TargetNotEmptyError(

@@ -24,6 +24,7 @@ from redis.exceptions import RedisError
 from weir.metadata.redis_url import parse_redis_url
 from weir.metadata.snapshot_file import (
     SnapshotFileError,
+    SnapshotImportError,
     TargetNotEmptyError,
     export_to_file,
     import_from_file,
@@ -58,7 +59,7 @@ class Command(BaseCommand):
                 self._export(url, cluster_id, Path(options["export"]))
             else:
                 self._import(url, cluster_id, Path(options["import_"]))
-        except (SnapshotFileError, TargetNotEmptyError) as exc:
+        except (SnapshotFileError, SnapshotImportError, TargetNotEmptyError) as exc:
             flag = "--export" if options["export"] else "--import"
             raise CommandError(f"{flag}: {exc}") from None
         except (RedisError, OSError) as exc:

@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from tests.conftest import RedisServer
+from tests.sentinel import SentinelDeployment
 from weir.metadata.image import TopicImage
 from weir.metadata.keys import KeyLayout
 from weir.metadata.snapshot_file import (
@@ -289,8 +290,32 @@ def test_rotating_exports_keep_the_newest_and_touch_nothing_else(
         ("ops:rebalance_lock", "runtime"),
         ("broker:3", "runtime"),
         ("partition_state", "runtime"),
+        ("metadata_log_committed", "runtime"),
         ("something_new", None),
     ],
 )
 def test_every_key_name_has_a_class(name: str, kind: str | None) -> None:
     assert classify(name) == kind
+
+
+async def test_an_import_into_a_sentinel_deployment_is_on_every_replica_in_sync(
+    store: MetadataStore,
+    sync_redis: redis.Redis,
+    keys: KeyLayout,
+    cluster_id: str,
+    redis_server: str,
+    sentinel_deployment: SentinelDeployment,
+    tmp_path: Path,
+) -> None:
+    """Restoring into a new highly available deployment: when the import returns, a failover
+    cannot take it back (it waited for the replicas, as metadata writes do)."""
+    await _populate(store, sync_redis, keys)
+    path = tmp_path / "snapshot.json"
+    export_to_file(redis_server, cluster_id=cluster_id, path=path)
+    imported = import_from_file(sentinel_deployment.url, cluster_id=cluster_id, path=path)
+    primary = sentinel_deployment.primary()
+    for server in sentinel_deployment.servers:
+        if server is not primary:
+            with server.client() as replica:
+                assert replica.hexists(keys.topics, "orders")
+                assert int(replica.get(keys.controller_epoch)) == imported.controller_epoch
