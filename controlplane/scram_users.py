@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import status
 
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
-from weir.metadata.redis_url import sync_client
+from weir.metadata.quorum import write_sync
+from weir.metadata.redis_url import close_client, sync_client
 from weir.security.scram import MAX_ITERATIONS, MECHANISM_BY_ID, MIN_ITERATIONS
 from weir.security.scram import MECHANISMS as SCRAM_MECHANISMS
 
@@ -230,12 +231,20 @@ def scram_user_bootstrap(
     from weir.security.credentials import encode_credential, scram_key
     from weir.security.scram import credential_from_password
 
+    credentials = {
+        mechanism: encode_credential(credential_from_password(mechanism, password, iterations))
+        for mechanism, (password, iterations) in upserts.items()
+    }
+
+    def queue(pipe: Any) -> None:
+        for mechanism in deletions:
+            pipe.hdel(scram_key(cluster_id, mechanism), name)
+        for mechanism, encoded in credentials.items():
+            pipe.hset(scram_key(cluster_id, mechanism), name, encoded)
+
     client = sync_client(redis_url)
     try:
-        for mechanism in deletions:
-            client.hdel(scram_key(cluster_id, mechanism), name)
-        for mechanism, (password, iterations) in upserts.items():
-            credential = credential_from_password(mechanism, password, iterations)
-            client.hset(scram_key(cluster_id, mechanism), name, encode_credential(credential))
+        # On a Sentinel deployment the change counts once every replica in sync has it.
+        write_sync(client, queue)
     finally:
-        client.close()
+        close_client(client)

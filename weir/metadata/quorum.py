@@ -46,9 +46,10 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import redis
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
@@ -61,7 +62,9 @@ __all__ = [
     "WAIT_TIMEOUT_MS",
     "WriteNotReplicatedError",
     "WriteQuorum",
+    "online_replicas",
     "stream_order",
+    "write_sync",
 ]
 
 log = logging.getLogger("weir.metadata.quorum")
@@ -166,16 +169,9 @@ class WriteQuorum:
     async def _online_replicas(self) -> int:
         """How many replicas the primary streams to now (``INFO replication``, online)."""
         try:
-            info = await self.redis.info("replication")
+            return online_replicas(await self.redis.info("replication"))
         except (RedisError, OSError):
             return 0  # the write itself will tell; the majority still applies
-        return sum(
-            1
-            for key, value in info.items()
-            if key.startswith("slave")
-            and isinstance(value, dict)
-            and value.get("state") == "online"
-        )
 
     async def _check_primary_refuses_isolated_writes(self, required: int) -> None:
         """Warn when the primary would keep taking writes with no replica following it
@@ -294,6 +290,34 @@ class WriteQuorum:
         committed = "0-0" if raw is None else _text(raw)
         if stream_order(stream_id) > stream_order(committed):
             await self.confirm()
+
+
+def online_replicas(info: Mapping[str, Any]) -> int:
+    """The replicas in sync in a parsed ``INFO replication`` (``slaveN`` ``state=online``)."""
+    replicas = [v for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
+    return sum(1 for replica in replicas if replica.get("state") == "online")
+
+
+def write_sync(
+    client: redis.Redis, queue: Callable[[Any], Any], *, timeout_ms: int = WAIT_TIMEOUT_MS
+) -> list[Any]:
+    """For the few synchronous writers (``manage.py scram-users`` without brokers, the
+    metadata snapshot import): the commands ``queue(pipe)`` adds, then ``WAIT`` for every
+    replica in sync, in one pipeline; their replies. Raises ``WriteNotReplicatedError``
+    when the replicas do not all acknowledge in time (a lone server has none to wait for)."""
+    replicas = online_replicas(client.info("replication"))
+    pipe = client.pipeline(transaction=False)
+    queue(pipe)
+    queued = len(pipe)
+    if replicas:
+        pipe.execute_command("WAIT", replicas, timeout_ms)
+    replies = pipe.execute()
+    if replicas and int(replies[queued]) < replicas:
+        raise WriteNotReplicatedError(
+            f"the write reached {replies[queued]} of the {replicas} Redis replicas in sync "
+            f"within {timeout_ms} ms; it may not survive a failover"
+        )
+    return list(replies[:queued])
 
 
 def _text(value: Any) -> str:

@@ -79,6 +79,7 @@ import redis
 
 from weir.metadata.image import TopicImage
 from weir.metadata.keys import KeyLayout
+from weir.metadata.quorum import WriteNotReplicatedError, write_sync
 from weir.metadata.redis_url import close_client, sync_client
 
 __all__ = [
@@ -169,13 +170,6 @@ class SnapshotFileError(ValueError):
 
 class SnapshotImportError(RuntimeError):
     """The import was written but not confirmed by the replicas in sync."""
-
-
-def _online_replicas(client: Any) -> int:
-    """How many replicas the primary streams to now (0 for a lone server)."""
-    info = client.info("replication")
-    replicas = [v for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
-    return sum(1 for replica in replicas if replica.get("state") == "online")
 
 
 class TargetNotEmptyError(RuntimeError):
@@ -512,29 +506,27 @@ def import_document(
     payload = [[name, kind, value] for name, (kind, value) in sorted(entries.items())]
     position = document["metadata_log_position"]
     # On a replicated deployment the import counts once every replica in sync holds it
-    # (WAIT on the same connection: one pipeline), as metadata writes do (weir.metadata.quorum).
-    replicas = _online_replicas(client)
-    pipe = client.pipeline(transaction=False)
-    pipe.eval(
-        _IMPORT,
-        0,
-        _glob_escape(layout.prefix),
-        json.dumps(list(_BLOCKING)),
-        json.dumps(payload),
-        layout.metadata_log,
-        position,
-        layout.prefix,
-    )
-    if replicas:
-        pipe.execute_command("WAIT", replicas, IMPORT_WAIT_MS)
-    replies = pipe.execute()
-    reply = replies[0]
-    if replicas and int(replies[1]) < replicas:
-        raise SnapshotImportError(
-            f"the import reached {replies[1]} of the {replicas} Redis replicas in sync within "
-            f"{IMPORT_WAIT_MS} ms; check the replicas, then export again from this Redis to "
-            "verify, before starting brokers"
+    # (WAIT on the same connection), as metadata writes do (weir.metadata.quorum).
+    try:
+        [reply] = write_sync(
+            client,
+            lambda pipe: pipe.eval(
+                _IMPORT,
+                0,
+                _glob_escape(layout.prefix),
+                json.dumps(list(_BLOCKING)),
+                json.dumps(payload),
+                layout.metadata_log,
+                position,
+                layout.prefix,
+            ),
+            timeout_ms=IMPORT_WAIT_MS,
         )
+    except WriteNotReplicatedError as exc:
+        raise SnapshotImportError(
+            f"{exc}: check the replicas, then export again from this Redis to verify the "
+            "import before starting brokers"
+        ) from exc
     status = [_text(v) for v in reply]
     if status[0] == "not_empty":
         raise TargetNotEmptyError(
