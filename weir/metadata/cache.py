@@ -55,6 +55,8 @@ Listener = Callable[[ClusterImage], Awaitable[None] | None]
 # How long stop() waits for the loops to end.
 STOP_TIMEOUT_S = 5.0
 
+# How far back before an outage a broker seen alive still counts as alive through the grace.
+DEFAULT_LIVE_WINDOW_S = 30.0
 # Liveness polls this many intervals apart mean Redis was away in between.
 OUTAGE_GAP_POLLS = 3
 
@@ -108,6 +110,10 @@ class MetadataCache:
         self.reconnected_at: float | None = None
         self._last_poll_at: float | None = None
         self._in_outage = False
+        # When each broker was last seen holding its lease (monotonic), and how far back
+        # an outage looks for the brokers it must not declare dead (the broker sets it).
+        self._live_seen: dict[int, float] = {}
+        self.live_window_s = DEFAULT_LIVE_WINDOW_S
 
     @property
     def image(self) -> ClusterImage:
@@ -178,12 +184,19 @@ class MetadataCache:
                     log.exception("metadata listener %r failed", listener)
 
     # -- outages, for the controller's grace (weir.controller.with_grace) -------------------
-    def outage_began(self) -> None:
-        """Redis is away or refuses writes (also told by the broker's heartbeat): remember
-        who was alive, once per outage."""
+    def outage_began(self, since: float | None = None) -> None:
+        """Redis is away or refuses writes (also told by the broker's heartbeat, which may
+        hear of it only a socket timeout late): remember who was alive, once per outage.
+
+        Leases may already have expired by the time anyone notices, so "alive" is every
+        broker seen alive in the ``live_window_s`` before the outage began (``since``)."""
         if not self._in_outage:
             self._in_outage = True
-            self.live_before_outage = self._image.live_broker_ids
+            start = self._monotonic() if since is None else since
+            recent = {
+                b for b, seen in self._live_seen.items() if seen >= start - self.live_window_s
+            }
+            self.live_before_outage = frozenset(recent) | self._image.live_broker_ids
 
     def outage_ended(self) -> None:
         """Redis answers (and takes writes) again: the grace starts now (again, when reads
@@ -314,16 +327,16 @@ class MetadataCache:
             if lease is not None and shutting_down_of(lease)
         ]
         lease = ControllerLease.parse(controller)
-        self._note_poll(image)
+        self._note_poll(live)
         await self._update(lambda current: current.with_liveness(live, lease, offline, stopping))
 
-    def _note_poll(self, image: ClusterImage) -> None:
+    def _note_poll(self, live: list[int]) -> None:
         """A liveness poll answered. If the one before answered long ago, Redis was away
         (even if the client's retries hid it): an outage for the controller's grace."""
         now = self._monotonic()
         last, self._last_poll_at = self._last_poll_at, now
         if last is not None and now - last > OUTAGE_GAP_POLLS * self.poll_interval_s:
-            if not self._in_outage:
-                self._in_outage = True
-                self.live_before_outage = image.live_broker_ids
+            self.outage_began(since=last)
             self.outage_ended()
+        for broker_id in live:
+            self._live_seen[broker_id] = now

@@ -344,3 +344,29 @@ async def test_liveness_polls_far_apart_mark_an_outage_for_the_controllers_grace
     assert cache.reconnected_at == 111.0
     assert cache.live_before_outage == {5}
     assert cache.image.live_broker_ids == frozenset()
+
+
+async def test_an_outage_heard_of_late_still_remembers_brokers_whose_leases_expired_in_it(
+    redis_client: aioredis.Redis, cluster_id: str
+) -> None:
+    """A heartbeat stuck on a paused primary fails a socket timeout late, after the leases
+    expired: the brokers seen alive shortly before still count for the grace."""
+    clock = [100.0]
+    cache = MetadataCache(redis_client, cluster_id=cluster_id, monotonic=lambda: clock[0])
+    broker = BrokerRegistration(
+        redis_client, cluster_id=cluster_id, broker_id=6, host="h", port=6, lease_ms=60_000
+    )
+    await broker.register(heartbeat=False)
+    cache._install(await cache.store.snapshot())
+    await cache._poll_liveness()
+    await redis_client.delete(cache.keys.broker_lease(6))
+    clock[0] += 1.0
+    await cache._poll_liveness()
+    assert cache.image.live_broker_ids == frozenset()
+    clock[0] += 5.0
+    cache.outage_began()
+    cache.outage_ended()
+    assert cache.live_before_outage == {6} and cache.reconnected_at == 106.0
+    clock[0] += cache.live_window_s + 1
+    cache.outage_began()  # a later outage: broker 6 was not seen for longer than the window
+    assert cache.live_before_outage == frozenset()
