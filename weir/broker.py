@@ -231,6 +231,7 @@ class Broker:
         self.controller = Controller(
             store=self.store,
             image=self._controller_image,
+            refresh_liveness=self.metadata.refresh_liveness,
             epoch=lambda: self.lease.epoch,
             unclean_for=lambda topic: bool(
                 self.view.topic_config(topic).unclean_leader_election_enable

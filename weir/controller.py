@@ -51,7 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -419,8 +419,10 @@ class Controller:
         rebalance_interval_s: Callable[[], float],
         time_s: Callable[[], float],
         imbalance_percentage: Callable[[], int] = lambda: LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
+        refresh_liveness: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._store = store
+        self._refresh_liveness = refresh_liveness
         self._image = image
         self._epoch = epoch
         self._unclean_for = unclean_for
@@ -476,10 +478,17 @@ class Controller:
                 log.exception("controller pass failed; retrying")
 
     async def handle_liveness(self, epoch: int) -> None:
-        """Elect leaders for partitions whose leader died; drop dead brokers from ISRs."""
-        image = self._image()
-        for topic, changes in partition_changes_for(image, unclean_for=self._unclean_for).items():
-            await self._write(epoch, topic, changes, "broker liveness")
+        """Elect leaders for partitions whose leader died; drop dead brokers from ISRs.
+
+        A death is confirmed with a fresh read of the leases first: the image polls them
+        once a second, and a broker that registered a moment ago (a restart, a lease
+        re-acquired after a Redis outage) must not lose a leadership it was just given."""
+        changes = partition_changes_for(self._image(), unclean_for=self._unclean_for)
+        if changes and self._refresh_liveness is not None:
+            await self._refresh_liveness()
+            changes = partition_changes_for(self._image(), unclean_for=self._unclean_for)
+        for topic, topic_changes in changes.items():
+            await self._write(epoch, topic, topic_changes, "broker liveness")
 
     async def elect_preferred(
         self, epoch: int, targets: Iterable[tuple[str, int]] | None

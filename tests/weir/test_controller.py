@@ -455,6 +455,39 @@ def controller(
     )
 
 
+async def test_a_death_is_confirmed_by_reading_the_leases_again_before_leadership_moves() -> None:
+    """The image polls leases once a second: a broker that registered a moment ago (a
+    restart) looks dead in it. The controller reads them again first, and only a death that
+    the fresh read confirms moves leadership."""
+    stale = image({"t": [part((1, 2), (1, 2), 1)]}, live=[2])
+    fresh = image({"t": [part((1, 2), (1, 2), 1)]}, live=[1, 2])
+    current = [stale]
+    after_refresh = [fresh]
+    refreshed: list[bool] = []
+
+    async def refresh() -> None:
+        refreshed.append(True)
+        current[0] = after_refresh[0]
+
+    store = FakeStore()
+    ctl = Controller(
+        store=store,  # type: ignore[arg-type]
+        image=lambda: current[0],
+        epoch=lambda: 7,
+        unclean_for=never,
+        auto_rebalance=lambda: False,
+        rebalance_interval_s=lambda: 300.0,
+        time_s=lambda: 0.0,
+        refresh_liveness=refresh,
+    )
+    await ctl.handle_liveness(7)
+    assert refreshed == [True] and store.calls == []
+    current[0] = after_refresh[0] = stale  # still dead after a fresh read: it moves
+    await ctl.handle_liveness(7)
+    [(_, _, [change])] = store.calls
+    assert change.leader == 2
+
+
 async def test_liveness_pass_writes_each_topic_with_the_controller_epoch() -> None:
     img = image(
         {"a": [part((1, 2), (1, 2), 1)], "b": [part((2, 3), (2, 3), 2)]},

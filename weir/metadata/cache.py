@@ -293,6 +293,13 @@ class MetadataCache:
         if end_id is not None:
             await self._update(lambda image: image.apply(completed, stream_id=end_id))
 
+    async def refresh_liveness(self) -> None:
+        """Read the leases now rather than at the next poll (Redis away: keep the image)."""
+        try:
+            await self._poll_liveness()
+        except _REDIS_DOWN as exc:
+            self._went_down(exc)
+
     async def _liveness_loop(self) -> None:
         while self._flag.running:
             await asyncio.sleep(self.poll_interval_s)
