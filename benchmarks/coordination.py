@@ -61,6 +61,14 @@ async def _store(url: str) -> tuple[MetadataStore, int]:
     return store, epoch
 
 
+async def _release(store: MetadataStore, epoch: int) -> None:
+    """Give the controller lease back (the next run takes it) and close the client."""
+    try:
+        await store.resign_controller(1, epoch)
+    finally:
+        await aclose_client(store.redis)
+
+
 async def _write(store: MetadataStore, epoch: int, n: int) -> None:
     await store.alter_configs(
         controller_epoch=epoch,
@@ -81,7 +89,7 @@ async def time_writes(url: str, writes: int) -> dict[str, float]:
             await _write(store, epoch, n)
             samples.append((time.perf_counter() - started) * 1000)
     finally:
-        await aclose_client(store.redis)
+        await _release(store, epoch)
     return {
         "writes": writes,
         "p50_ms": statistics.median(samples),
@@ -116,7 +124,7 @@ async def time_failover(deployment: SentinelDeployment) -> dict[str, Any]:
                 await asyncio.sleep(0.01)
         gap_s = time.monotonic() - killed_at
     finally:
-        await aclose_client(store.redis)
+        await _release(store, epoch)
     deployment.restart(old)
     deployment.wait_settled(60)
     return {"gap_s": gap_s, "last_confirmed_before_kill": confirmed, "held_after": held}
