@@ -43,6 +43,10 @@ class ReplicatedRedisServer(RedisServer):
         "1",
         "--min-replicas-max-lag",
         "2",
+        # A full resync starts at once (Redis waits 5 s by default to batch replicas), so
+        # writes are refused for as short a time as possible after a failover.
+        "--repl-diskless-sync-delay",
+        "0",
     )
 
     def __init__(self, directory: Path, port: int | None = None, primary: int = 0) -> None:

@@ -528,10 +528,13 @@ class Broker:
 
     def _grace(self) -> dict[str, Any]:
         """The arguments of the brokers' grace after a Redis outage (``with_grace``)."""
+        now = time.monotonic()
         return {
             "live_before_outage": self.metadata.live_before_outage,
-            "reconnected_at": self.metadata.reconnected_at,
-            "now": time.monotonic(),
+            # Still in the outage (this broker's heartbeats keep failing, yet the controller
+            # could write): the grace holds until a session timeout after it ends.
+            "reconnected_at": now if self.metadata.in_outage else self.metadata.reconnected_at,
+            "now": now,
             "session_timeout_s": int(self.view.config.get("broker.session.timeout.ms")) / 1000,
         }
 

@@ -228,9 +228,17 @@ class MetadataView:
 
     # -- brokers -----------------------------------------------------------------------------
     def live_brokers(self) -> list[BrokerEndpoint]:
+        """Brokers holding a lease, and the controller in any case when it is registered: it
+        holds the controller lease, so it is alive even while its broker lease, which may
+        have run out in a Redis failover, is being re-acquired. (A Metadata response naming a
+        controller it does not list leaves librdkafka's admin client waiting for ever.)"""
+        brokers = dict(self._image.brokers)
+        controller = self.controller_id()
+        if controller not in brokers and controller in self._image.registrations:
+            brokers[controller] = self._image.registrations[controller]
         return [
             BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-            for _, b in sorted(self._image.brokers.items())
+            for _, b in sorted(brokers.items())
         ]
 
     async def fresh_live_brokers(self) -> list[BrokerEndpoint]:

@@ -7,7 +7,8 @@ exit status 1. ``--listen`` may repeat as ``NAME://HOST:PORT`` (no prefix: PLAIN
 ``listeners``, ``advertised.listeners`` and ``listener.security.protocol.map`` configs add
 listeners too (``weir.security.listeners``). The first listener is the primary one (any
 protocol); ``inter.broker.listener.name`` picks the one brokers use to reach each other.
-SIGTERM and SIGINT shut the broker down cleanly (flush, checkpoint, deregister).
+SIGTERM and SIGINT shut the broker down cleanly (flush, checkpoint, deregister); SIGUSR1
+logs where each asyncio task is waiting.
 
 ``manage.py runbroker`` hands its arguments to :func:`main` before Django is imported, so a
 broker process never loads the control plane (``python -m weir.runbroker`` is the same).
@@ -120,12 +121,30 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
     )
 
 
+def dump_tasks() -> None:
+    """SIGUSR1: log where every asyncio task of the broker is waiting (an operator's, and a
+    test's, view of a broker that seems stuck)."""
+    lines = []
+    for task in asyncio.all_tasks():
+        chain = []
+        awaited = task.get_coro()
+        while awaited is not None and len(chain) < 40:  # the await chain, outermost first
+            frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+            if frame is None:
+                break
+            chain.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+            awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+        lines.append(f"  {task.get_name()}: {' -> '.join(chain) or 'done'}")
+    logging.getLogger("weir.broker").warning("asyncio tasks:\n%s", "\n".join(sorted(lines)))
+
+
 async def serve(broker) -> None:
     """Run ``broker`` until SIGTERM/SIGINT or until it is fenced; always stop it cleanly."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
     await broker.start()
     try:
         stop_task = asyncio.create_task(stop.wait())

@@ -184,6 +184,11 @@ class MetadataCache:
                     log.exception("metadata listener %r failed", listener)
 
     # -- outages, for the controller's grace (weir.controller.with_grace) -------------------
+    @property
+    def in_outage(self) -> bool:
+        """Whether an outage began and has not ended yet."""
+        return self._in_outage
+
     def outage_began(self, since: float | None = None) -> None:
         """Redis is away or refuses writes (also told by the broker's heartbeat, which may
         hear of it only a socket timeout late): remember who was alive, once per outage.

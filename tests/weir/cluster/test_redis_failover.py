@@ -69,9 +69,19 @@ class Run:
     broker_killed_at: datetime | None = None
 
     def after_fault(self) -> None:
-        """The load goes on; a new topic works; a killed leader is replaced."""
+        """The load goes on; a new topic works; a killed leader is replaced (a failure says
+        what the brokers and the deployment were doing)."""
+        try:
+            self._after_fault()
+        except Exception as exc:
+            raise AssertionError(
+                f"after the fault: {exc!r}\n{self.deployment.describe()}\n{self.cluster.describe()}"
+            ) from exc
+
+    def _after_fault(self) -> None:
         cluster, topic = self.cluster, self.topic
         self.writer.wait_progress(PROGRESS, cluster)
+        cluster.controller(30)  # writes resume once the new primary has a replica in sync
         created = cluster.create_topic("after-fault")
         produce_ok(cluster, created, [f"after-{i}".encode() for i in range(20)])
         before = cluster.wait_full_isr(topic)

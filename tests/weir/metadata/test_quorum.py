@@ -18,7 +18,7 @@ from weir.metadata.cache import MetadataCache
 from weir.metadata.errors import MetadataUnavailableError
 from weir.metadata.keys import KeyLayout
 from weir.metadata.quorum import WriteQuorum, stream_order
-from weir.metadata.redis_url import aclose_client, async_client
+from weir.metadata.redis_url import AsyncReconnectRetry, aclose_client, async_client
 from weir.metadata.store import MetadataStore
 
 
@@ -44,7 +44,13 @@ async def test_confirmed_writes_are_on_a_replica_and_unconfirmed_ones_never_coun
 ) -> None:
     cluster_id = f"test-{uuid.uuid4().hex[:12]}"
     keys = KeyLayout(cluster_id)
-    client = async_client(sentinel_deployment.url, socket_timeout=5, decode_responses=True)
+    # A short retry budget, as the brokers have: a refused write surfaces at once.
+    client = async_client(
+        sentinel_deployment.url,
+        socket_timeout=5,
+        decode_responses=True,
+        retry=AsyncReconnectRetry(budget_s=0.5),
+    )
     store = MetadataStore(client, cluster_id=cluster_id)
     try:
         # Three data nodes, both replicas in sync: a write waits for both (Sentinel may
