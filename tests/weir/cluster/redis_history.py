@@ -45,6 +45,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from tests.sentinel import SentinelDeployment
 from weir.metadata.keys import KeyLayout
+from weir.metadata.quorum import WAIT_TIMEOUT_MS
 
 SAMPLE_INTERVAL_S = 0.1
 
@@ -268,14 +269,20 @@ def check_single_controller(history: BrokerHistory) -> list[str]:
 
 def _increasing(what: str, events: list[tuple[datetime, int, int]]) -> list[str]:
     """Epochs (``(at, broker, epoch)``, sorted by time) handed out once each and in
-    increasing order (events logged in the same millisecond are not ordered)."""
+    increasing order. Brokers log an epoch once the write that took it is confirmed (up to
+    the quorum's WAIT later), so two takes logged less than that apart may have overlapped
+    and are not ordered."""
     problems = [
         f"{what} epoch {epoch} handed out {n} times: {[e for e in events if e[2] == epoch]}"
         for epoch, n in Counter(epoch for _, _, epoch in events).items()
         if n > 1
     ]
     for i, (t2, b2, e2) in enumerate(events):
-        earlier = [(t1, b1, e1) for t1, b1, e1 in events[:i] if t1 < t2 and e1 >= e2]
+        earlier = [
+            (t1, b1, e1)
+            for t1, b1, e1 in events[:i]
+            if (t2 - t1).total_seconds() > OVERLAP_S and e1 >= e2
+        ]
         if earlier:
             t1, b1, e1 = earlier[0]
             problems.append(
@@ -283,6 +290,11 @@ def _increasing(what: str, events: list[tuple[datetime, int, int]]) -> list[str]
                 f"got {e1} at {t1}"
             )
     return problems
+
+
+# Two epoch takes logged closer than this may have run at the same time (a write's confirm
+# waits up to WAIT_TIMEOUT_MS for the replicas).
+OVERLAP_S = WAIT_TIMEOUT_MS / 1000 + 0.5
 
 
 @dataclass(frozen=True, slots=True)
