@@ -254,7 +254,7 @@ def serve_control_plane(
             for role in ("worker", "beat")
         },
     }
-    processes = [
+    children = [
         subprocess.Popen(
             argvs[name],
             cwd=ROOT,
@@ -277,9 +277,9 @@ def serve_control_plane(
             _wait_for_port(port, 90)
         yield served
     finally:
-        for process in processes:
+        for process in children:
             process.terminate()
-        for process in processes:
+        for process in children:
             try:
                 process.wait(10)
             except subprocess.TimeoutExpired:
