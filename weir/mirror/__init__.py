@@ -1,0 +1,1 @@
+"""MirrorMaker 2-compatible cross-cluster mirroring (Django-free)."""
