@@ -226,7 +226,9 @@ def _parse_int(key: str, value: str, *, minimum: int | None = None) -> int:
     return number
 
 
-def _parse_policy(key: str, value: str, separator: str, internal_sep: bool, source: str):
+def _parse_policy(
+    key: str, value: str, separator: str, internal_sep: bool, source: str
+) -> DefaultReplicationPolicy:
     name = value.strip()
     short = name.removeprefix(_POLICY_PACKAGE)
     if short == DEFAULT_POLICY:
