@@ -20,7 +20,7 @@ to clusters with confluent-kafka, whose librdkafka shares most names but not all
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 __all__ = ["SECURITY_PROTOCOLS", "ClientConfigError", "is_client_key", "to_librdkafka"]
 
@@ -132,20 +132,20 @@ def _translate_jaas(value: str, *, key: str) -> dict[str, str]:
     )
 
 
-def _translate_stores(java: Mapping[str, str], prefix: str) -> dict[str, str]:
+def _translate_stores(java: Mapping[str, str], spell: Callable[[str], str]) -> dict[str, str]:
     out: dict[str, str] = {}
     trust_type = java.get("ssl.truststore.type", "JKS").strip().upper()
     if "ssl.truststore.location" in java:
         if trust_type != "PEM":
             raise ClientConfigError(
-                f"{prefix}ssl.truststore.location: librdkafka reads PEM trust stores only "
+                f"{spell('ssl.truststore.location')}: librdkafka reads PEM trust stores only "
                 f"(this one is {trust_type}); export it to PEM and set "
-                f"{prefix}ssl.truststore.type=PEM"
+                f"{spell('ssl.truststore.type')}=PEM"
             )
         out["ssl.ca.location"] = java["ssl.truststore.location"]
     if "ssl.truststore.password" in java:
         raise ClientConfigError(
-            f"{prefix}ssl.truststore.password: PEM trust stores have no password; remove it"
+            f"{spell('ssl.truststore.password')}: PEM trust stores have no password; remove it"
         )
     if "ssl.truststore.certificates" in java:
         out["ssl.ca.pem"] = java["ssl.truststore.certificates"]
@@ -161,16 +161,16 @@ def _translate_stores(java: Mapping[str, str], prefix: str) -> dict[str, str]:
             out["ssl.key.location"] = location
             if "ssl.keystore.password" in java:
                 raise ClientConfigError(
-                    f"{prefix}ssl.keystore.password: PEM key stores have no store password; "
-                    f"put the key's password in {prefix}ssl.key.password"
+                    f"{spell('ssl.keystore.password')}: PEM key stores have no store password; "
+                    f"put the key's password in {spell('ssl.key.password')}"
                 )
         else:
             raise ClientConfigError(
-                f"{prefix}ssl.keystore.location: librdkafka reads PKCS12 or PEM key stores only "
-                f"(this one is {key_type}); convert it and set {prefix}ssl.keystore.type"
+                f"{spell('ssl.keystore.location')}: librdkafka reads PKCS12 or PEM key stores only "
+                f"(this one is {key_type}); convert it and set {spell('ssl.keystore.type')}"
             )
     elif "ssl.keystore.password" in java:
-        raise ClientConfigError(f"{prefix}ssl.keystore.password: set without a key store")
+        raise ClientConfigError(f"{spell('ssl.keystore.password')}: set without a key store")
     if "ssl.keystore.certificate.chain" in java:
         out["ssl.certificate.pem"] = java["ssl.keystore.certificate.chain"]
     if "ssl.keystore.key" in java:
@@ -181,30 +181,36 @@ def _translate_stores(java: Mapping[str, str], prefix: str) -> dict[str, str]:
     return out
 
 
-def to_librdkafka(java: Mapping[str, str], *, prefix: str = "") -> dict[str, str]:
-    """Translate a Java client config to librdkafka's; ``prefix`` only shapes error messages
-    (so they name the key as written in the file, e.g. ``east.ssl.truststore.location``)."""
+def _as_is(key: str) -> str:
+    return key
+
+
+def to_librdkafka(
+    java: Mapping[str, str], *, spell: Callable[[str], str] = _as_is
+) -> dict[str, str]:
+    """Translate a Java client config to librdkafka's. ``spell`` maps a client key to the key
+    as the file writes it (``east.ssl.truststore.location``), for error messages."""
     out: dict[str, str] = {}
     for key, value in java.items():
         if key in _JAVA_ONLY:
-            raise ClientConfigError(f"{prefix}{key}: {_JAVA_ONLY[key]}")
+            raise ClientConfigError(f"{spell(key)}: {_JAVA_ONLY[key]}")
         if key in _STORE_KEYS:
             continue
         if key == "security.protocol":
             protocol = value.strip().upper()
             if protocol not in SECURITY_PROTOCOLS:
                 raise ClientConfigError(
-                    f"{prefix}{key}: {value!r} is not one of {', '.join(SECURITY_PROTOCOLS)}"
+                    f"{spell(key)}: {value!r} is not one of {', '.join(SECURITY_PROTOCOLS)}"
                 )
             out[key] = protocol.lower()
         elif key.startswith(("ssl.", "sasl.")) and key not in _SAME:
             raise ClientConfigError(
-                f"{prefix}{key}: a Java client setting with no librdkafka equivalent; "
+                f"{spell(key)}: a Java client setting with no librdkafka equivalent; "
                 "remove it or use the librdkafka setting"
             )
         else:
             out[key] = value
-    out.update(_translate_stores(java, prefix))
+    out.update(_translate_stores(java, spell))
     if "sasl.jaas.config" in java:
-        out.update(_translate_jaas(java["sasl.jaas.config"], key=prefix + "sasl.jaas.config"))
+        out.update(_translate_jaas(java["sasl.jaas.config"], key=spell("sasl.jaas.config")))
     return out

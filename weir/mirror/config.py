@@ -417,14 +417,17 @@ def _client_config(props: Mapping[str, str], alias: str, role: ClientRole) -> di
     for key, value in props.items():
         if key.startswith(role_prefix):
             java[key[len(role_prefix) :]] = value
-    # Errors name the key as the file spells it: the most specific level that set it.
-    try:
-        return to_librdkafka(java, prefix="")
-    except ClientConfigError as exc:
-        key = str(exc).split(":", 1)[0]
+
+    def spell(key: str) -> str:
+        # The most specific level that set the key; a key not set is suggested per cluster.
         for spelled in (role_prefix + key, cluster_prefix + key, key):
             if spelled in props:
-                raise MirrorConfigError(f"{spelled}:{str(exc).split(':', 1)[1]}") from None
+                return spelled
+        return cluster_prefix + key
+
+    try:
+        return to_librdkafka(java, spell=spell)
+    except ClientConfigError as exc:
         raise MirrorConfigError(str(exc)) from None
 
 
