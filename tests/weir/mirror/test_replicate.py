@@ -1,0 +1,151 @@
+"""One flow east->west between two in-process Weir clusters: topics planned and created, records
+copied with key, value, headers, timestamp and partition, offsets committed, offset syncs in
+MM2's format. Also the offset-sync rule on its own (pure)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.weir.inprocess import ThreadedBroker, threaded_broker
+from weir.mirror.config import MirrorConfig
+from weir.mirror.formats import OffsetSync
+from weir.mirror.replicate import OffsetSyncPolicy, Replicator, group_id
+from weir.mirror.topics import apply_plan, describe_source, describe_target, plan_topics
+
+
+def test_offset_sync_rule_is_mm2s() -> None:
+    rule = OffsetSyncPolicy(offset_lag_max=3)
+    tp = ("orders", 0)
+    assert rule.update(tp, 10, 0)  # first record of the lifetime
+    assert not rule.update(tp, 11, 1)
+    assert not rule.update(tp, 12, 2)
+    assert rule.update(tp, 13, 4)  # 4 - (0 + 1) >= 3: translation too stale
+    assert rule.update(tp, 20, 5)  # source offsets skipped
+    assert rule.update(tp, 21, 2)  # target went backwards
+    rule.forget(tp)
+    assert rule.update(tp, 22, 3)  # a new lifetime starts with a sync
+
+
+@pytest.fixture
+def east(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
+    with threaded_broker(data_dir=tmp_path / "east" / "broker-1", redis_url=redis_server) as b:
+        yield b
+
+
+@pytest.fixture
+def west(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
+    with threaded_broker(data_dir=tmp_path / "west" / "broker-1", redis_url=redis_server) as b:
+        yield b
+
+
+def test_east_to_west_copies_records_exactly(east: ThreadedBroker, west: ThreadedBroker) -> None:
+    assert east.cluster_id != west.cluster_id
+    config = MirrorConfig.from_properties(
+        {
+            "clusters": "east, west",
+            "east.bootstrap.servers": east.bootstrap,
+            "west.bootstrap.servers": west.bootstrap,
+            "east->west.enabled": "true",
+            "east->west.topics": "orders",
+            "replication.factor": "1",
+            "offset-syncs.topic.replication.factor": "1",
+        }
+    )
+    flow = config.flow("east", "west")
+    east_admin = AdminClient(config.client_config("east", "admin"))
+    new = NewTopic("orders", num_partitions=2, replication_factor=1)
+    east_admin.create_topics([new])["orders"].result(30)
+
+    producer = Producer({"bootstrap.servers": east.bootstrap, "enable.idempotence": True})
+    sent = []
+    for i in range(20):
+        record = (
+            f"k{i}".encode(),
+            f"v{i}".encode(),
+            [("trace", f"t{i}".encode()), ("dup", b"1"), ("dup", b"2")],
+            1_700_000_000_000 + i,
+            i % 2,
+        )
+        key, value, headers, ts, partition = record
+        producer.produce(
+            "orders", key=key, value=value, headers=headers, timestamp=ts, partition=partition
+        )
+        sent.append(record)
+    assert producer.flush(30) == 0
+
+    west_admin = AdminClient(config.client_config("west", "admin"))
+    plan = plan_topics(
+        flow,
+        describe_source(east_admin, cluster="east"),
+        describe_target(west_admin, cluster="west"),
+    )
+    assert plan.remote_names == {"orders": "east.orders"}
+    apply_plan(west_admin, plan, cluster="west", replication_factor=flow.replication_factor)
+    assert describe_target(west_admin, cluster="west")["east.orders"] == 2
+
+    started = time.monotonic()
+    replicator = Replicator(
+        flow,
+        topics=plan.remote_names,
+        source_config=config.client_config("east", "consumer"),
+        target_config=config.client_config("west", "producer"),
+    )
+    try:
+        while sum(s.records for s in replicator.stats.values()) < len(sent):
+            assert time.monotonic() - started < 60, replicator.stats
+            replicator.run_once(0.5)
+    finally:
+        replicator.close()
+    assert {tp: s.committed_offset for tp, s in replicator.stats.items()} == {
+        ("orders", 0): 10,
+        ("orders", 1): 10,
+    }
+    assert replicator.stats[("orders", 0)].last_source_offset == 9
+
+    copied = read_all(west.bootstrap, "east.orders", partitions=2, count=len(sent))
+    expected = sorted(sent, key=lambda r: (r[4], r[3]))
+    assert sorted(copied, key=lambda r: (r[4], r[3])) == expected
+
+    # The source group committed the positions (a restart resumes after them).
+    probe = Consumer({"bootstrap.servers": east.bootstrap, "group.id": group_id(flow)})
+    committed = probe.committed([TopicPartition("orders", p) for p in (0, 1)], timeout=30)
+    probe.close()
+    assert [tp.offset for tp in committed] == [10, 10]
+
+    # Offset syncs live on the source by default, named after the target, in MM2's bytes.
+    syncs = [
+        OffsetSync.from_record(key, value)
+        for key, value, *_ in read_all(
+            east.bootstrap, flow.offset_syncs_topic, partitions=1, count=4
+        )
+    ]
+    assert flow.offset_syncs_topic == "mm2-offset-syncs.west.internal"
+    assert OffsetSync("orders", 0, 0, 0) in syncs
+    assert OffsetSync("orders", 1, 0, 0) in syncs
+    assert OffsetSync("orders", 0, 9, 9) in syncs  # the delayed one, written at the commit
+
+
+def read_all(
+    bootstrap: str, topic: str, *, partitions: int, count: int
+) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], int, int]]:
+    """At least ``count`` records of ``topic``: key, value, headers, timestamp, partition."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "probe", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(out) < count and time.monotonic() < deadline:
+            for m in consumer.consume(100, 0.5):
+                assert m.error() is None, m.error()
+                out.append((m.key(), m.value(), m.headers() or [], m.timestamp()[1], m.partition()))
+    finally:
+        consumer.close()
+    return out

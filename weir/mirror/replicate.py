@@ -1,0 +1,385 @@
+"""The record side of one replication flow: copy source records to the target, at least once.
+
+``Replicator`` does for one flow ``<src>-><dst>`` what MM2's ``MirrorSourceTask`` does inside
+Kafka Connect, with plain confluent-kafka clients and no Connect cluster:
+
+- A ``Consumer`` on the source (group ``mirror-<src>-><dst>``, ``enable.auto.commit=false``,
+  ``isolation.level=read_committed``, ``auto.offset.reset=earliest`` as MM2) subscribes to the
+  planned source topics (``topics.plan_topics``). Several replicators with the same group split
+  the partitions through Kafka's own group protocol.
+- An idempotent ``acks=all`` ``Producer`` on the target writes each record to the remote topic
+  (``plan.remote_names``) and the *same partition number*, with its key, value, headers and
+  timestamp (as CreateTime, whatever the source timestamp type).
+
+Delivery guarantee
+------------------
+A source offset is committed only after the target acknowledged every record up to it: each
+delivery callback advances that partition's *acknowledged position*; the idempotent producer
+keeps per-partition order, so the callbacks of a partition arrive in offset order and the
+position is the offset after the last acknowledged record. ``run_once`` consumes one batch,
+produces it, waits (``flush``) until the target acknowledged it, then commits the
+acknowledged positions synchronously. A crash anywhere therefore re-copies only records after
+the last commit (duplicates, never a gap). A failed delivery stops the replicator with
+``ReplicationError`` *before* anything past it is committed; a new replicator resumes from
+the last commit. When partitions are revoked (rebalance), the producer is flushed and the
+acknowledged positions committed first, so the next owner starts where this one stopped.
+Waiting for each batch trades some throughput for this simplicity; pipelining batches is a
+later step.
+
+Offset syncs
+------------
+For each acknowledged record the replicator knows both offsets (source, and target from the
+delivery report) and feeds them to ``OffsetSyncPolicy``, the rule of MM2's
+``OffsetSyncWriter.PartitionState``: a sync is *urgent* for the first record of a partition
+in this replicator's lifetime, when the target offset has drifted ``offset.lag.max`` or more
+past the last sync's (+1, because MM2 translates one past the sync), when source offsets were
+skipped (compaction, transaction markers) and when the target went backwards (truncated).
+Syncs are written at each commit, right after the batch that produced them was
+acknowledged: first the urgent ones, then, for each partition, the latest pair seen since
+(MM2's "delayed" syncs, which it too writes at each offset commit), so that a translator
+never lags a commit. Syncs go to
+``mm2-offset-syncs.<...>.internal`` on the cluster ``offset-syncs.topic.location`` names, one
+partition, compacted, as ``formats.OffsetSync`` records (MM2's bytes). Offset-sync writes are
+best effort, as in MM2: a failed one is logged and counted, never fatal.
+
+Counters
+--------
+``stats`` maps each source (topic, partition) to ``PartitionStats``: records and bytes copied,
+the last source offset mirrored and the target offset it landed at, for the mirrors API.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from weir.mirror.config import Flow
+from weir.mirror.formats import OffsetSync
+
+__all__ = [
+    "OffsetSyncPolicy",
+    "PartitionStats",
+    "ReplicationError",
+    "Replicator",
+    "group_id",
+]
+
+log = logging.getLogger("weir.mirror")
+
+_BATCH = 500
+_TIMEOUT_S = 30.0
+
+TP = tuple[str, int]
+
+
+class ReplicationError(RuntimeError):
+    """The target refused a record or the source failed; nothing past it was committed."""
+
+
+def group_id(flow: Flow) -> str:
+    """The source consumer group of ``flow``: ``mirror-<src>-><dst>``."""
+    return f"mirror-{flow.name}"
+
+
+@dataclass(slots=True)
+class PartitionStats:
+    """What one source partition has had copied."""
+
+    records: int = 0
+    bytes: int = 0
+    last_source_offset: int = -1
+    last_target_offset: int = -1
+    committed_offset: int = -1  # the next source offset to read after a restart
+
+
+@dataclass(slots=True)
+class _SyncState:
+    previous_upstream: int = -1
+    previous_downstream: int = -1
+    last_sync_downstream: int = -1
+
+
+class OffsetSyncPolicy:
+    """When to write an offset sync: MM2's ``OffsetSyncWriter`` rule (see module docstring)."""
+
+    def __init__(self, offset_lag_max: int) -> None:
+        self.offset_lag_max = offset_lag_max
+        self._states: dict[TP, _SyncState] = {}
+
+    def update(self, tp: TP, upstream: int, downstream: int) -> bool:
+        """Record that source offset ``upstream`` landed at ``downstream``; True if urgent."""
+        s = self._states.setdefault(tp, _SyncState())
+        urgent = (
+            s.last_sync_downstream == -1
+            or downstream - (s.last_sync_downstream + 1) >= self.offset_lag_max
+            or upstream - s.previous_upstream != 1
+            or downstream < s.previous_downstream
+        )
+        if urgent:
+            s.last_sync_downstream = downstream
+        s.previous_upstream, s.previous_downstream = upstream, downstream
+        return urgent
+
+    def forget(self, tp: TP) -> None:
+        """Drop a partition (revoked): its next record starts a new lifetime."""
+        self._states.pop(tp, None)
+
+
+class Replicator:
+    """Copies the records of one flow's planned topics from source to target (one thread)."""
+
+    def __init__(
+        self,
+        flow: Flow,
+        *,
+        topics: Mapping[str, str],
+        source_config: Mapping[str, str],
+        target_config: Mapping[str, str],
+        offset_syncs_config: Mapping[str, str] | None = None,
+        batch_size: int = _BATCH,
+    ) -> None:
+        """``topics``: source topic -> target topic (``TopicsPlan.remote_names``). Client
+        configs come from ``MirrorConfig.client_config``; ``offset_syncs_config`` is the
+        producer config of the offset-syncs cluster (defaults to the target's or source's)."""
+        self.flow = flow
+        self.topics = dict(topics)
+        self.batch_size = batch_size
+        self.stats: dict[TP, PartitionStats] = {}
+        self.offset_sync_failures = 0
+        self._acked: dict[TP, int] = {}  # next source offset after the last acknowledged record
+        self._committed: dict[TP, int] = {}
+        self._errors: list[str] = []
+        self._sync_policy = OffsetSyncPolicy(flow.offset_lag_max)
+        self._delayed_syncs: dict[TP, OffsetSync] = {}
+        self._urgent_syncs: dict[TP, OffsetSync] = {}
+        self._consumer = Consumer(
+            {
+                **source_config,
+                "group.id": group_id(flow),
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                "on_commit": self._on_commit_error,
+            }
+        )
+        self._producer = Producer(
+            {**target_config, "enable.idempotence": True, "acks": "all", "linger.ms": 5}
+        )
+        if flow.emit_offset_syncs_enabled:
+            if offset_syncs_config is None:
+                on_source = flow.offset_syncs_topic_location == "source"
+                offset_syncs_config = source_config if on_source else target_config
+            self._syncs_config: dict[str, str] | None = dict(offset_syncs_config)
+            self._syncs_producer: Producer | None = Producer(
+                {**offset_syncs_config, "acks": "all", "linger.ms": 0}
+            )
+        else:
+            self._syncs_config = None
+            self._syncs_producer = None
+        self._started = False
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Create the offset-syncs topic if needed and subscribe to the source topics."""
+        if self._started:
+            return
+        if self._syncs_config is not None:
+            self._ensure_offset_syncs_topic(self._syncs_config)
+        if self.topics:
+            self._consumer.subscribe(
+                sorted(self.topics), on_assign=self._on_assign, on_revoke=self._on_revoke
+            )
+        self._started = True
+
+    def close(self) -> None:
+        """Deliver what is in flight, commit it, and close the clients."""
+        try:
+            if self._started:
+                self._drain_and_commit()
+        finally:
+            self._consumer.close()
+            if self._syncs_producer is not None:
+                self._syncs_producer.flush(_TIMEOUT_S)
+
+    def run(self, stop_event: threading.Event, *, poll_timeout: float = 0.5) -> None:
+        """Replicate until ``stop_event`` is set, then close."""
+        self.start()
+        try:
+            while not stop_event.is_set():
+                self.run_once(poll_timeout)
+        finally:
+            self.close()
+
+    def run_once(self, timeout: float = 1.0) -> int:
+        """Copy one batch (waiting up to ``timeout`` for records), wait for the target to
+        acknowledge it, commit, write offset syncs; the number of records copied."""
+        self.start()
+        messages = self._consumer.consume(self.batch_size, timeout)
+        copied = 0
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if error.fatal() or not error.retriable():
+                    raise ReplicationError(f"{self.flow.name}: source error: {error}")
+                log.warning("mirror %s: source error (retrying): %s", self.flow.name, error)
+                continue
+            self._produce(message)
+            copied += 1
+        if copied:
+            self._drain_and_commit()
+        return copied
+
+    # -- copying ------------------------------------------------------------------------------
+    def _produce(self, message: Message) -> None:
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        assert topic is not None and partition is not None and offset is not None
+        value, key = message.value(), message.key()
+        size = len(value or b"") + len(key or b"")
+        _, timestamp = message.timestamp()
+        kwargs: dict[str, Any] = {"partition": partition, "headers": message.headers() or []}
+        if timestamp >= 0:
+            kwargs["timestamp"] = timestamp
+
+        def delivered(err: KafkaError | None, sent: Message) -> None:
+            self._delivered((topic, partition), offset, size, err, sent)
+
+        while True:
+            try:
+                self._producer.produce(
+                    self.topics[topic], value=value, key=key, on_delivery=delivered, **kwargs
+                )
+                break
+            except BufferError:  # the local queue is full: serve callbacks, then retry
+                self._producer.poll(0.1)
+        self._producer.poll(0)
+
+    def _delivered(
+        self, tp: TP, upstream: int, size: int, err: KafkaError | None, sent: Message
+    ) -> None:
+        if err is not None:
+            self._errors.append(f"{tp[0]}[{tp[1]}]@{upstream}: {err}")
+            return
+        if self._errors:
+            return  # something before it failed: do not move the position past the gap
+        downstream = sent.offset()
+        assert downstream is not None
+        stats = self.stats.setdefault(tp, PartitionStats())
+        stats.records += 1
+        stats.bytes += size
+        stats.last_source_offset = upstream
+        stats.last_target_offset = downstream
+        self._acked[tp] = upstream + 1
+        if self._syncs_producer is None:
+            return
+        sync = OffsetSync(tp[0], tp[1], upstream, downstream)
+        if self._sync_policy.update(tp, upstream, downstream):
+            self._delayed_syncs.pop(tp, None)
+            self._urgent_syncs[tp] = sync
+        else:
+            self._delayed_syncs[tp] = sync
+
+    def _drain_and_commit(self) -> None:
+        remaining = self._producer.flush(_TIMEOUT_S)
+        if self._errors:
+            raise ReplicationError(
+                f"{self.flow.name}: the target refused records, nothing past them was "
+                f"committed: {'; '.join(self._errors[:5])}"
+            )
+        if remaining:
+            raise ReplicationError(
+                f"{self.flow.name}: {remaining} records not acknowledged by the target within "
+                f"{_TIMEOUT_S:.0f} s; nothing past them was committed"
+            )
+        self._commit()
+
+    def _commit(self) -> None:
+        offsets = [
+            TopicPartition(topic, partition, offset)
+            for (topic, partition), offset in self._acked.items()
+            if self._committed.get((topic, partition)) != offset
+        ]
+        if offsets:
+            self._consumer.commit(offsets=offsets, asynchronous=False)
+            for tp in offsets:
+                key = (tp.topic, tp.partition)
+                self._committed[key] = tp.offset
+                self.stats.setdefault(key, PartitionStats()).committed_offset = tp.offset
+        # Urgent syncs first (a delayed one must not overwrite them), then the delayed ones,
+        # which MM2 promotes at each offset commit.
+        self._send_syncs(self._urgent_syncs)
+        self._send_syncs(self._delayed_syncs)
+
+    # -- offset syncs -------------------------------------------------------------------------
+    def _send_syncs(self, syncs: dict[TP, OffsetSync]) -> None:
+        if self._syncs_producer is None or not syncs:
+            return
+        for sync in syncs.values():
+            key, value = sync.to_record()
+            self._syncs_producer.produce(
+                self.flow.offset_syncs_topic,
+                key=key,
+                value=value,
+                partition=0,
+                on_delivery=self._on_sync_delivery,
+            )
+        syncs.clear()
+        self._syncs_producer.poll(0)
+
+    def _on_sync_delivery(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            self.offset_sync_failures += 1
+            log.error("mirror %s: offset sync not written: %s", self.flow.name, err)
+
+    def _ensure_offset_syncs_topic(self, config: Mapping[str, str]) -> None:
+        admin = AdminClient(dict(config))
+        topic = self.flow.offset_syncs_topic
+        new = NewTopic(
+            topic,
+            num_partitions=1,
+            replication_factor=self.flow.offset_syncs_topic_replication_factor,
+            config={"cleanup.policy": "compact"},
+        )
+        future = admin.create_topics([new])[topic]
+        try:
+            future.result(_TIMEOUT_S)
+        except Exception as exc:
+            error = exc.args[0] if exc.args else None
+            if not (
+                isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS
+            ):
+                raise ReplicationError(
+                    f"{self.flow.name}: creating {topic} on "
+                    f"{self.flow.offset_syncs_cluster} failed: {exc}"
+                ) from exc
+
+    # -- group callbacks ----------------------------------------------------------------------
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        log.info("mirror %s: assigned %s", self.flow.name, _names(partitions))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        try:
+            self._drain_and_commit()
+        finally:
+            for p in partitions:
+                key = (p.topic, p.partition)
+                self._acked.pop(key, None)
+                self._committed.pop(key, None)
+                self._sync_policy.forget(key)
+                self._delayed_syncs.pop(key, None)
+
+    def _on_commit_error(self, err: KafkaError | None, _partitions: list[TopicPartition]) -> None:
+        if err is not None:
+            log.warning("mirror %s: commit failed: %s", self.flow.name, err)
+
+
+def _names(partitions: list[TopicPartition]) -> str:
+    return ", ".join(f"{p.topic}[{p.partition}]" for p in partitions) or "nothing"
