@@ -10,7 +10,12 @@ The package is layered. The bottom layer is pure logic with no I/O: ``properties
 precedence and defaults, and librdkafka client configs), ``policy`` (the replication policies'
 topic naming and loop prevention), ``filters`` (which topics and groups a flow copies),
 ``clients`` (Java client settings as librdkafka's, or refused) and ``formats`` (MM2's
-OffsetSync, Checkpoint and Heartbeat records, byte-exact). This layer is what exists so far.
-The runtime that moves records sits on top of them. Like the rest of the broker runtime it
-imports no Django; an import-linter contract keeps it that way.
+OffsetSync, Checkpoint and Heartbeat records, byte-exact). On top of it, one flow's runtime:
+``topics`` plans which source topics the flow mirrors and what the target must look like
+(names, partitions, synced configs) and applies the plan with an AdminClient; ``replicate``
+copies the records with a source consumer and an idempotent target producer, committing source
+offsets only after the target acknowledged them, and writes MM2's offset syncs. Checkpoints,
+heartbeats, group offset sync and the ``mirror-maker`` command are still to come.
+Like the rest of the broker runtime it imports no Django; an import-linter contract keeps it
+that way.
 """
