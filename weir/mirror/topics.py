@@ -245,7 +245,9 @@ def describe_source(
             configs[resource.name] = {
                 key: ConfigEntryInfo(
                     value=entry.value,
-                    topic_level=entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG,
+                    # confluent-kafka hands the source as a plain int, not its enum
+                    topic_level=getattr(entry.source, "value", entry.source)
+                    == ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
                     read_only=bool(entry.is_read_only),
                     sensitive=bool(entry.is_sensitive),
                 )

@@ -10,13 +10,23 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
 
 from tests.weir.inprocess import ThreadedBroker, threaded_broker
 from weir.mirror.config import MirrorConfig
 from weir.mirror.formats import OffsetSync
 from weir.mirror.replicate import OffsetSyncPolicy, Replicator, group_id
 from weir.mirror.topics import apply_plan, describe_source, describe_target, plan_topics
+
+RETENTION_1H = {"retention.ms": "3600000"}
+FAST_GROUPS = ("group.initial.rebalance.delay.ms=0",)  # the replicator's group joins at once
 
 
 def test_offset_sync_rule_is_mm2s() -> None:
@@ -34,13 +44,17 @@ def test_offset_sync_rule_is_mm2s() -> None:
 
 @pytest.fixture
 def east(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(data_dir=tmp_path / "east" / "broker-1", redis_url=redis_server) as b:
+    with threaded_broker(
+        data_dir=tmp_path / "east" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
+    ) as b:
         yield b
 
 
 @pytest.fixture
 def west(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(data_dir=tmp_path / "west" / "broker-1", redis_url=redis_server) as b:
+    with threaded_broker(
+        data_dir=tmp_path / "west" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
+    ) as b:
         yield b
 
 
@@ -59,7 +73,7 @@ def test_east_to_west_copies_records_exactly(east: ThreadedBroker, west: Threade
     )
     flow = config.flow("east", "west")
     east_admin = AdminClient(config.client_config("east", "admin"))
-    new = NewTopic("orders", num_partitions=2, replication_factor=1)
+    new = NewTopic("orders", num_partitions=2, replication_factor=1, config=RETENTION_1H)
     east_admin.create_topics([new])["orders"].result(30)
 
     producer = Producer({"bootstrap.servers": east.bootstrap, "enable.idempotence": True})
@@ -88,6 +102,7 @@ def test_east_to_west_copies_records_exactly(east: ThreadedBroker, west: Threade
     assert plan.remote_names == {"orders": "east.orders"}
     apply_plan(west_admin, plan, cluster="west", replication_factor=flow.replication_factor)
     assert describe_target(west_admin, cluster="west")["east.orders"] == 2
+    assert topic_config(west_admin, "east.orders", "retention.ms") == "3600000"
 
     started = time.monotonic()
     replicator = Replicator(
@@ -129,6 +144,58 @@ def test_east_to_west_copies_records_exactly(east: ThreadedBroker, west: Threade
     assert OffsetSync("orders", 0, 0, 0) in syncs
     assert OffsetSync("orders", 1, 0, 0) in syncs
     assert OffsetSync("orders", 0, 9, 9) in syncs  # the delayed one, written at the commit
+
+    # The source grows a partition and changes a config; a second replicator (a restart)
+    # resumes from the commits: the target grows, gets the config, and nothing is copied twice.
+    east_admin.create_partitions([NewPartitions("orders", 3)])["orders"].result(30)
+    change = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        "orders",
+        incremental_configs=[
+            ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    east_admin.incremental_alter_configs([change])[change].result(30)
+    late = Producer({"bootstrap.servers": east.bootstrap})  # fresh metadata: 3 partitions
+    for partition in (0, 1, 2):
+        late.produce("orders", key=b"late", value=b"late", partition=partition)
+    assert late.flush(30) == 0
+    plan = plan_topics(
+        flow,
+        describe_source(east_admin, cluster="east"),
+        describe_target(west_admin, cluster="west"),
+    )
+    assert [(t.action, t.partitions, t.alter_configs) for t in plan.topics] == [("grow", 3, True)]
+    apply_plan(west_admin, plan, cluster="west", replication_factor=flow.replication_factor)
+    assert describe_target(west_admin, cluster="west")["east.orders"] == 3
+    assert topic_config(west_admin, "east.orders", "retention.ms") == "7200000"
+    restarted = Replicator(
+        flow,
+        topics=plan.remote_names,
+        source_config=config.client_config("east", "consumer"),
+        target_config=config.client_config("west", "producer"),
+    )
+    try:
+        while sum(s.records for s in restarted.stats.values()) < 3:
+            assert time.monotonic() - started < 60, restarted.stats
+            restarted.run_once(0.5)
+    finally:
+        restarted.close()
+    assert {tp: s.last_source_offset for tp, s in restarted.stats.items()} == {
+        ("orders", 0): 10,
+        ("orders", 1): 10,
+        ("orders", 2): 0,
+    }
+    probe = Consumer({"bootstrap.servers": west.bootstrap, "group.id": "probe"})
+    ends = [probe.get_watermark_offsets(TopicPartition("east.orders", p))[1] for p in (0, 1, 2)]
+    probe.close()
+    assert ends == [11, 11, 1]
+
+
+def topic_config(admin: AdminClient, topic: str, name: str) -> str | None:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(30)
+    return entries[name].value
 
 
 def read_all(
