@@ -9,7 +9,9 @@ Kafka Connect, with plain confluent-kafka clients and no Connect cluster:
   the partitions through Kafka's own group protocol.
 - An idempotent ``acks=all`` ``Producer`` on the target writes each record to the remote topic
   (``plan.remote_names``) and the *same partition number*, with its key, value, headers and
-  timestamp (as CreateTime, whatever the source timestamp type).
+  timestamp (as CreateTime, whatever the source timestamp type). The target must already have
+  the topics and enough partitions (``topics.apply_plan``); a record for a partition the
+  target lacks fails its delivery and stops the replicator, never lands elsewhere.
 
 Delivery guarantee
 ------------------
