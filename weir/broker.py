@@ -66,7 +66,7 @@ from weir.checkpointer import Checkpointer
 from weir.commands import CommandServer
 from weir.config import BrokerConfig, InvalidConfigError, check_broker_constraints
 from weir.connection_limits import ConnectionQuotas, CurrentLimits, RequestQueue
-from weir.controller import Controller, graced_brokers, leads_movable_partitions, with_grace
+from weir.controller import Controller, Grace, leads_movable_partitions
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
 from weir.credential_store import ScramCredentialStore
@@ -526,31 +526,31 @@ class Broker:
         log.error("broker %d was fenced (%s); shutting down", self.broker_id, exc)
         self.fenced.set()
 
-    def _grace(self) -> dict[str, Any]:
-        """The arguments of the brokers' grace after a Redis outage (``with_grace``)."""
+    def _grace(self) -> Grace:
+        """The brokers' grace after a Redis outage, as of now."""
         now = time.monotonic()
-        return {
-            "live_before_outage": self.metadata.live_before_outage,
+        return Grace(
+            live_before_outage=self.metadata.live_before_outage,
             # Still in the outage (this broker's heartbeats keep failing, yet the controller
             # could write): the grace holds until a session timeout after it ends.
-            "reconnected_at": now if self.metadata.in_outage else self.metadata.reconnected_at,
-            "now": now,
-            "session_timeout_s": int(self.view.config.get("broker.session.timeout.ms")) / 1000,
-        }
+            reconnected_at=now if self.metadata.in_outage else self.metadata.reconnected_at,
+            now=now,
+            session_timeout_s=int(self.view.config.get("broker.session.timeout.ms")) / 1000,
+        )
 
     def _controller_image(self) -> ClusterImage:
         """The image the controller decides on: with the brokers' grace after an outage."""
-        return with_grace(self.metadata.image, **self._grace())
+        return self._grace().apply(self.metadata.image)
 
     async def _fresh_brokers(self) -> list[BrokerImage]:
         """Brokers holding a lease now, and those the grace after an outage keeps alive
         (topic creation places replicas on them)."""
         fresh = await live_brokers(self.redis, cluster_id=self.settings.cluster_id)
         image = self.metadata.image
-        have = {b.broker_id for b in fresh}
-        graced = graced_brokers(image, **self._grace()) - have
-        kept = [image.registrations[b] for b in graced]
-        return sorted([*fresh, *kept], key=lambda b: b.broker_id)
+        graced = self._grace().brokers(image) - {b.broker_id for b in fresh}
+        return sorted(
+            [*fresh, *(image.registrations[b] for b in graced)], key=lambda b: b.broker_id
+        )
 
     def _on_partition_offline(self, key: tuple[str, int]) -> None:
         """A partition's disk failed here: stop following it and tell the controller (in

@@ -37,7 +37,7 @@ The decisions are pure functions of the metadata image (``partition_changes_for`
 A Redis outage (a Sentinel failover takes seconds) stops every broker's lease renewals at
 once, so when Redis is back the leases may have expired together although every broker is
 fine. Like Kafka's controller, which gives brokers a session timeout to heartbeat after it
-takes over, the controller then decides on ``with_grace``'s image: for one
+takes over, the controller then decides on ``Grace.apply``'s image: for one
 ``broker.session.timeout.ms`` after its own connection came back, the brokers alive before the
 outage still count as alive. Live brokers renew within a heartbeat and nothing moves; a broker
 that really died during the outage does not, and is declared dead when the grace ends.
@@ -67,11 +67,11 @@ from weir.metadata.store import MetadataStore, PartitionChange
 
 __all__ = [
     "Controller",
+    "Grace",
     "IsrChangeError",
     "ReassignmentError",
     "completed_reassignment",
     "elect_leader",
-    "graced_brokers",
     "imbalanced_partitions",
     "leads_movable_partitions",
     "live_replicas",
@@ -79,7 +79,6 @@ __all__ = [
     "preferred_leader_change",
     "reassignment_change",
     "validate_isr_change",
-    "with_grace",
 ]
 
 log = logging.getLogger("weir.controller")
@@ -106,41 +105,29 @@ def elect_leader(
     return -1, partition.isr
 
 
-def with_grace(
-    image: ClusterImage,
-    *,
-    live_before_outage: Collection[int],
-    reconnected_at: float | None,
-    now: float,
-    session_timeout_s: float,
-) -> ClusterImage:
-    """The image the controller decides on: for one session timeout after Redis came back
-    (``reconnected_at``), the brokers that were alive before it went away still count as
-    alive, registered ones only (see the module docstring)."""
-    kept = graced_brokers(
-        image,
-        live_before_outage=live_before_outage,
-        reconnected_at=reconnected_at,
-        now=now,
-        session_timeout_s=session_timeout_s,
-    )
-    if kept <= image.live_broker_ids:
-        return image
-    return image.with_liveness(image.live_broker_ids | kept, image.controller)
+@dataclass(frozen=True, slots=True)
+class Grace:
+    """The brokers' grace after a Redis outage (see the module docstring): for one session
+    timeout after Redis came back (``reconnected_at``), the brokers alive before it went away
+    still count as alive, registered ones only."""
 
+    live_before_outage: Collection[int]
+    reconnected_at: float | None
+    now: float
+    session_timeout_s: float
 
-def graced_brokers(
-    image: ClusterImage,
-    *,
-    live_before_outage: Collection[int],
-    reconnected_at: float | None,
-    now: float,
-    session_timeout_s: float,
-) -> frozenset[int]:
-    """The registered brokers that count as alive through the grace (none outside it)."""
-    if reconnected_at is None or now - reconnected_at >= session_timeout_s:
-        return frozenset()
-    return frozenset(b for b in live_before_outage if b in image.registrations)
+    def brokers(self, image: ClusterImage) -> frozenset[int]:
+        """The registered brokers that count as alive through the grace (none outside it)."""
+        if self.reconnected_at is None or self.now - self.reconnected_at >= self.session_timeout_s:
+            return frozenset()
+        return frozenset(b for b in self.live_before_outage if b in image.registrations)
+
+    def apply(self, image: ClusterImage) -> ClusterImage:
+        """The image the controller decides on: ``image`` with the graced brokers alive."""
+        kept = self.brokers(image)
+        if kept <= image.live_broker_ids:
+            return image
+        return image.with_liveness(image.live_broker_ids | kept, image.controller)
 
 
 def partition_changes_for(

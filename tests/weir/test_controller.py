@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from weir.controller import (
     Controller,
+    Grace,
     IsrChangeError,
     IsrChangeRequest,
     elect_leader,
@@ -24,7 +25,6 @@ from weir.controller import (
     partition_changes_for,
     preferred_leader_change,
     validate_isr_change,
-    with_grace,
 )
 from weir.metadata.errors import FencedError
 from weir.metadata.image import (
@@ -97,28 +97,22 @@ def always(_: str) -> bool:
     return True
 
 
-# with_grace ----------------------------------------------------------------------------------
+# Grace -----------------------------------------------------------------------------------------
+def grace(before: set[int], reconnected_at: float | None, now: float) -> Grace:
+    return Grace(
+        live_before_outage=before, reconnected_at=reconnected_at, now=now, session_timeout_s=9.0
+    )
+
+
 def test_brokers_alive_before_a_redis_outage_keep_their_leadership_through_the_grace() -> None:
     """Leases expired together during a failover: for one session timeout after Redis is
     back, the brokers alive before it still count, so nothing moves; after, a broker that
     did not renew is dead and its partitions move."""
     after_outage = image({"t": [part([2, 3], [2, 3], 2)]}, live=[3])
-    graced = with_grace(
-        after_outage,
-        live_before_outage={2, 3},
-        reconnected_at=100.0,
-        now=108.9,
-        session_timeout_s=9.0,
-    )
+    graced = grace({2, 3}, 100.0, 108.9).apply(after_outage)
     assert graced.live_broker_ids == {2, 3}
     assert partition_changes_for(graced, unclean_for=never) == {}
-    over = with_grace(
-        after_outage,
-        live_before_outage={2, 3},
-        reconnected_at=100.0,
-        now=109.0,
-        session_timeout_s=9.0,
-    )
+    over = grace({2, 3}, 100.0, 109.0).apply(after_outage)
     assert over is after_outage
     [change] = partition_changes_for(over, unclean_for=never)["t"]
     assert (change.leader, change.isr) == (3, (3,))
@@ -126,21 +120,9 @@ def test_brokers_alive_before_a_redis_outage_keep_their_leadership_through_the_g
 
 def test_grace_never_revives_a_broker_that_deregistered_or_was_dead_before() -> None:
     after_outage = image({"t": [part([1, 2], [1, 2], 1)]}, live=[1], registered=[1, 3])
-    graced = with_grace(
-        after_outage,
-        live_before_outage={1, 2},
-        reconnected_at=0.0,
-        now=1.0,
-        session_timeout_s=9.0,
-    )
+    graced = grace({1, 2}, 0.0, 1.0).apply(after_outage)
     assert graced.live_broker_ids == {1}  # 2 deregistered; 3 was not alive before
-    never_down = with_grace(
-        after_outage,
-        live_before_outage={1, 2},
-        reconnected_at=None,
-        now=1.0,
-        session_timeout_s=9.0,
-    )
+    never_down = grace({1, 2}, None, 1.0).apply(after_outage)
     assert never_down is after_outage
 
 

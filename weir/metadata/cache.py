@@ -42,6 +42,7 @@ from weir.loop_task import StopFlag, stop_tasks
 from weir.metadata.errors import MetadataUnavailableError
 from weir.metadata.image import ClusterImage, ControllerLease
 from weir.metadata.keys import KeyLayout
+from weir.metadata.quorum import stream_order
 from weir.metadata.records import Record, UnknownRecordError, record_from_fields
 from weir.metadata.registration import offline_partitions_of, shutting_down_of
 from weir.metadata.store import MetadataStore
@@ -65,11 +66,6 @@ _REDIS_DOWN = (RedisError, OSError, MetadataUnavailableError)
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _stream_id(value: str) -> tuple[int, int]:
-    ms, _, seq = value.partition("-")
-    return int(ms), int(seq or 0)
 
 
 class MetadataCache:
@@ -105,7 +101,7 @@ class MetadataCache:
         self._tasks: list[asyncio.Task[None]] = []
         self._monotonic = monotonic
         # The brokers alive when Redis was last lost, and when it came back (monotonic):
-        # the controller's grace period after an outage (weir.controller.with_grace).
+        # the controller's grace period after an outage (weir.controller.Grace).
         self.live_before_outage: frozenset[int] = frozenset()
         self.reconnected_at: float | None = None
         self._last_poll_at: float | None = None
@@ -183,7 +179,7 @@ class MetadataCache:
                 except Exception:
                     log.exception("metadata listener %r failed", listener)
 
-    # -- outages, for the controller's grace (weir.controller.with_grace) -------------------
+    # -- outages, for the controller's grace (weir.controller.Grace) ------------------------
     @property
     def in_outage(self) -> bool:
         """Whether an outage began and has not ended yet."""
@@ -262,7 +258,7 @@ class MetadataCache:
         (a paused process) can fall behind the trimmed point.
         """
         trimmed = await self.redis.get(self.keys.metadata_log_trimmed)
-        if trimmed is None or _stream_id(self._read_id) >= _stream_id(_text(trimmed)):
+        if trimmed is None or stream_order(self._read_id) >= stream_order(_text(trimmed)):
             return False
         log.warning(
             "metadata log was trimmed past %s (through %s); re-snapshotting",

@@ -63,6 +63,7 @@ __all__ = [
     "WriteNotReplicatedError",
     "WriteQuorum",
     "online_replicas",
+    "replied_ok",
     "stream_order",
     "write_sync",
 ]
@@ -318,6 +319,12 @@ def write_sync(
             f"within {timeout_ms} ms; it may not survive a failover"
         )
     return list(replies[:queued])
+
+
+def replied_ok(reply: Any) -> bool:
+    """Whether a write script's reply (``[status, ...]``) says it wrote (``ok``) rather than
+    only answered (``fenced``, ``exists``, ``duplicate``...): ``run_script``'s ``wrote``."""
+    return isinstance(reply, list) and bool(reply) and _text(reply[0]) == "ok"
 
 
 def _text(value: Any) -> str:

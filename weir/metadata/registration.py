@@ -59,7 +59,7 @@ from weir.metadata.errors import (
 )
 from weir.metadata.image import BrokerImage, ListenerEndpoint
 from weir.metadata.keys import KeyLayout
-from weir.metadata.quorum import WriteQuorum
+from weir.metadata.quorum import WriteQuorum, replied_ok
 
 __all__ = [
     "DEFAULT_HEARTBEAT_MS",
@@ -218,7 +218,7 @@ class BrokerRegistration:
         deployment holds it (``WriteQuorum``: the broker epoch must never go backwards)."""
         try:
             if confirm:
-                return await self.quorum.run_script(script, keys, args, wrote=_registered)
+                return await self.quorum.run_script(script, keys, args, wrote=replied_ok)
             return await script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             raise MetadataUnavailableError(f"metadata store unavailable: {exc}") from exc
@@ -416,11 +416,6 @@ class BrokerRegistration:
 
     async def live_brokers(self) -> list[BrokerImage]:
         return await live_brokers(self.redis, cluster_id=self.keys.cluster_id)
-
-
-def _registered(reply: Any) -> bool:
-    """Whether the register script wrote (``ok``) rather than found the id taken."""
-    return bool(reply) and _text(reply[0]) == "ok"
 
 
 def shutting_down_of(lease: str | bytes) -> bool:

@@ -44,7 +44,7 @@ from weir.metadata.errors import (
 )
 from weir.metadata.image import ClusterImage, ControllerLease, PartitionImage, TopicImage
 from weir.metadata.keys import KeyLayout
-from weir.metadata.quorum import WriteQuorum
+from weir.metadata.quorum import WriteQuorum, replied_ok
 from weir.metadata.records import (
     ClientQuotaRecord,
     ConfigRecord,
@@ -287,11 +287,6 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _wrote(reply: Any) -> bool:
-    """Whether a script's reply says it wrote (``ok``) rather than only answered."""
-    return isinstance(reply, list) and bool(reply) and _text(reply[0]) == "ok"
-
-
 def _pairs(flat: Sequence[Any]) -> dict[str, str]:
     return {_text(flat[i]): _text(flat[i + 1]) for i in range(0, len(flat), 2)}
 
@@ -384,11 +379,11 @@ class MetadataStore:
     async def _run(
         self, script: Any, keys: list[str], args: list[Any], *, confirm: bool = True
     ) -> list[str]:
-        """Run a write script; a write (status ``ok``) counts only once a majority of a
-        Sentinel deployment holds it (``WriteQuorum.confirm``, raises if it does not)."""
+        """Run a write script; with ``confirm``, a write (status ``ok``) counts only once a
+        Sentinel deployment's replicas hold it (``WriteQuorum.run_script``, raises if not)."""
         try:
             if confirm:
-                result = await self.quorum.run_script(script, keys, args, wrote=_wrote)
+                result = await self.quorum.run_script(script, keys, args, wrote=replied_ok)
             else:
                 result = await script(keys=keys, args=args)
         except (RedisError, OSError) as exc:

@@ -20,10 +20,16 @@ from confluent_kafka.admin import (
 )
 
 from tests.weir.inprocess import ThreadedBroker, threaded_broker
-from weir.mirror.config import MirrorConfig
+from weir.mirror.config import Flow, MirrorConfig
 from weir.mirror.formats import OffsetSync
 from weir.mirror.replicate import OffsetSyncPolicy, Replicator, group_id
-from weir.mirror.topics import apply_plan, describe_source, describe_target, plan_topics
+from weir.mirror.topics import (
+    TopicsPlan,
+    apply_plan,
+    describe_source,
+    describe_target,
+    plan_topics,
+)
 
 RETENTION_1H = {"retention.ms": "3600000"}
 FAST_GROUPS = ("group.initial.rebalance.delay.ms=0",)  # the replicator's group joins at once
@@ -94,29 +100,12 @@ def test_east_to_west_copies_records_exactly(east: ThreadedBroker, west: Threade
     assert producer.flush(30) == 0
 
     west_admin = AdminClient(config.client_config("west", "admin"))
-    plan = plan_topics(
-        flow,
-        describe_source(east_admin, cluster="east"),
-        describe_target(west_admin, cluster="west"),
-    )
+    plan = sync_topics(flow, east_admin, west_admin)
     assert plan.remote_names == {"orders": "east.orders"}
-    apply_plan(west_admin, plan, cluster="west", replication_factor=flow.replication_factor)
     assert describe_target(west_admin, cluster="west")["east.orders"] == 2
     assert topic_config(west_admin, "east.orders", "retention.ms") == "3600000"
 
-    started = time.monotonic()
-    replicator = Replicator(
-        flow,
-        topics=plan.remote_names,
-        source_config=config.client_config("east", "consumer"),
-        target_config=config.client_config("west", "producer"),
-    )
-    try:
-        while sum(s.records for s in replicator.stats.values()) < len(sent):
-            assert time.monotonic() - started < 60, replicator.stats
-            replicator.run_once(0.5)
-    finally:
-        replicator.close()
+    replicator = mirror_until(config, flow, plan.remote_names, len(sent))
     assert {tp: s.committed_offset for tp, s in replicator.stats.items()} == {
         ("orders", 0): 10,
         ("orders", 1): 10,
@@ -160,27 +149,11 @@ def test_east_to_west_copies_records_exactly(east: ThreadedBroker, west: Threade
     for partition in (0, 1, 2):
         late.produce("orders", key=b"late", value=b"late", partition=partition)
     assert late.flush(30) == 0
-    plan = plan_topics(
-        flow,
-        describe_source(east_admin, cluster="east"),
-        describe_target(west_admin, cluster="west"),
-    )
+    plan = sync_topics(flow, east_admin, west_admin)
     assert [(t.action, t.partitions, t.alter_configs) for t in plan.topics] == [("grow", 3, True)]
-    apply_plan(west_admin, plan, cluster="west", replication_factor=flow.replication_factor)
     assert describe_target(west_admin, cluster="west")["east.orders"] == 3
     assert topic_config(west_admin, "east.orders", "retention.ms") == "7200000"
-    restarted = Replicator(
-        flow,
-        topics=plan.remote_names,
-        source_config=config.client_config("east", "consumer"),
-        target_config=config.client_config("west", "producer"),
-    )
-    try:
-        while sum(s.records for s in restarted.stats.values()) < 3:
-            assert time.monotonic() - started < 60, restarted.stats
-            restarted.run_once(0.5)
-    finally:
-        restarted.close()
+    restarted = mirror_until(config, flow, plan.remote_names, 3)
     assert {tp: s.last_source_offset for tp, s in restarted.stats.items()} == {
         ("orders", 0): 10,
         ("orders", 1): 10,
@@ -190,6 +163,36 @@ def test_east_to_west_copies_records_exactly(east: ThreadedBroker, west: Threade
     ends = [probe.get_watermark_offsets(TopicPartition("east.orders", p))[1] for p in (0, 1, 2)]
     probe.close()
     assert ends == [11, 11, 1]
+
+
+def sync_topics(flow: Flow, source: AdminClient, target: AdminClient) -> TopicsPlan:
+    """Plan east's topics on west and apply the plan; the plan."""
+    plan = plan_topics(
+        flow, describe_source(source, cluster="east"), describe_target(target, cluster="west")
+    )
+    apply_plan(target, plan, cluster="west", replication_factor=flow.replication_factor)
+    return plan
+
+
+def mirror_until(
+    config: MirrorConfig, flow: Flow, topics: dict[str, str], count: int
+) -> Replicator:
+    """A replicator (a new process, as after a restart) run until it copied ``count``
+    records, then closed; it, for its counters."""
+    replicator = Replicator(
+        flow,
+        topics=topics,
+        source_config=config.client_config("east", "consumer"),
+        target_config=config.client_config("west", "producer"),
+    )
+    deadline = time.monotonic() + 60
+    try:
+        while sum(s.records for s in replicator.stats.values()) < count:
+            assert time.monotonic() < deadline, replicator.stats
+            replicator.run_once(0.5)
+    finally:
+        replicator.close()
+    return replicator
 
 
 def topic_config(admin: AdminClient, topic: str, name: str) -> str | None:
