@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "brokers",
     "topics",
     "groups",
+    "mirrors",
     "frontend",
 ]
 

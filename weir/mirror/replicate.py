@@ -19,14 +19,24 @@ A source offset is committed only after the target acknowledged every record up 
 delivery callback advances that partition's *acknowledged position*; the idempotent producer
 keeps per-partition order, so the callbacks of a partition arrive in offset order and the
 position is the offset after the last acknowledged record. ``run_once`` consumes one batch,
-produces it, waits (``flush``) until the target acknowledged it, then commits the
-acknowledged positions synchronously. A crash anywhere therefore re-copies only records after
+produces it, waits (``flush``, in one-second slices that report how many records are still
+waiting and give up when the runner stops) until the target acknowledged it, then commits
+the acknowledged positions synchronously. An unreachable target therefore holds the batch in
+the idempotent producer, which retries it until ``message.timeout.ms``; the replicator never
+drops it and never commits past it. A crash anywhere therefore re-copies only records after
 the last commit (duplicates, never a gap). A failed delivery stops the replicator with
 ``ReplicationError`` *before* anything past it is committed; a new replicator resumes from
 the last commit. When partitions are revoked (rebalance), the producer is flushed and the
 acknowledged positions committed first, so the next owner starts where this one stopped.
 Waiting for each batch trades some throughput for this simplicity; pipelining batches is a
-later step.
+later step. Source errors that librdkafka recovers from itself (a broker restarting, all
+brokers down for a while) are logged at most every ``_LOG_EVERY_S`` seconds and replication
+goes on when the source is back; only a fatal consumer error stops the replicator.
+
+Subscription
+------------
+``set_topics`` replaces the mapping (new source topics, topics that left the filter); the
+consumer re-subscribes, and the rebalance that follows commits what was acknowledged first.
 
 Offset syncs
 ------------
@@ -47,14 +57,19 @@ best effort, as in MM2: a failed one is logged and counted, never fatal.
 Counters
 --------
 ``stats`` maps each source (topic, partition) to ``PartitionStats``: records and bytes copied,
-the last source offset mirrored and the target offset it landed at, for the mirrors API.
+the last source offset mirrored and the target offset it landed at, the last record's
+timestamp and replication latency (target acknowledgement time minus record timestamp, MM2's
+``replication-latency-ms``), for the mirrors API; ``positions`` gives, for the partitions this
+process owns, the next offset to copy and the source high watermark (librdkafka's cached
+value from the last fetch: no extra request).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +91,7 @@ log = logging.getLogger("weir.mirror")
 
 _BATCH = 500
 _TIMEOUT_S = 30.0
+_LOG_EVERY_S = 10.0
 
 TP = tuple[str, int]
 
@@ -98,6 +114,9 @@ class PartitionStats:
     last_source_offset: int = -1
     last_target_offset: int = -1
     committed_offset: int = -1  # the next source offset to read after a restart
+    last_timestamp_ms: int = -1  # of the last record copied
+    replication_latency_ms: float = -1.0  # of the last record: ack time - record timestamp
+    replication_latency_max_ms: float = -1.0  # largest since ``reset_latency_max``
 
 
 @dataclass(slots=True)
@@ -145,13 +164,20 @@ class Replicator:
         target_config: Mapping[str, str],
         offset_syncs_config: Mapping[str, str] | None = None,
         batch_size: int = _BATCH,
+        stop_event: threading.Event | None = None,
+        on_wait: Callable[[int], None] | None = None,
     ) -> None:
         """``topics``: source topic -> target topic (``TopicsPlan.remote_names``). Client
         configs come from ``MirrorConfig.client_config``; ``offset_syncs_config`` is the
-        producer config of the offset-syncs cluster (defaults to the target's or source's)."""
+        producer config of the offset-syncs cluster (defaults to the target's or source's).
+        While waiting for the target's acknowledgements, ``on_wait(records_waiting)`` is called
+        about once a second, and a set ``stop_event`` gives up the wait (nothing committed)."""
         self.flow = flow
         self.topics = dict(topics)
         self.batch_size = batch_size
+        self._stop_event = stop_event
+        self._on_wait = on_wait
+        self._last_source_error_log = 0.0
         self.stats: dict[TP, PartitionStats] = {}
         self.offset_sync_failures = 0
         self._acked: dict[TP, int] = {}  # next source offset after the last acknowledged record
@@ -186,6 +212,8 @@ class Replicator:
             self._syncs_config = None
             self._syncs_producer = None
         self._started = False
+        self._abandoned = False
+        self._subscribed: list[str] = []
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -194,11 +222,65 @@ class Replicator:
             return
         if self._syncs_config is not None:
             self._ensure_offset_syncs_topic(self._syncs_config)
-        if self.topics:
-            self._consumer.subscribe(
-                sorted(self.topics), on_assign=self._on_assign, on_revoke=self._on_revoke
-            )
         self._started = True
+        self._subscribe()
+
+    def set_topics(self, topics: Mapping[str, str]) -> None:
+        """Mirror ``topics`` (source -> target) from now on; re-subscribes when it changed."""
+        self.topics = dict(topics)
+        if self._started:
+            self._subscribe()
+
+    def _subscribe(self) -> None:
+        names = sorted(self.topics)
+        if names == self._subscribed:
+            return
+        if names:
+            self._consumer.subscribe(names, on_assign=self._on_assign, on_revoke=self._on_revoke)
+        else:
+            self._consumer.unsubscribe()
+        self._subscribed = names
+
+    def abandon(self) -> None:
+        """Close without committing anything more (after a ``ReplicationError``): what was not
+        committed is copied again by the next owner of the partitions."""
+        self._abandoned = True  # the revoke callback of close() must not commit
+        self._producer.purge()
+        self._errors.append("abandoned")  # callbacks of purged records move no position
+        try:
+            self._consumer.close()
+        finally:
+            if self._syncs_producer is not None:
+                self._syncs_producer.flush(1.0)
+
+    def positions(self) -> dict[TP, tuple[int, int]]:
+        """For each partition this process owns: (next source offset to copy, source high
+        watermark), -1 where not known yet (no fetch answered)."""
+        try:
+            assigned = self._consumer.assignment()
+        except Exception:
+            return {}
+        if not assigned:
+            return {}
+        try:
+            fetched = {(p.topic, p.partition): p.offset for p in self._consumer.position(assigned)}
+        except Exception:
+            fetched = {}
+        out: dict[TP, tuple[int, int]] = {}
+        for p in assigned:
+            tp = (p.topic, p.partition)
+            try:
+                _low, high = self._consumer.get_watermark_offsets(p, cached=True)
+            except Exception:
+                high = -1
+            position = self._acked.get(tp, self._committed.get(tp, fetched.get(tp, -1)))
+            out[tp] = (position if position >= 0 else -1, high if high >= 0 else -1)
+        return out
+
+    def reset_latency_max(self) -> None:
+        """Start a new window for ``PartitionStats.replication_latency_max_ms``."""
+        for stats in self.stats.values():
+            stats.replication_latency_max_ms = stats.replication_latency_ms
 
     def close(self) -> None:
         """Deliver what is in flight, commit it, and close the clients."""
@@ -230,9 +312,14 @@ class Replicator:
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
                     continue
-                if error.fatal() or not error.retriable():
+                if error.fatal():
                     raise ReplicationError(f"{self.flow.name}: source error: {error}")
-                log.warning("mirror %s: source error (retrying): %s", self.flow.name, error)
+                # librdkafka reconnects and rejoins by itself (broker restarts, all brokers
+                # down for a while); say so now and then, and go on.
+                now = time.monotonic()
+                if now - self._last_source_error_log >= _LOG_EVERY_S:
+                    self._last_source_error_log = now
+                    log.warning("mirror %s: source error (retrying): %s", self.flow.name, error)
                 continue
             self._produce(message)
             copied += 1
@@ -253,6 +340,8 @@ class Replicator:
 
         def delivered(err: KafkaError | None, sent: Message) -> None:
             self._delivered((topic, partition), offset, size, err, sent)
+            if err is None and timestamp >= 0:
+                self._record_latency((topic, partition), timestamp)
 
         while True:
             try:
@@ -289,18 +378,32 @@ class Replicator:
         else:
             self._delayed_syncs[tp] = sync
 
+    def _record_latency(self, tp: TP, timestamp_ms: int) -> None:
+        stats = self.stats.get(tp)
+        if stats is None:
+            return
+        latency = max(0.0, time.time() * 1000 - timestamp_ms)
+        stats.last_timestamp_ms = timestamp_ms
+        stats.replication_latency_ms = latency
+        stats.replication_latency_max_ms = max(stats.replication_latency_max_ms, latency)
+
     def _drain_and_commit(self) -> None:
-        remaining = self._producer.flush(_TIMEOUT_S)
-        if self._errors:
-            raise ReplicationError(
-                f"{self.flow.name}: the target refused records, nothing past them was "
-                f"committed: {'; '.join(self._errors[:5])}"
-            )
-        if remaining:
-            raise ReplicationError(
-                f"{self.flow.name}: {remaining} records not acknowledged by the target within "
-                f"{_TIMEOUT_S:.0f} s; nothing past them was committed"
-            )
+        while True:
+            remaining = self._producer.flush(1.0)
+            if self._errors:
+                raise ReplicationError(
+                    f"{self.flow.name}: the target refused records, nothing past them was "
+                    f"committed: {'; '.join(self._errors[:5])}"
+                )
+            if not remaining:
+                break
+            if self._stop_event is not None and self._stop_event.is_set():
+                raise ReplicationError(
+                    f"{self.flow.name}: stopped with {remaining} records not yet acknowledged "
+                    "by the target; nothing past them was committed"
+                )
+            if self._on_wait is not None:
+                self._on_wait(remaining)
         self._commit()
 
     def _commit(self) -> None:
@@ -369,7 +472,8 @@ class Replicator:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         try:
-            self._drain_and_commit()
+            if not self._abandoned:
+                self._drain_and_commit()
         finally:
             for p in partitions:
                 key = (p.topic, p.partition)

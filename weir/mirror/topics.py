@@ -204,12 +204,19 @@ def plan_topics(
 # -- the executor over confluent-kafka's AdminClient ---------------------------------------------
 
 
-def _wait(futures: Mapping[Any, Any], *, cluster: str, step: str) -> None:
+def _wait(
+    futures: Mapping[Any, Any], *, cluster: str, step: str, tolerate: frozenset[str] = frozenset()
+) -> None:
+    """Wait for admin futures; errors whose code name is in ``tolerate`` are not failures
+    (another mirror process with the same properties got there first)."""
     errors = []
     for key, future in futures.items():
         try:
             future.result(_TIMEOUT_S)
         except Exception as exc:
+            code = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else None
+            if code in tolerate:
+                continue
             errors.append(f"{getattr(key, 'name', key)}: {exc}")
     if errors:
         raise TopicSyncError(f"{cluster}: {step} failed: " + "; ".join(errors))
@@ -277,10 +284,20 @@ def apply_plan(admin: Any, plan: TopicsPlan, *, cluster: str, replication_factor
         if t.action == "create"
     ]
     if creates:
-        _wait(admin.create_topics(creates), cluster=cluster, step="create_topics")
+        _wait(
+            admin.create_topics(creates),
+            cluster=cluster,
+            step="create_topics",
+            tolerate=frozenset({"TOPIC_ALREADY_EXISTS"}),
+        )
     grows = [NewPartitions(t.target_topic, t.partitions) for t in plan.topics if t.action == "grow"]
     if grows:
-        _wait(admin.create_partitions(grows), cluster=cluster, step="create_partitions")
+        _wait(
+            admin.create_partitions(grows),
+            cluster=cluster,
+            step="create_partitions",
+            tolerate=frozenset({"INVALID_PARTITIONS"}),
+        )
     alters = [
         ConfigResource(
             ConfigResource.Type.TOPIC,
