@@ -68,7 +68,7 @@ class MirrorFlowSerializer(serializers.Serializer):
     target = serializers.CharField()
     enabled = serializers.BooleanField()
     configured = serializers.BooleanField(help_text="in WEIR_MIRROR_PROPERTIES")
-    state = serializers.ChoiceField(choices=("down", "starting", "running", "retrying", "stopped"))
+    state = serializers.CharField(help_text="down, starting, running, retrying or stopped")
     processes_alive = serializers.IntegerField()
     processes = MirrorProcessSerializer(many=True)
     error = serializers.CharField(allow_null=True)
