@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Two sources, rendered in Prometheus' text format (version 0.0.4):
+Three sources, rendered in Prometheus' text format (version 0.0.4):
 
 * **HTTP** — :class:`MetricsMiddleware` counts every request by route pattern, method and
   status and times it (``weir_http_requests_total``, ``weir_http_request_duration_seconds``)
@@ -18,6 +18,10 @@ Two sources, rendered in Prometheus' text format (version 0.0.4):
   existing Grafana dashboards work. Consumer-group lag (HW - committed offset) reads the
   committed offsets the lag monitor's way (batched per coordinator) and caches them for
   :data:`LAG_CACHE_S` seconds.
+* **Mirrors** — what every ``mirror-maker`` process publishes to Redis
+  (:mod:`weir.mirror.status`), under MM2's MirrorSourceConnector names as the JMX exporter
+  renders them (``kafka_connect_mirror_mirrorsourceconnector_record_count``, ...) and Weir's
+  own (``weir_mirror_lag_records``, ``weir_mirror_checkpoint_age_seconds``, ...).
 
 ``/metrics?broker=N`` serves only broker N's series. The endpoint is open, like any exporter,
 unless ``WEIR_METRICS_REQUIRE_AUTH=1`` (environment or Django setting): then it needs the
@@ -54,7 +58,13 @@ from weir.metrics import broker_metrics_key, read_broker_metrics
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LAG_CACHE_S", "MetricsMiddleware", "MetricsView", "cluster_families"]
+__all__ = [
+    "LAG_CACHE_S",
+    "MetricsMiddleware",
+    "MetricsView",
+    "cluster_families",
+    "mirror_families",
+]
 
 LAG_CACHE_S = 5.0
 # A broker snapshot older than this belongs to a broker that stopped publishing.
@@ -474,6 +484,82 @@ def cluster_families(gw: Any, *, only_broker: int | None = None) -> list[Metric]
     ]
 
 
+# Per mirrored partition, MM2's MirrorSourceConnector metrics as the JMX exporter renders them
+# (``kafka.connect.mirror:type=MirrorSourceConnector,target=..,topic=..,partition=..``; the
+# topic is the target topic, as MM2 tags it): PartitionStatus field -> (name, help).
+_MIRROR_PARTITION = {
+    "records": (
+        "kafka_connect_mirror_mirrorsourceconnector_record_count",
+        "Records replicated (by the live processes, since each started)",
+    ),
+    "bytes": (
+        "kafka_connect_mirror_mirrorsourceconnector_byte_count",
+        "Bytes replicated (by the live processes, since each started)",
+    ),
+    "record_age_ms": (
+        "kafka_connect_mirror_mirrorsourceconnector_record_age_ms",
+        "Age of the last record when the mirror read it",
+    ),
+    "replication_latency_ms": (
+        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms",
+        "Last record: target acknowledgement time minus the record's timestamp",
+    ),
+    "replication_latency_max_ms": (
+        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max",
+        "Highest replication latency since the previous status",
+    ),
+    "lag_records": ("weir_mirror_lag_records", "Source records not yet mirrored"),
+    "lag_seconds": (
+        "weir_mirror_lag_seconds",
+        "Age of the oldest source record not yet mirrored (0 when none)",
+    ),
+}
+
+
+def mirror_families(gw: Any) -> list[Metric]:
+    """The mirror's series from what the ``mirror-maker`` processes publish (no cluster reads):
+    per partition MM2's names and Weir's lag, per flow the processes and the ages of the last
+    checkpoint and heartbeat."""
+    from weir.mirror.status import StatusStore, now_ms
+
+    statuses = StatusStore(gw.redis, gw.cluster_id).read_all()
+    labels = ["source", "target", "topic", "partition"]
+    partition = _families(GaugeMetricFamily, _MIRROR_PARTITION, labels)
+    processes = _gauge("weir_mirror_processes", "Live mirror-maker processes", ["source", "target"])
+    checkpoint_age = _gauge(
+        "weir_mirror_checkpoint_age_seconds",
+        "Seconds since the flow last wrote checkpoints",
+        ["source", "target"],
+    )
+    heartbeat_age = _gauge(
+        "weir_mirror_heartbeat_age_seconds",
+        "Seconds since the flow last wrote a heartbeat",
+        ["source", "target"],
+    )
+    by_flow: dict[tuple[str, str], list[Any]] = {}
+    for status in statuses:  # sorted by flow then process: the later report of a partition wins
+        by_flow.setdefault((status.source, status.target), []).append(status)
+    now = now_ms()
+    for (source, target), found in sorted(by_flow.items()):
+        processes.add_metric([source, target], len(found))
+        rows = {}
+        for status in sorted(found, key=lambda s: s.updated_at_ms):
+            rows.update({(p.target_topic, p.partition): p for p in status.partitions})
+        for (topic, number), row in sorted(rows.items()):
+            for field, family in partition.items():
+                value = getattr(row, field)
+                if value is not None and value >= 0:
+                    family.add_metric([source, target, topic, str(number)], value)
+        for family, stamps in (
+            (checkpoint_age, [s.last_checkpoint_ms for s in found]),
+            (heartbeat_age, [s.last_heartbeat_ms for s in found]),
+        ):
+            last = max((t for t in stamps if t is not None), default=None)
+            if last is not None:
+                family.add_metric([source, target], max(0.0, (now - last) / 1000))
+    return [*partition.values(), processes, checkpoint_age, heartbeat_age]
+
+
 class _Families:
     def __init__(self, families: list[Metric]) -> None:
         self._families = families
@@ -514,6 +600,11 @@ class MetricsView(APIView):
         except ApiError as exc:  # the cluster is away: still serve the control plane's own
             families = [_gauge("weir_cluster_scrape_error", exc.message)]
             families[0].add_metric([], 1)
+        if broker is None:
+            try:
+                families += mirror_families(gw)
+            except Exception:  # the mirror's series must never cost the cluster's
+                log.warning("reading the mirror statuses failed", exc_info=True)
         text = generate_latest(_Families(families))
         if broker is None:
             text = generate_latest(HTTP_REGISTRY) + text

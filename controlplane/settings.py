@@ -54,6 +54,10 @@ WEIR_METADATA_EXPORT_DIR = os.environ.get(
     "WEIR_METADATA_EXPORT_DIR", str(BASE_DIR / "var" / "metadata-exports")
 )
 WEIR_METADATA_EXPORT_KEEP = int(os.environ.get("WEIR_METADATA_EXPORT_KEEP", "24"))
+# The connect-mirror-maker.properties the mirror-maker processes run (optional): with it the
+# control plane knows every flow, reads lag from both clusters and can fail groups over
+# (mirrors/); without it /api/mirrors/ shows what running mirror processes publish.
+WEIR_MIRROR_PROPERTIES = os.environ.get("WEIR_MIRROR_PROPERTIES", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

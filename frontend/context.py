@@ -17,6 +17,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("brokers", "Brokers", "/brokers/"),
     ("topics", "Topics", "/topics/"),
     ("groups", "Consumer groups", "/groups/"),
+    ("mirrors", "Mirrors", "/mirrors/"),
     ("reassignments", "Reassignments", "/reassignments/"),
     ("jobs", "Jobs", "/jobs/"),
     ("analytics", "Analytics", "/analytics/"),

@@ -1,2 +1,4 @@
-"""Cross-cluster mirroring in the control plane: the ``mirror-maker`` command, the mirrors
-API and page. The mirror itself is the Django-free ``weir.mirror``."""
+"""Cross-cluster mirroring in the control plane: the ``mirror-maker`` command, and the
+operator side -- ``/api/mirrors/``, the failover action, and what the dashboard and
+``/metrics`` show about the ``mirror-maker`` processes. The mirror itself is the Django-free
+``weir.mirror``."""

@@ -31,6 +31,7 @@ LIVE_PAGES = {
     "/jobs/": ["/ws/ui/jobs/"],
     "/analytics/": ["/ws/ui/jobs/"],
     "/quotas/": ["/ws/ui/quotas/"],
+    "/mirrors/": ["/ws/ui/mirrors/"],
 }
 
 

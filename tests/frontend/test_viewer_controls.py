@@ -31,10 +31,11 @@ PAGES = (
     "/jobs/",
     "/analytics/",
     "/quotas/",
+    "/mirrors/",
 )
 MUTATING = re.compile(
     r"\b(create|delete|produce|reset|execute|rebalance|elect|cancel|add|save|edit|propose|"
-    r"generate|apply|remove|run)\b",
+    r"generate|apply|remove|run|commit)\b",
     re.IGNORECASE,
 )
 
