@@ -14,6 +14,7 @@ step when it is due. Each confluent-kafka client is driven from one thread only.
 - **Records** (the records thread): ``Replicator.run_once`` batches, one after the other (the
   replicator's consumer group ``mirror-<src>-><dst>`` on the source splits the partitions
   between processes); a plan the tasks thread applied is handed over between two batches.
+- **Topic ACLs** (``sync.topic.acls.interval.seconds``): ``acls.sync_acls``, MM2's rule.
 - **Checkpoints and group offsets** (``emit.checkpoints.interval.seconds``,
   ``sync.group.offsets.interval.seconds``): ``checkpoints.CheckpointTask``, which acts only in
   the one process its leader group elects.
@@ -43,6 +44,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from weir.mirror.acls import sync_acls
 from weir.mirror.config import Flow, MirrorConfig
 from weir.mirror.replicate import Replicator
 from weir.mirror.status import FlowStatus, PartitionStatus, now_ms
@@ -138,6 +140,8 @@ class FlowWorker:
             config_exclude_pattern() if exclude is None else config_exclude_pattern(exclude)
         )
         self._topics_due = _Due(flow.refresh_topics_interval_s if flow.enabled else None, clock)
+        self._acls_due = _Due(flow.sync_topic_acls_interval_s if flow.enabled else None, clock)
+        self._acls_unsupported_logged = False
         self._configs_due = _Due(
             flow.sync_topic_configs_interval_s if flow.enabled else None, clock
         )
@@ -201,13 +205,15 @@ class FlowWorker:
     def run_due_tasks(self) -> None:
         if self._topics_due.ready():
             self._refresh_topics()
+        if self._acls_due.ready() and self._plan is not None:
+            self._sync_acls(self._plan.remote_names)
         if self._checkpoints_due.ready():
             self._run_checkpoints()
         if self._heartbeats_due.ready():
             self._run_heartbeats()
 
     def _task_dues(self) -> list[_Due]:
-        return [self._topics_due, self._checkpoints_due, self._heartbeats_due]
+        return [self._topics_due, self._acls_due, self._checkpoints_due, self._heartbeats_due]
 
     # -- steps ---------------------------------------------------------------------------------
     def _refresh_topics(self) -> None:
@@ -249,6 +255,24 @@ class FlowWorker:
             self.status.skipped_topics = dict(plan.skipped)
         if self._checkpoints is not None:
             self._checkpoints.set_topics(plan.remote_names)
+
+    def _sync_acls(self, remote_names: dict[str, str]) -> None:
+        flow = self.flow
+        try:
+            sent = sync_acls(
+                AdminClient(self.config.client_config(flow.source, "admin")),
+                AdminClient(self.config.client_config(flow.target, "admin")),
+                remote_names,
+                cluster=flow.target,
+            )
+        except Exception as exc:  # AclSyncError or a client failure: next interval
+            self._problem("acls", str(exc))
+        else:
+            self._solved("acls")
+            if sent is None and not self._acls_unsupported_logged:
+                log.info("mirror %s: %s has no authorizer: no ACLs to sync", flow.name, flow.source)
+                self._acls_unsupported_logged = True
+        self._acls_due.done()
 
     def _replicate(self) -> int:
         with self._lock:
