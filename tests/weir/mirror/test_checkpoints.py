@@ -87,16 +87,17 @@ def checkpoint_task(config: MirrorConfig, flow: Flow) -> CheckpointTask:
     )
 
 
-def lead(task: CheckpointTask, *others: CheckpointTask) -> CheckpointRound:
-    """Rounds (the others' too, to keep them in the group) until ``task`` leads; its round."""
+def lead(*tasks: CheckpointTask) -> tuple[CheckpointTask, CheckpointRound]:
+    """Rounds of every task (each keeps its membership alive) until one leads; it and its
+    round. Never two leaders at once."""
     deadline = time.monotonic() + 30
     while True:
         assert time.monotonic() < deadline, "no leader"
-        for other in others:
-            assert not other.run_once().leader or not task.leader
-        result = task.run_once()
-        if result.leader:
-            return result
+        rounds = [(task, task.run_once()) for task in tasks]
+        leaders = [(task, result) for task, result in rounds if result.leader]
+        assert len(leaders) <= 1, "two checkpoint leaders"
+        if leaders:
+            return leaders[0]
 
 
 def test_checkpoints_translate_exactly_and_a_failed_over_consumer_resumes(
@@ -136,7 +137,7 @@ def test_checkpoints_translate_exactly_and_a_failed_over_consumer_resumes(
 
     task = checkpoint_task(config, flow)
     try:
-        first = lead(task)
+        _, first = lead(task)
         assert first.errors == []
         assert sorted(first.checkpoints, key=lambda c: c.group) == [
             GroupCheckpoint("ahead", "orders", 0, "east.orders", 35, 35, exact=False),
@@ -192,14 +193,17 @@ def test_one_checkpoint_leader_among_two_tasks_and_heartbeats(
 ) -> None:
     config = mirror_config(east, west)
     flow = config.flow("east", "west")
-    first, second = checkpoint_task(config, flow), checkpoint_task(config, flow)
+    tasks = [checkpoint_task(config, flow), checkpoint_task(config, flow)]
     try:
-        lead(first, second)
-        assert not second.run_once().leader
-        first.close()  # the leader leaves: the other takes over
-        lead(second)
+        leader, _ = lead(*tasks)
+        follower = next(task for task in tasks if task is not leader)
+        assert not follower.run_once().leader
+        tasks.remove(leader)
+        leader.close()  # the leader leaves: the other takes over
+        assert lead(follower)[0] is follower
     finally:
-        second.close()
+        for task in tasks:
+            task.close()
 
     heartbeats = HeartbeatTask(
         flow,
