@@ -14,8 +14,12 @@ OffsetSync, Checkpoint and Heartbeat records, byte-exact). On top of it, one flo
 ``topics`` plans which source topics the flow mirrors and what the target must look like
 (names, partitions, synced configs) and applies the plan with an AdminClient; ``replicate``
 copies the records with a source consumer and an idempotent target producer, committing source
-offsets only after the target acknowledged them, and writes MM2's offset syncs. Checkpoints,
-heartbeats, group offset sync and the ``mirror-maker`` command are still to come.
+offsets only after the target acknowledged them, and writes MM2's offset syncs plus the
+both-ends "break" syncs that make translation exact; ``translate`` (pure) turns the offset-syncs
+history into exact target offsets for committed group offsets; ``checkpoints`` runs MM2's
+checkpoint task (one leader per flow, checkpoints, group offset sync that skips and reports
+groups active on the target) and its heartbeat task. The ``mirror-maker`` command that
+schedules them is still to come.
 Like the rest of the broker runtime it imports no Django; an import-linter contract keeps it
 that way.
 """

@@ -41,15 +41,22 @@ consumer re-subscribes, and the rebalance that follows commits what was acknowle
 Offset syncs
 ------------
 For each acknowledged record the replicator knows both offsets (source, and target from the
-delivery report) and feeds them to ``OffsetSyncPolicy``, the rule of MM2's
+delivery report) and feeds them to ``OffsetSyncPolicy``. It keeps the rule of MM2's
 ``OffsetSyncWriter.PartitionState``: a sync is *urgent* for the first record of a partition
 in this replicator's lifetime, when the target offset has drifted ``offset.lag.max`` or more
 past the last sync's (+1, because MM2 translates one past the sync), when source offsets were
 skipped (compaction, transaction markers) and when the target went backwards (truncated).
+Weir adds *break* syncs so that translation can be exact (``translate``): whenever the step
+from the previous acknowledged pair to the current one is not (+1 source, +1 target), it
+emits the previous pair (the end of the old linear run; unless it was the last sync already)
+and the current one. Between two consecutive syncs of one lifetime the mapping is then
+linear (``target = sync.target + (offset - sync.source)``) unless the two are the ends of a
+break, where no record lies between them. The extra syncs are true (source, target) pairs, so
+MM2's own tooling still reads them correctly; it just has more to choose from.
 Syncs are written at each commit, right after the batch that produced them was
-acknowledged: first the urgent ones, then, for each partition, the latest pair seen since
-(MM2's "delayed" syncs, which it too writes at each offset commit), so that a translator
-never lags a commit. Syncs go to
+acknowledged: first the urgent ones in the order they arose, then, for each partition, the
+latest pair seen since (MM2's "delayed" syncs, which it too writes at each offset commit), so
+that a translator never lags a commit. Syncs go to
 ``mm2-offset-syncs.<...>.internal`` on the cluster ``offset-syncs.topic.location`` names, one
 partition, compacted, as ``formats.OffsetSync`` records (MM2's bytes). Offset-sync writes are
 best effort, as in MM2: a failed one is logged and counted, never fatal.
@@ -121,30 +128,36 @@ class PartitionStats:
 
 @dataclass(slots=True)
 class _SyncState:
-    previous_upstream: int = -1
-    previous_downstream: int = -1
-    last_sync_downstream: int = -1
+    previous: tuple[int, int]  # the last acknowledged (source, target) pair
+    last_sync: tuple[int, int]  # the last pair this policy made urgent
 
 
 class OffsetSyncPolicy:
-    """When to write an offset sync: MM2's ``OffsetSyncWriter`` rule (see module docstring)."""
+    """When to write an offset sync: MM2's ``OffsetSyncWriter`` rule plus Weir's break syncs
+    (see module docstring)."""
 
     def __init__(self, offset_lag_max: int) -> None:
         self.offset_lag_max = offset_lag_max
         self._states: dict[TP, _SyncState] = {}
 
-    def update(self, tp: TP, upstream: int, downstream: int) -> bool:
-        """Record that source offset ``upstream`` landed at ``downstream``; True if urgent."""
-        s = self._states.setdefault(tp, _SyncState())
-        urgent = (
-            s.last_sync_downstream == -1
-            or downstream - (s.last_sync_downstream + 1) >= self.offset_lag_max
-            or upstream - s.previous_upstream != 1
-            or downstream < s.previous_downstream
-        )
-        if urgent:
-            s.last_sync_downstream = downstream
-        s.previous_upstream, s.previous_downstream = upstream, downstream
+    def update(self, tp: TP, upstream: int, downstream: int) -> list[tuple[int, int]]:
+        """Record that source offset ``upstream`` landed at ``downstream``; the (source,
+        target) pairs to sync now (urgent), oldest first, or an empty list if it can wait."""
+        current = (upstream, downstream)
+        s = self._states.get(tp)
+        if s is None:  # first record of this lifetime
+            self._states[tp] = _SyncState(current, current)
+            return [current]
+        previous, s.previous = s.previous, current
+        if upstream - previous[0] != 1 or downstream - previous[1] != 1:
+            # A break (MM2: skipped source offsets or a target that went back; Weir: any step
+            # that is not +1/+1): both ends, so that every run between syncs is linear.
+            urgent = [current] if previous == s.last_sync else [previous, current]
+        elif downstream - (s.last_sync[1] + 1) >= self.offset_lag_max:
+            urgent = [current]
+        else:
+            return []
+        s.last_sync = current
         return urgent
 
     def forget(self, tp: TP) -> None:
@@ -185,7 +198,7 @@ class Replicator:
         self._errors: list[str] = []
         self._sync_policy = OffsetSyncPolicy(flow.offset_lag_max)
         self._delayed_syncs: dict[TP, OffsetSync] = {}
-        self._urgent_syncs: dict[TP, OffsetSync] = {}
+        self._urgent_syncs: dict[tuple[str, int, int], OffsetSync] = {}
         self._consumer = Consumer(
             {
                 **source_config,
@@ -371,12 +384,13 @@ class Replicator:
         self._acked[tp] = upstream + 1
         if self._syncs_producer is None:
             return
-        sync = OffsetSync(tp[0], tp[1], upstream, downstream)
-        if self._sync_policy.update(tp, upstream, downstream):
+        urgent = self._sync_policy.update(tp, upstream, downstream)
+        if urgent:
             self._delayed_syncs.pop(tp, None)
-            self._urgent_syncs[tp] = sync
+            for up, down in urgent:  # keyed by source offset too: a break queues two
+                self._urgent_syncs[(*tp, up)] = OffsetSync(tp[0], tp[1], up, down)
         else:
-            self._delayed_syncs[tp] = sync
+            self._delayed_syncs[tp] = OffsetSync(tp[0], tp[1], upstream, downstream)
 
     def _record_latency(self, tp: TP, timestamp_ms: int) -> None:
         stats = self.stats.get(tp)
@@ -424,7 +438,7 @@ class Replicator:
         self._send_syncs(self._delayed_syncs)
 
     # -- offset syncs -------------------------------------------------------------------------
-    def _send_syncs(self, syncs: dict[TP, OffsetSync]) -> None:
+    def _send_syncs(self, syncs: dict[Any, OffsetSync]) -> None:
         if self._syncs_producer is None or not syncs:
             return
         for sync in syncs.values():

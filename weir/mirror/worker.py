@@ -45,9 +45,10 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from weir.mirror.acls import sync_acls
+from weir.mirror.checkpoints import CheckpointTask, HeartbeatTask
 from weir.mirror.config import Flow, MirrorConfig
 from weir.mirror.replicate import Replicator
-from weir.mirror.status import FlowStatus, PartitionStatus, now_ms
+from weir.mirror.status import FlowStatus, GroupCheckpoint, PartitionStatus, now_ms
 from weir.mirror.topics import (
     TopicsPlan,
     apply_plan,
@@ -64,6 +65,7 @@ log = logging.getLogger("weir.mirror")
 _IDLE_WAIT_S = 0.2  # poll timeout of a batch; also the pause of a flow with nothing to copy
 _RECENT_ERRORS = 10
 _EXCLUDE_KEY = "config.properties.exclude"
+_MAX_CHECKPOINTS = 1000  # translated offsets kept in the published status
 
 
 @dataclass(slots=True)
@@ -145,14 +147,13 @@ class FlowWorker:
         self._configs_due = _Due(
             flow.sync_topic_configs_interval_s if flow.enabled else None, clock
         )
-        checkpoint_intervals = [
-            i
-            for i in (flow.emit_checkpoints_interval_s, flow.sync_group_offsets_interval_s)
-            if i is not None
-        ]
         self._checkpoints_due = _Due(
-            min(checkpoint_intervals) if flow.enabled and checkpoint_intervals else None, clock
+            flow.emit_checkpoints_interval_s if flow.enabled else None, clock
         )
+        self._group_sync_due = _Due(
+            flow.sync_group_offsets_interval_s if flow.enabled else None, clock
+        )
+        self._checkpointed: dict[tuple[str, str, int], GroupCheckpoint] = {}
         self._heartbeats_due = _Due(flow.emit_heartbeats_interval_s, clock)
         self._last_rate_at = clock()
         self._last_rate_totals = (0, 0)
@@ -207,13 +208,19 @@ class FlowWorker:
             self._refresh_topics()
         if self._acls_due.ready() and self._plan is not None:
             self._sync_acls(self._plan.remote_names)
-        if self._checkpoints_due.ready():
+        if self._checkpoints_due.ready() or self._group_sync_due.ready():
             self._run_checkpoints()
         if self._heartbeats_due.ready():
             self._run_heartbeats()
 
     def _task_dues(self) -> list[_Due]:
-        return [self._topics_due, self._acls_due, self._checkpoints_due, self._heartbeats_due]
+        return [
+            self._topics_due,
+            self._acls_due,
+            self._checkpoints_due,
+            self._group_sync_due,
+            self._heartbeats_due,
+        ]
 
     # -- steps ---------------------------------------------------------------------------------
     def _refresh_topics(self) -> None:
@@ -341,9 +348,8 @@ class FlowWorker:
         self._refresh_snapshot(with_positions=False)
 
     def _run_checkpoints(self) -> None:
-        from weir.mirror.checkpoints import CheckpointTask
-
         flow = self.flow
+        emit, sync = self._checkpoints_due.ready(), self._group_sync_due.ready()
         try:
             if self._checkpoints is None:
                 self._checkpoints = CheckpointTask(
@@ -356,27 +362,34 @@ class FlowWorker:
                     ),
                     topics=self._plan.remote_names if self._plan is not None else {},
                 )
-            result = self._checkpoints.run_once()
+            result = self._checkpoints.run_once(emit_checkpoints=emit, sync_group_offsets=sync)
         except Exception as exc:  # retried at the next interval
             self._problem("checkpoints", str(exc))
-            self._checkpoints_due.done()
+            result = None
+        for due, ran in ((self._checkpoints_due, emit), (self._group_sync_due, sync)):
+            if ran:
+                due.done()
+        if result is None:
             return
-        self._checkpoints_due.done()
         if getattr(result, "errors", ()):
             self._problem("checkpoints", "; ".join(result.errors))
         else:
             self._solved("checkpoints")
+        for c in result.checkpoints:
+            self._checkpointed[(c.group, c.source_topic, c.partition)] = c
         with self._lock:
             self.status.leader = result.leader
             if result.leader:
-                self.status.last_checkpoint_ms = now_ms()
-                self.status.checkpoints = list(result.checkpoints)
-                self.status.synced_groups = list(result.synced_groups)
-                self.status.skipped_active_groups = list(result.skipped_active_groups)
+                if emit:
+                    self.status.last_checkpoint_ms = now_ms()
+                self.status.checkpoints = [
+                    self._checkpointed[k] for k in sorted(self._checkpointed)[:_MAX_CHECKPOINTS]
+                ]
+                if sync:
+                    self.status.synced_groups = list(result.synced_groups)
+                    self.status.skipped_active_groups = list(result.skipped_active_groups)
 
     def _run_heartbeats(self) -> None:
-        from weir.mirror.checkpoints import HeartbeatTask
-
         flow = self.flow
         try:
             if self._heartbeats is None:

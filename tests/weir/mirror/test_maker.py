@@ -7,36 +7,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.weir.inprocess import ThreadedBroker, threaded_broker
+from tests.weir.inprocess import ThreadedBroker
 from weir.metadata.redis_url import sync_client
 from weir.mirror.config import MirrorConfig
 from weir.mirror.maker import MirrorMaker
 from weir.mirror.status import FlowStatus, StatusStore
-
-FAST_GROUPS = ("group.initial.rebalance.delay.ms=0",)
-
-
-@pytest.fixture
-def east(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(
-        data_dir=tmp_path / "east" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
-    ) as b:
-        yield b
-
-
-@pytest.fixture
-def west(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(
-        data_dir=tmp_path / "west" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
-    ) as b:
-        yield b
 
 
 def properties(east: ThreadedBroker, west: ThreadedBroker, **extra: str) -> dict[str, str]:

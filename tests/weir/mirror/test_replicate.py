@@ -5,10 +5,7 @@ MM2's format. Also the offset-sync rule on its own (pure)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -19,7 +16,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from tests.weir.inprocess import ThreadedBroker, threaded_broker
+from tests.weir.inprocess import ThreadedBroker
 from weir.mirror.config import Flow, MirrorConfig
 from weir.mirror.formats import OffsetSync
 from weir.mirror.replicate import OffsetSyncPolicy, Replicator, group_id
@@ -32,36 +29,24 @@ from weir.mirror.topics import (
 )
 
 RETENTION_1H = {"retention.ms": "3600000"}
-FAST_GROUPS = ("group.initial.rebalance.delay.ms=0",)  # the replicator's group joins at once
 
 
-def test_offset_sync_rule_is_mm2s() -> None:
-    rule = OffsetSyncPolicy(offset_lag_max=3)
+def test_offset_sync_rule_is_mm2s_plus_break_syncs() -> None:
+    rule = OffsetSyncPolicy(offset_lag_max=2)
     tp = ("orders", 0)
-    assert rule.update(tp, 10, 0)  # first record of the lifetime
-    assert not rule.update(tp, 11, 1)
-    assert not rule.update(tp, 12, 2)
-    assert rule.update(tp, 13, 4)  # 4 - (0 + 1) >= 3: translation too stale
-    assert rule.update(tp, 20, 5)  # source offsets skipped
-    assert rule.update(tp, 21, 2)  # target went backwards
+    assert rule.update(tp, 10, 0) == [(10, 0)]  # first record of the lifetime
+    assert rule.update(tp, 11, 1) == []
+    assert rule.update(tp, 12, 2) == []
+    assert rule.update(tp, 13, 3) == [(13, 3)]  # 3 - (0 + 1) >= 2: translation too stale
+    assert rule.update(tp, 14, 4) == []
+    # Source offsets skipped (MM2 syncs the current pair): the end of the run too.
+    assert rule.update(tp, 20, 5) == [(14, 4), (20, 5)]
+    # The target went backwards, right after a sync: the previous end is that sync already.
+    assert rule.update(tp, 21, 2) == [(21, 2)]
+    assert rule.update(tp, 22, 3) == []
+    assert rule.update(tp, 23, 9) == [(22, 3), (23, 9)]  # a target gap is a break too
     rule.forget(tp)
-    assert rule.update(tp, 22, 3)  # a new lifetime starts with a sync
-
-
-@pytest.fixture
-def east(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(
-        data_dir=tmp_path / "east" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
-    ) as b:
-        yield b
-
-
-@pytest.fixture
-def west(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(
-        data_dir=tmp_path / "west" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
-    ) as b:
-        yield b
+    assert rule.update(tp, 24, 10) == [(24, 10)]  # a new lifetime starts with a sync
 
 
 def test_east_to_west_copies_records_exactly(east: ThreadedBroker, west: ThreadedBroker) -> None:
