@@ -186,8 +186,13 @@ class FlowWorker:
         """The records thread: batches until ``stop``; then commit what was acknowledged."""
         try:
             while not self.stop.is_set():
-                copied = self._replicate()
-                self._refresh_snapshot()
+                try:
+                    copied = self._replicate()
+                    self._refresh_snapshot()
+                except Exception:  # a bug must not end the flow: say it, pause, go on
+                    log.exception("mirror %s: records thread", self.flow.name)
+                    copied = 0
+                    self.stop.wait(1.0)
                 if not copied and self._replicator is None:
                     self.stop.wait(_IDLE_WAIT_S)
         finally:
@@ -197,7 +202,11 @@ class FlowWorker:
         """The tasks thread: topics, checkpoints and heartbeats, each when it is due."""
         try:
             while not self.stop.is_set():
-                self.run_due_tasks()
+                try:
+                    self.run_due_tasks()
+                except Exception:  # a bug must not end the flow: say it, pause, go on
+                    log.exception("mirror %s: tasks thread", self.flow.name)
+                    self.stop.wait(1.0)
                 due = [d.at for d in self._task_dues()]
                 self.stop.wait(max(0.05, min(min(due) - self.clock(), _IDLE_WAIT_S * 5)))
         finally:

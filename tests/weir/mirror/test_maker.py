@@ -177,3 +177,92 @@ def test_two_makers_split_the_partitions_and_one_takes_over(
         wait_for(lambda: target_count(west.bootstrap, "east.orders", 4) == 400, "second copy")
     values = read_values(west.bootstrap, "east.orders", 4)
     assert sorted(values) == list(range(400))  # clean hand-over: no gap, no duplicate
+
+
+def test_active_active_never_loops_and_a_failed_over_group_resumes_exactly(
+    east: ThreadedBroker, west: ThreadedBroker
+) -> None:
+    config = MirrorConfig.from_properties(
+        properties(
+            east,
+            west,
+            **{
+                "west->east.enabled": "true",
+                "west->east.topics": "orders.*",
+                "emit.checkpoints.enabled": "true",
+                "emit.checkpoints.interval.seconds": "1",
+                "emit.heartbeats.enabled": "true",
+                "sync.group.offsets.enabled": "true",
+                "sync.group.offsets.interval.seconds": "1",
+            },
+        )
+    )
+    for broker in (east, west):
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("orders", 2, 1)])["orders"].result(30)
+    produce(east.bootstrap, "orders", range(100), 2)
+    produce(west.bootstrap, "orders", range(1000, 1050), 2)
+    # A group reads 60 records on east and commits (then stops: east is "lost").
+    group = Consumer(
+        {
+            "bootstrap.servers": east.bootstrap,
+            "group.id": "billing",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    group.subscribe(["orders"])
+    seen: list[int] = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 60:
+        assert time.monotonic() < deadline
+        for m in group.consume(60 - len(seen), 0.5):
+            assert m.error() is None
+            seen.append(int(m.value()))
+    group.commit(asynchronous=False)
+    group.close()
+    with Running(config) as maker:
+        wait_for(lambda: target_count(west.bootstrap, "east.orders", 2) == 100, "east -> west")
+        wait_for(lambda: target_count(east.bootstrap, "west.orders", 2) == 50, "west -> east")
+        # Nothing else writes east.orders: the translation is the source position itself.
+        source_positions = committed(east.bootstrap, "billing", "orders", 2)
+        assert sum(source_positions) == 60
+        wait_for(
+            lambda: committed(west.bootstrap, "billing", "east.orders", 2) == source_positions,
+            "billing's translated offsets on west",
+        )
+        statuses = {s.flow: s for s in maker.statuses()}
+        assert statuses["east->west"].leader and statuses["east->west"].last_heartbeat_ms
+        time.sleep(2.5)  # two more refreshes: mirrored topics must not come back
+    topics = set(AdminClient({"bootstrap.servers": west.bootstrap}).list_topics(timeout=10).topics)
+    assert "east.orders" in topics and "east.heartbeats" in topics
+    assert not any(t.startswith("west.east.") or t.startswith("east.west.") for t in topics)
+    topics = set(AdminClient({"bootstrap.servers": east.bootstrap}).list_topics(timeout=10).topics)
+    assert "west.orders" in topics
+    assert not any(t.startswith("east.west.") or t.startswith("west.east.") for t in topics)
+    # The consumer fails over to west and reads exactly what it had not processed.
+    standby = Consumer(
+        {"bootstrap.servers": west.bootstrap, "group.id": "billing", "enable.auto.commit": False}
+    )
+    standby.subscribe(["east.orders"])
+    rest: list[int] = []
+    deadline = time.monotonic() + 30
+    while len(rest) < 40:
+        assert time.monotonic() < deadline, rest
+        for m in standby.consume(100, 0.5):
+            assert m.error() is None
+            rest.append(int(m.value()))
+    assert not standby.consume(100, 1.0)
+    standby.close()
+    assert sorted(seen + rest) == list(range(100))
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        offsets = consumer.committed(
+            [TopicPartition(topic, p) for p in range(partitions)], timeout=10
+        )
+        return [tp.offset for tp in offsets]
+    finally:
+        consumer.close()
