@@ -221,6 +221,7 @@ class FlowWorker:
             self._run_checkpoints()
         if self._heartbeats_due.ready():
             self._run_heartbeats()
+        self._refresh_snapshot(with_positions=False)
 
     def _task_dues(self) -> list[_Due]:
         return [
@@ -458,7 +459,8 @@ class FlowWorker:
         self.status.error = "; ".join(self._problems.values()) or None
 
     def _refresh_snapshot(self, *, with_positions: bool = True) -> None:
-        """Called from the records thread only (it reads the replicator's consumer)."""
+        """With ``with_positions``, from the records thread only (it reads the replicator's
+        consumer); without, from any thread."""
         replicator = self._replicator
         partitions: list[PartitionStatus] | None = None
         if with_positions and replicator is not None and self._applied is not None:

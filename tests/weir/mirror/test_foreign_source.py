@@ -17,8 +17,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.weir.inprocess import ThreadedBroker, threaded_broker
-from tests.weir.mirror.conftest import TansuBroker
-from tests.weir.mirror.test_replicate import FAST_GROUPS, read_all
+from tests.weir.mirror.conftest import FAST_GROUPS, TansuBroker
+from tests.weir.mirror.test_replicate import read_all
 from weir.mirror.config import MirrorConfig
 from weir.mirror.formats import OffsetSync
 from weir.mirror.replicate import Replicator, group_id

@@ -231,8 +231,10 @@ def test_active_active_never_loops_and_a_failed_over_group_resumes_exactly(
             lambda: committed(west.bootstrap, "billing", "east.orders", 2) == source_positions,
             "billing's translated offsets on west",
         )
-        statuses = {s.flow: s for s in maker.statuses()}
-        assert statuses["east->west"].leader and statuses["east->west"].last_heartbeat_ms
+        wait_for(
+            lambda: all(s.leader and s.last_heartbeat_ms for s in maker.statuses()),
+            "each flow's checkpoint leader and heartbeats",
+        )
         time.sleep(2.5)  # two more refreshes: mirrored topics must not come back
     topics = set(AdminClient({"bootstrap.servers": west.bootstrap}).list_topics(timeout=10).topics)
     assert "east.orders" in topics and "east.heartbeats" in topics
