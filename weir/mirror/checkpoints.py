@@ -55,11 +55,12 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from weir.mirror.config import Flow
 from weir.mirror.formats import Checkpoint, Heartbeat, OffsetSync
 from weir.mirror.status import GroupCheckpoint
+from weir.mirror.topics import ensure_internal_topic
 from weir.mirror.translate import SyncHistory
 
 __all__ = [
@@ -69,7 +70,6 @@ __all__ = [
     "HeartbeatError",
     "HeartbeatTask",
     "checkpoints_group_id",
-    "ensure_internal_topic",
 ]
 
 log = logging.getLogger("weir.mirror")
@@ -93,26 +93,6 @@ class HeartbeatError(RuntimeError):
 def checkpoints_group_id(flow: Flow) -> str:
     """The group whose partition-0 owner leads checkpoints: ``mirror-<src>-><dst>-checkpoints``."""
     return f"mirror-{flow.name}-checkpoints"
-
-
-def ensure_internal_topic(
-    admin: AdminClient, topic: str, *, replication_factor: int, cluster: str
-) -> None:
-    """Create a one-partition compacted topic (MM2's internal topics); fine if it exists.
-    RuntimeError naming the cluster and topic otherwise."""
-    new = NewTopic(
-        topic,
-        num_partitions=1,
-        replication_factor=replication_factor,
-        config={"cleanup.policy": "compact"},
-    )
-    try:
-        admin.create_topics([new])[topic].result(_TIMEOUT_S)
-    except Exception as exc:
-        error = exc.args[0] if exc.args else None
-        if isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-            return
-        raise RuntimeError(f"creating {topic} on {cluster} failed: {exc}") from exc
 
 
 @dataclass(slots=True)

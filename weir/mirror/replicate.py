@@ -81,10 +81,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from weir.mirror.config import Flow
 from weir.mirror.formats import OffsetSync
+from weir.mirror.topics import ensure_internal_topic
 
 __all__ = [
     "OffsetSyncPolicy",
@@ -234,7 +235,15 @@ class Replicator:
         if self._started:
             return
         if self._syncs_config is not None:
-            self._ensure_offset_syncs_topic(self._syncs_config)
+            try:
+                ensure_internal_topic(
+                    AdminClient(self._syncs_config),
+                    self.flow.offset_syncs_topic,
+                    replication_factor=self.flow.offset_syncs_topic_replication_factor,
+                    cluster=self.flow.offset_syncs_cluster,
+                )
+            except RuntimeError as exc:
+                raise ReplicationError(f"{self.flow.name}: {exc}") from exc
         self._started = True
         self._subscribe()
 
@@ -457,28 +466,6 @@ class Replicator:
         if err is not None:
             self.offset_sync_failures += 1
             log.error("mirror %s: offset sync not written: %s", self.flow.name, err)
-
-    def _ensure_offset_syncs_topic(self, config: Mapping[str, str]) -> None:
-        admin = AdminClient(dict(config))
-        topic = self.flow.offset_syncs_topic
-        new = NewTopic(
-            topic,
-            num_partitions=1,
-            replication_factor=self.flow.offset_syncs_topic_replication_factor,
-            config={"cleanup.policy": "compact"},
-        )
-        future = admin.create_topics([new])[topic]
-        try:
-            future.result(_TIMEOUT_S)
-        except Exception as exc:
-            error = exc.args[0] if exc.args else None
-            if not (
-                isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS
-            ):
-                raise ReplicationError(
-                    f"{self.flow.name}: creating {topic} on "
-                    f"{self.flow.offset_syncs_cluster} failed: {exc}"
-                ) from exc
 
     # -- group callbacks ----------------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

@@ -59,6 +59,7 @@ __all__ = [
     "configs_to_copy",
     "describe_source",
     "describe_target",
+    "ensure_internal_topic",
     "plan_topics",
     "skip_reason",
 ]
@@ -316,3 +317,22 @@ def apply_plan(admin: Any, plan: TopicsPlan, *, cluster: str, replication_factor
             cluster=cluster,
             step="incremental_alter_configs",
         )
+
+
+def ensure_internal_topic(admin: Any, topic: str, *, replication_factor: int, cluster: str) -> None:
+    """Create a one-partition compacted topic (MM2's internal topics); fine if it exists.
+    ``TopicSyncError`` naming the cluster and topic otherwise."""
+    from confluent_kafka.admin import NewTopic
+
+    new = NewTopic(
+        topic,
+        num_partitions=1,
+        replication_factor=replication_factor,
+        config={"cleanup.policy": "compact"},
+    )
+    _wait(
+        admin.create_topics([new]),
+        cluster=cluster,
+        step="create_topics",
+        tolerate=frozenset({"TOPIC_ALREADY_EXISTS"}),
+    )
