@@ -239,7 +239,7 @@ def group_offsets_reset(
     dry_run: bool = True,
 ) -> list[OffsetResetRow]:
     """The new offset of each chosen partition, written unless ``dry_run``."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     if strategy not in RESET_STRATEGIES:
@@ -284,9 +284,21 @@ def group_offsets_reset(
         rows.append(OffsetResetRow(key[0], key[1], current, offset))
     if dry_run or not rows:
         return rows
-    request = ConsumerGroupTopicPartitions(
-        group, [TopicPartition(r.topic, r.partition, r.new_offset) for r in rows]
+    group_offsets_commit(
+        admin,
+        group,
+        [TopicPartition(r.topic, r.partition, r.new_offset) for r in rows],
+        failure=f"resetting offsets of group '{group}'",
     )
+    return rows
+
+
+def group_offsets_commit(admin: Any, group: str, offsets: list[Any], *, failure: str) -> None:
+    """Commit ``offsets`` for ``group`` (AlterConsumerGroupOffsets); ``Conflict`` starting with
+    ``failure`` when any partition is refused (e.g. the group has members)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    request = ConsumerGroupTopicPartitions(group, offsets)
     result = admin_result(
         admin.alter_consumer_group_offsets([request], request_timeout=ADMIN_TIMEOUT_S)[group],
         group=group,
@@ -295,10 +307,8 @@ def group_offsets_reset(
     if failed:
         first = failed[0].error
         raise Conflict(
-            f"resetting offsets of group '{group}' failed for {len(failed)} partition(s): "
-            f"{first.name()}: {first.str()}"
+            f"{failure} failed for {len(failed)} partition(s): {first.name()}: {first.str()}"
         )
-    return rows
 
 
 # forced rebalance ------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from controlplane.errors import Conflict, KafkaUnavailable, NotFound
 from groups.selectors import admin_result, group_description, partition_offsets
+from groups.services import group_offsets_commit
 from mirrors.sources import admin_client, configured_flow, consumer, mirror_setup
 from weir.mirror.config import Flow, MirrorConfig
 from weir.mirror.formats import Checkpoint
@@ -183,18 +184,10 @@ def group_failover(*, source: str, target: str, group: str, dry_run: bool = True
             f"group {group!r} is active on {flow.target} ({members} member(s), state {state}): "
             "stop its consumers there before failing it over"
         )
-    request = ConsumerGroupTopicPartitions(
-        group, [TopicPartition(r.topic, r.partition, r.translated_offset) for r in rows]
+    group_offsets_commit(
+        admin,
+        group,
+        [TopicPartition(r.topic, r.partition, r.translated_offset) for r in rows],
+        failure=f"committing offsets of group {group!r} on {flow.target}",
     )
-    result = admin_result(
-        admin.alter_consumer_group_offsets([request], request_timeout=TIMEOUT_S)[group],
-        group=group,
-    )
-    failed = [tp for tp in result.topic_partitions if tp.error is not None]
-    if failed:
-        first = failed[0].error
-        raise Conflict(
-            f"committing offsets of group {group!r} on {flow.target} failed for "
-            f"{len(failed)} partition(s): {first.name()}: {first.str()}"
-        )
     return plan

@@ -22,30 +22,26 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.weir.inprocess import ThreadedBroker, threaded_broker
+from tests.weir.inprocess import ThreadedBroker
+from tests.weir.mirror.conftest import mirror_cluster
 from tests.weir.mirror.test_maker import read_values, target_count, wait_for
 from weir.metadata.redis_url import sync_client
 from weir.mirror.status import StatusStore
 
 ROOT = Path(__file__).resolve().parents[2]
-FAST_GROUPS = ("group.initial.rebalance.delay.ms=0",)
 PARTITIONS = 4
 
 
 @pytest.fixture
 def east(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(
-        data_dir=tmp_path / "east" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
-    ) as b:
-        yield b
+    with mirror_cluster("east", redis_server, tmp_path) as broker:
+        yield broker
 
 
 @pytest.fixture
 def west(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(
-        data_dir=tmp_path / "west" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
-    ) as b:
-        yield b
+    with mirror_cluster("west", redis_server, tmp_path) as broker:
+        yield broker
 
 
 def mirror_maker(

@@ -11,6 +11,7 @@ Debian, npm) carry no Apache Kafka broker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import uuid
@@ -93,17 +94,23 @@ def tansu_broker(tmp_path: Path) -> Iterator[TansuBroker]:
         _stop(proc)
 
 
+@contextlib.contextmanager
+def mirror_cluster(name: str, redis_url: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
+    """A one-broker Weir cluster of its own (data under ``tmp_path/name``), groups joining at
+    once, for the ``with`` block."""
+    with threaded_broker(
+        data_dir=tmp_path / name / "broker-1", redis_url=redis_url, configs=FAST_GROUPS
+    ) as broker:
+        yield broker
+
+
 @pytest.fixture
 def east(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(
-        data_dir=tmp_path / "east" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
-    ) as b:
-        yield b
+    with mirror_cluster("east", redis_server, tmp_path) as broker:
+        yield broker
 
 
 @pytest.fixture
 def west(redis_server: str, tmp_path: Path) -> Iterator[ThreadedBroker]:
-    with threaded_broker(
-        data_dir=tmp_path / "west" / "broker-1", redis_url=redis_server, configs=FAST_GROUPS
-    ) as b:
-        yield b
+    with mirror_cluster("west", redis_server, tmp_path) as broker:
+        yield broker
