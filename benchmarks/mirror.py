@@ -24,7 +24,7 @@ Measured, for each copier:
 
 1. **Catch-up**: a backlog of ``--records`` records of ``--size`` bytes over ``--partitions``
    partitions is produced to the source first; then the copier starts. The harness polls the
-   target's high watermarks every 20 ms; the rate is counted from the first poll that sees a
+   target's high watermarks every 20 ms; the rate is counted from the last poll that sees no
    record to the poll that sees them all (so process start-up, topic creation and the group
    join are left out; they are reported as "first record after"). MB/s of record values,
    1 MB = 10**6 bytes, and the copier's CPU as % of one core.
@@ -36,7 +36,9 @@ Measured, for each copier:
    timestamp (CreateTime, set by the producer when ``produce()`` was called; both copiers
    keep it), for the records after the warm-up: p50/p99/max. "kept up" means every record
    arrived and the lag did not grow: the median lag of the last tenth of the records is at
-   most twice that of the first tenth plus 50 ms.
+   most twice that of the first tenth plus 50 ms. The same is measured first with no copier
+   at all (``direct``: the consumer reads the source topic itself), the lag's baseline: what
+   producing and fetching 6 partitions costs before any mirroring.
 
 Figures are printed and written to ``--json``, never asserted.
 """
@@ -98,10 +100,10 @@ from benchmarks.peers import (
 SOURCE, TARGET = "source", "target"
 MIRRORED_PREFIX = "mirrored"  # the mirror's topics regex is ``mirrored-.*``
 PLAIN_PREFIX = "plain"  # the peer's source topics, which the mirror must not see
+DIRECT_PREFIX = "direct"  # read back from the source itself: the lag's baseline
 BATCH = 500  # records per consume() call, as the mirror's replicator
 POLL_S = 0.02  # how often the target's high watermarks are read during a catch-up
 DRAIN_S = 15.0  # after the producer is done, wait at most this long for stragglers
-COPIERS = ("mirror", "plain")
 
 
 @dataclass
@@ -110,7 +112,7 @@ class MirrorSettings:
     partitions: int = 6
     size: int = 1024
     rates: list[int] = field(default_factory=lambda: [2_000, 5_000])
-    duration: float = 20.0
+    duration: float = 15.0
     warmup: float = 2.0
     timeout: float = 300.0
 
@@ -120,13 +122,13 @@ class CatchUp:
     copier: str
     records: int
     first_record_s: float  # from the copier's start to the first record on the target
-    seconds: float  # from the first record seen on the target to the last
-    records_timed: int  # records that arrived in ``seconds``
+    seconds: float  # from the last poll that saw no record on the target to the last record
     copier_cpu_pct: float
+    brokers_cpu_pct: float  # both clusters' brokers and Redis, % of one core
 
     @property
     def records_per_s(self) -> float:
-        return self.records_timed / self.seconds if self.seconds > 0 else float("nan")
+        return self.records / self.seconds if self.seconds > 0 else float("nan")
 
     def mb_per_s(self, size: int) -> float:
         return self.records_per_s * size / MB
@@ -146,6 +148,7 @@ class Steady:
     last_tenth_p50_ms: float
     producer_behind_max_ms: float
     copier_cpu_pct: float
+    brokers_cpu_pct: float  # both clusters' brokers and Redis, % of one core
 
     @property
     def kept_up(self) -> bool:
@@ -322,6 +325,7 @@ def time_catch_up(
     copier: str,
     cpu: Callable[[], float],
     started: float,
+    brokers: Callable[[], float],
 ) -> CatchUp:
     """Watch ``topic`` on the target fill up to ``settings.records`` (see module docstring);
     ``started`` is the copier's start (monotonic) and ``cpu`` its CPU seconds so far."""
@@ -329,29 +333,30 @@ def time_catch_up(
     expected = settings.records
     deadline = started + settings.timeout
     try:
-        count = target_count(watcher, topic, settings.partitions)
-        while count == 0:
+        count = 0
+        while count == 0:  # the clock starts at the last poll that saw nothing
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{copier}: nothing on the target after {settings.timeout}s")
             time.sleep(POLL_S)
+            empty_at, cpu0, b0 = time.monotonic(), cpu(), brokers()
             count = target_count(watcher, topic, settings.partitions)
-        first_at, first_count, cpu0 = time.monotonic(), count, cpu()
+        first_at = time.monotonic()
         while count < expected:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{copier}: {count} of {expected} records copied")
             time.sleep(POLL_S)
             count = target_count(watcher, topic, settings.partitions)
-        done_at, cpu1 = time.monotonic(), cpu()
+        done_at, cpu1, b1 = time.monotonic(), cpu(), brokers()
     finally:
         watcher.close()
-    seconds = done_at - first_at
+    seconds = done_at - empty_at
     return CatchUp(
         copier=copier,
         records=count,
         first_record_s=first_at - started,
         seconds=seconds,
-        records_timed=count - first_count,
         copier_cpu_pct=100.0 * (cpu1 - cpu0) / seconds if seconds > 0 else float("nan"),
+        brokers_cpu_pct=100.0 * (b1 - b0) / seconds if seconds > 0 else float("nan"),
     )
 
 
@@ -403,6 +408,7 @@ def measure_lag(
     settings: MirrorSettings,
     copier: str,
     cpu: Callable[[], float],
+    brokers: Callable[[], float],
 ) -> Steady:
     """Replication lag of ``rate`` records/s from ``topic`` on the source, read as
     ``target_topic`` on the target (see module docstring); the copier is already running."""
@@ -432,7 +438,7 @@ def measure_lag(
                 raise TimeoutError(f"{copier}: the priming records did not arrive")
             if consumer.poll(0.1) is not None:
                 primed += 1
-        cpu0, t0 = cpu(), time.monotonic()
+        cpu0, b0, t0 = cpu(), brokers(), time.monotonic()
         proc.start()
         child.close()
         poll, unpack_from, wall = consumer.poll, STAMP.unpack_from, time.time
@@ -459,7 +465,7 @@ def measure_lag(
                 producer_done_at is not None and mono - producer_done_at > DRAIN_S
             ):
                 break
-        elapsed, cpu1 = time.monotonic() - t0, cpu()
+        elapsed, cpu1, b1 = time.monotonic() - t0, cpu(), brokers()
         produced = receive_report(parent, 60.0, "steady producer")
     except BaseException:
         if proc.is_alive():
@@ -487,10 +493,16 @@ def measure_lag(
         last_tenth_p50_ms=statistics.median(by_seq[-tenth:]) if by_seq else float("nan"),
         producer_behind_max_ms=produced["behind_max_ms"],
         copier_cpu_pct=100.0 * (cpu1 - cpu0) / elapsed,
+        brokers_cpu_pct=100.0 * (b1 - b0) / elapsed,
     )
 
 
 # -- the runs -------------------------------------------------------------------------------
+def brokers_cpu(*clusters: PeerHandle) -> Callable[[], float]:
+    """CPU seconds so far of every process of ``clusters`` (brokers and their Redis)."""
+    return lambda: sum(cluster.cpu_seconds() for cluster in clusters)
+
+
 @dataclass
 class Results:
     backlog_produce_s: float = 0.0
@@ -509,7 +521,13 @@ def run_mirror(
     try:
         remote = f"{SOURCE}.{backlog}"
         catch_up = time_catch_up(
-            target.bootstrap, remote, settings, "mirror", mirror.cpu_seconds, started
+            target.bootstrap,
+            remote,
+            settings,
+            "mirror",
+            mirror.cpu_seconds,
+            started,
+            brokers_cpu(source, target),
         )
         print(f"[mirror] catch-up {catch_up.mb_per_s(settings.size):.1f} MB/s", flush=True)
         steady = []
@@ -525,6 +543,7 @@ def run_mirror(
                 settings,
                 "mirror",
                 mirror.cpu_seconds,
+                brokers_cpu(source, target),
             )
             print(f"[mirror] {rate}/s: lag p99 {result.p99_ms:.1f} ms", flush=True)
             steady.append(result)
@@ -546,7 +565,15 @@ def run_plain(
     copier = PlainCopier(source.bootstrap, target.bootstrap, backlog, remote, settings.partitions)
     started = time.monotonic()
     with copier.running(settings.records, settings.timeout):
-        catch_up = time_catch_up(target.bootstrap, remote, settings, "plain", lambda: 0.0, started)
+        catch_up = time_catch_up(
+            target.bootstrap,
+            remote,
+            settings,
+            "plain",
+            lambda: 0.0,
+            started,
+            brokers_cpu(source, target),
+        )
     catch_up.copier_cpu_pct = (
         100.0 * copier.report["cpu_seconds"] / max(catch_up.seconds + catch_up.first_record_s, 1e-9)
     )
@@ -569,6 +596,7 @@ def run_plain(
                 settings,
                 "plain",
                 lambda: 0.0,
+                brokers_cpu(source, target),
             )
         result.copier_cpu_pct = (
             100.0 * copier.report["cpu_seconds"] / (settings.warmup + settings.duration)
@@ -576,6 +604,28 @@ def run_plain(
         print(f"[plain] {rate}/s: lag p99 {result.p99_ms:.1f} ms", flush=True)
         steady.append(result)
     return catch_up, steady
+
+
+def run_direct(source: PeerHandle, settings: MirrorSettings) -> list[Steady]:
+    """The baseline of the lag: each rate read back from the source itself, nothing copied."""
+    steady = []
+    for rate in settings.rates:
+        topic = unique_topic(f"{DIRECT_PREFIX}-steady-{rate}")
+        create_topic(source.bootstrap, topic, settings.partitions)
+        result = measure_lag(
+            source.bootstrap,
+            source.bootstrap,
+            topic,
+            topic,
+            rate,
+            settings,
+            "direct",
+            lambda: 0.0,
+            brokers_cpu(source),
+        )
+        print(f"[direct] {rate}/s: lag p99 {result.p99_ms:.1f} ms", flush=True)
+        steady.append(result)
+    return steady
 
 
 def run(settings: MirrorSettings) -> Results:
@@ -586,6 +636,7 @@ def run(settings: MirrorSettings) -> Results:
         target = start_weir(free_port(), work / "target-data")
         try:
             print(f"[clusters] source {source.bootstrap}, target {target.bootstrap}", flush=True)
+            results.steady += run_direct(source, settings)
             backlog = unique_topic(f"{MIRRORED_PREFIX}-backlog")
             create_topic(source.bootstrap, backlog, settings.partitions)
             results.backlog_produce_s = produce_backlog(source.bootstrap, backlog, settings)
@@ -618,7 +669,7 @@ def report(results: Results, settings: MirrorSettings, machine: str) -> str:
         f"catch-up of {settings.records} records ({settings.records * size / MB:.0f} MB), "
         f"backlog produced in {results.backlog_produce_s:.1f} s:",
         format_table(
-            ["copier", "records/s", "MB/s", "first record after", "copier CPU"],
+            ["copier", "records/s", "MB/s", "first record after", "copier CPU", "brokers CPU"],
             [
                 [
                     c.copier,
@@ -626,6 +677,7 @@ def report(results: Results, settings: MirrorSettings, machine: str) -> str:
                     f"{c.mb_per_s(size):.1f}",
                     f"{c.first_record_s:.1f} s",
                     f"{c.copier_cpu_pct:.0f}%",
+                    f"{c.brokers_cpu_pct:.0f}%",
                 ]
                 for c in results.catch_up
             ],
@@ -644,6 +696,7 @@ def report(results: Results, settings: MirrorSettings, machine: str) -> str:
                 "first/last tenth p50",
                 "kept up",
                 "copier CPU",
+                "brokers CPU",
             ],
             [
                 [
@@ -657,6 +710,7 @@ def report(results: Results, settings: MirrorSettings, machine: str) -> str:
                     f"{s.first_tenth_p50_ms:.1f}/{s.last_tenth_p50_ms:.1f}",
                     "yes" if s.kept_up else "NO",
                     f"{s.copier_cpu_pct:.0f}%",
+                    f"{s.brokers_cpu_pct:.0f}%",
                 ]
                 for s in results.steady
             ],
@@ -670,11 +724,16 @@ def report(results: Results, settings: MirrorSettings, machine: str) -> str:
             f"{ratio(by_copier['mirror'].records_per_s, by_copier['plain'].records_per_s)}"
         )
     for rate in settings.rates:
-        pair = {s.copier: s for s in results.steady if s.rate == rate}
-        if len(pair) == 2:
+        row = {s.copier: s for s in results.steady if s.rate == rate}
+        if "mirror" in row and "plain" in row:
             lines.append(
                 f"mirror/plain lag p99 at {rate}/s: "
-                f"{ratio(pair['mirror'].p99_ms, pair['plain'].p99_ms)}"
+                f"{ratio(row['mirror'].p99_ms, row['plain'].p99_ms)}"
+                + (
+                    f" (mirror/direct {ratio(row['mirror'].p99_ms, row['direct'].p99_ms)})"
+                    if "direct" in row
+                    else ""
+                )
             )
     lines.append(f"mirror-maker exit status after SIGTERM: {results.mirror_exit}")
     return "\n".join(lines)
@@ -705,7 +764,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--rates", type=parse_rates, default=[2_000, 5_000], help="steady records/s, e.g. 2000,5000"
     )
-    parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per rate")
+    parser.add_argument("--duration", type=float, default=15.0, help="measured seconds per rate")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds first")
     parser.add_argument("--timeout", type=float, default=300.0, help="bound on each phase")
     return parse_checked(parser, argv, check)
