@@ -156,10 +156,18 @@ def consumer_config(
 
 
 def send_paced(
-    producer: Any, topic: str, *, rate: float, total: int, size: int, wait: Callable[[float], Any]
+    producer: Any,
+    topic: str,
+    *,
+    rate: float,
+    total: int,
+    size: int,
+    wait: Callable[[float], Any],
+    partitions: int = 1,
 ) -> list[int]:
     """Produce ``total`` records of ``size`` bytes (a :data:`STAMP`, then padding) to
-    partition 0 of ``topic``, ``rate`` per second from now; ``wait(seconds)`` passes the time
+    ``topic``, ``rate`` per second from now, round robin over its first ``partitions``
+    partitions (record ``seq`` to ``seq % partitions``); ``wait(seconds)`` passes the time
     until the next is due (``time.sleep``, or the producer's ``poll`` so delivery reports are
     taken the moment they arrive). A record the client could not send on time goes at once,
     back to back with the others behind. Returns how far behind schedule (ns) each was sent."""
@@ -176,7 +184,7 @@ def send_paced(
             wait((due - now) / 1e9)
             continue
         try:
-            produce(topic, pack(now, seq) + padding, None, 0)
+            produce(topic, pack(now, seq) + padding, None, seq % partitions)
         except BufferError:  # the client's queue is full: let it send, then try again
             poll(0.001)
             continue

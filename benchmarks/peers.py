@@ -361,14 +361,42 @@ def _start_redis(workdir: Path, port: int) -> tuple[subprocess.Popen[bytes], IO[
     return proc, log_file, log_path
 
 
+def venv_python() -> str:
+    """The project's ``.venv`` interpreter (this one if there is no ``.venv``)."""
+    python = REPO_ROOT / ".venv" / "bin" / "python"
+    return str(python) if python.exists() else sys.executable
+
+
+def start_manage_command(
+    name: str, args: Sequence[str], *, env: dict[str, str], workdir: Path
+) -> PeerHandle:
+    """Run ``manage.py ARGS`` (a Weir command other than a broker, such as ``mirror-maker``)
+    as a process of this harness, with ``env`` and its output in ``workdir/NAME.log``. The
+    handle stops it like a broker (SIGTERM to its process group, then SIGKILL; at exit;
+    ``PR_SET_PDEATHSIG``) and leaves ``workdir`` in place; it is returned at once, not when
+    the command is ready."""
+    log_path = workdir / f"{name}.log"
+    proc, log_file = _spawn(
+        [venv_python(), "manage.py", *args], log_path=log_path, env=env, cwd=REPO_ROOT
+    )
+    handle = PeerHandle(
+        name=name,
+        bootstrap="",
+        procs=[proc],
+        logs=[log_path],
+        env=env,
+        _log_files=[log_file],
+    )
+    _live_handles.append(handle)
+    return handle
+
+
 def weir_command(
     port: int, data_dir: Path, broker_id: int = 1, extra_configs: Sequence[str] = ()
 ) -> list[str]:
     """``runbroker`` argv: a PLAINTEXT listener on ``port`` plus one ``--config`` per entry."""
-    venv_python = REPO_ROOT / ".venv" / "bin" / "python"
-    python = str(venv_python) if venv_python.exists() else sys.executable
     argv = [
-        python,
+        venv_python(),
         "manage.py",
         "runbroker",
         "--broker-id",
