@@ -18,18 +18,20 @@ Delivery guarantee
 A source offset is committed only after the target acknowledged every record up to it: each
 delivery callback advances that partition's *acknowledged position*; the idempotent producer
 keeps per-partition order, so the callbacks of a partition arrive in offset order and the
-position is the offset after the last acknowledged record. ``run_once`` consumes one batch,
-produces it, waits (``flush``, in one-second slices that report how many records are still
-waiting and give up when the runner stops) until the target acknowledged it, then commits
-the acknowledged positions synchronously. An unreachable target therefore holds the batch in
-the idempotent producer, which retries it until ``message.timeout.ms``; the replicator never
-drops it and never commits past it. A crash anywhere therefore re-copies only records after
-the last commit (duplicates, never a gap). A failed delivery stops the replicator with
-``ReplicationError`` *before* anything past it is committed; a new replicator resumes from
-the last commit. When partitions are revoked (rebalance), the producer is flushed and the
+position is the offset after the last acknowledged record. Batches are pipelined:
+``run_once`` consumes a batch and hands it to the producer without waiting for the earlier
+ones, up to ``_MAX_IN_FLIGHT`` unacknowledged records (beyond that it waits, in slices that
+report how many records are waiting and give up when the runner stops). Every
+``_COMMIT_INTERVAL_S``, and whenever the source has nothing new, it commits the acknowledged
+positions synchronously. An unreachable target therefore holds records in the idempotent
+producer, which retries them until ``message.timeout.ms``; the replicator never drops them
+and never commits past them, and ``stalled_for`` tells how long the target has acknowledged
+nothing. A crash anywhere therefore re-copies only records after the last commit
+(duplicates, never a gap). A failed delivery stops the replicator with ``ReplicationError``
+*before* anything past it is committed; a new replicator resumes from the last commit. When
+partitions are revoked (rebalance) or the replicator closes, the producer is flushed and the
 acknowledged positions committed first, so the next owner starts where this one stopped.
-Waiting for each batch trades some throughput for this simplicity; pipelining batches is a
-later step. Source errors that librdkafka recovers from itself (a broker restarting, all
+Source errors that librdkafka recovers from itself (a broker restarting, all
 brokers down for a while) are logged at most every ``_LOG_EVERY_S`` seconds and replication
 goes on when the source is back; only a fatal consumer error stops the replicator.
 
@@ -100,6 +102,8 @@ log = logging.getLogger("weir.mirror")
 _BATCH = 500
 _TIMEOUT_S = 30.0
 _LOG_EVERY_S = 10.0
+_COMMIT_INTERVAL_S = 0.5  # MM2 commits every offset.flush.interval.ms (10 s); sooner is cheap
+_MAX_IN_FLIGHT = 20_000  # records produced and not yet acknowledged by the target
 
 TP = tuple[str, int]
 
@@ -228,6 +232,8 @@ class Replicator:
         self._started = False
         self._abandoned = False
         self._subscribed: list[str] = []
+        self._last_commit = 0.0
+        self._last_progress = time.monotonic()
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -324,9 +330,15 @@ class Replicator:
             self.close()
 
     def run_once(self, timeout: float = 1.0) -> int:
-        """Copy one batch (waiting up to ``timeout`` for records), wait for the target to
-        acknowledge it, commit, write offset syncs; the number of records copied."""
+        """Copy one batch (waiting up to ``timeout`` for records) without waiting for the
+        target's acknowledgements of earlier ones; every ``_COMMIT_INTERVAL_S`` (and when the
+        source is idle) commit what the target acknowledged so far and write the offset syncs.
+        The number of records copied."""
         self.start()
+        self._producer.poll(0)  # serve delivery callbacks of what is in flight
+        if not self._producer_in_flight():
+            self._last_progress = time.monotonic()
+        self._raise_delivery_errors()
         messages = self._consumer.consume(self.batch_size, timeout)
         copied = 0
         for message in messages:
@@ -345,9 +357,43 @@ class Replicator:
                 continue
             self._produce(message)
             copied += 1
-        if copied:
-            self._drain_and_commit()
+        self._wait_for_room()
+        self._raise_delivery_errors()
+        now = time.monotonic()
+        if not copied or now - self._last_commit >= _COMMIT_INTERVAL_S:
+            self._commit()
+            self._last_commit = now
         return copied
+
+    def stalled_for(self) -> float:
+        """Seconds since the target last acknowledged anything while records were in flight
+        (0 when nothing is in flight)."""
+        if not self._producer_in_flight():
+            return 0.0
+        return time.monotonic() - self._last_progress
+
+    def _producer_in_flight(self) -> int:
+        return len(self._producer)
+
+    def _wait_for_room(self) -> None:
+        """Pipelining's bound: no more than ``_MAX_IN_FLIGHT`` records unacknowledged."""
+        while (in_flight := self._producer_in_flight()) > _MAX_IN_FLIGHT:
+            self._producer.poll(0.2)
+            self._raise_delivery_errors()
+            if self._stop_event is not None and self._stop_event.is_set():
+                raise ReplicationError(
+                    f"{self.flow.name}: stopped with {in_flight} records not yet acknowledged "
+                    "by the target; nothing past them was committed"
+                )
+            if self._on_wait is not None:
+                self._on_wait(in_flight)
+
+    def _raise_delivery_errors(self) -> None:
+        if self._errors:
+            raise ReplicationError(
+                f"{self.flow.name}: the target refused records, nothing past them was "
+                f"committed: {'; '.join(self._errors[:5])}"
+            )
 
     # -- copying ------------------------------------------------------------------------------
     def _produce(self, message: Message) -> None:
@@ -385,6 +431,7 @@ class Replicator:
             return  # something before it failed: do not move the position past the gap
         downstream = sent.offset()
         assert downstream is not None
+        self._last_progress = time.monotonic()
         stats = self.stats.setdefault(tp, PartitionStats())
         stats.records += 1
         stats.bytes += size
@@ -413,11 +460,7 @@ class Replicator:
     def _drain_and_commit(self) -> None:
         while True:
             remaining = self._producer.flush(1.0)
-            if self._errors:
-                raise ReplicationError(
-                    f"{self.flow.name}: the target refused records, nothing past them was "
-                    f"committed: {'; '.join(self._errors[:5])}"
-                )
+            self._raise_delivery_errors()
             if not remaining:
                 break
             if self._stop_event is not None and self._stop_event.is_set():

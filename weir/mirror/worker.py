@@ -65,6 +65,7 @@ log = logging.getLogger("weir.mirror")
 _IDLE_WAIT_S = 0.2  # poll timeout of a batch; also the pause of a flow with nothing to copy
 _RECENT_ERRORS = 10
 _EXCLUDE_KEY = "config.properties.exclude"
+_STALLED_S = 5.0  # records in flight and no acknowledgement for this long: say so
 _MAX_CHECKPOINTS = 1000  # translated offsets kept in the published status
 
 
@@ -320,7 +321,7 @@ class FlowWorker:
             return 0
         self._records_backoff.reset()
         self._solved("replication")
-        self._solved("target")
+        self._check_stalled()
         return copied
 
     def _new_replicator(self, topics: dict[str, str]) -> Replicator:
@@ -351,11 +352,20 @@ class FlowWorker:
         self._problem("replication", str(exc), retry_in=delay)
 
     def _waiting(self, records: int) -> None:
-        """The replicator waits for the target's acknowledgements (target slow or away)."""
-        self._problem(
-            "target", f"{self.flow.target} has not acknowledged the last batch yet", quiet=True
-        )
+        """The replicator waits for room or for the target's acknowledgements."""
+        self._check_stalled()
         self._refresh_snapshot(with_positions=False)
+
+    def _check_stalled(self) -> None:
+        replicator = self._replicator
+        if replicator is not None and replicator.stalled_for() >= _STALLED_S:
+            self._problem(
+                "target",
+                f"{self.flow.target} acknowledges no records (the producer retries them)",
+                quiet=True,
+            )
+        else:
+            self._solved("target")
 
     def _run_checkpoints(self) -> None:
         flow = self.flow
