@@ -78,6 +78,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +107,7 @@ _COMMIT_INTERVAL_S = 0.5  # MM2 commits every offset.flush.interval.ms (10 s); s
 _MAX_IN_FLIGHT = 20_000  # records produced and not yet acknowledged by the target
 
 TP = tuple[str, int]
+_Sync = tuple[str, int, int, int]  # an offset sync before it is encoded
 
 
 class ReplicationError(RuntimeError):
@@ -202,8 +204,9 @@ class Replicator:
         self._committed: dict[TP, int] = {}
         self._errors: list[str] = []
         self._sync_policy = OffsetSyncPolicy(flow.offset_lag_max)
-        self._delayed_syncs: dict[TP, OffsetSync] = {}
-        self._urgent_syncs: dict[tuple[str, int, int], OffsetSync] = {}
+        # (topic, partition, source offset, target offset), turned into records when sent
+        self._delayed_syncs: dict[TP, _Sync] = {}
+        self._urgent_syncs: dict[tuple[str, int, int], _Sync] = {}
         self._consumer = Consumer(
             {
                 **source_config,
@@ -234,6 +237,9 @@ class Replicator:
         self._subscribed: list[str] = []
         self._last_commit = 0.0
         self._last_progress = time.monotonic()
+        # (target topic, partition) -> (source topic, source offset, bytes, timestamp) of the
+        # records produced and not yet reported, oldest first
+        self._pending: dict[TP, deque[tuple[str, int, int, int]]] = {}
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -357,6 +363,7 @@ class Replicator:
                 continue
             self._produce(message)
             copied += 1
+        self._producer.poll(0)  # once per batch: callbacks of what was acknowledged meanwhile
         self._wait_for_room()
         self._raise_delivery_errors()
         now = time.monotonic()
@@ -400,30 +407,33 @@ class Replicator:
         topic, partition, offset = message.topic(), message.partition(), message.offset()
         assert topic is not None and partition is not None and offset is not None
         value, key = message.value(), message.key()
-        size = len(value or b"") + len(key or b"")
         _, timestamp = message.timestamp()
+        remote = self.topics[topic]
         kwargs: dict[str, Any] = {"partition": partition, "headers": message.headers() or []}
         if timestamp >= 0:
             kwargs["timestamp"] = timestamp
-
-        def delivered(err: KafkaError | None, sent: Message) -> None:
-            self._delivered((topic, partition), offset, size, err, sent)
-            if err is None and timestamp >= 0:
-                self._record_latency((topic, partition), timestamp)
-
         while True:
             try:
                 self._producer.produce(
-                    self.topics[topic], value=value, key=key, on_delivery=delivered, **kwargs
+                    remote, value=value, key=key, on_delivery=self._on_delivery, **kwargs
                 )
                 break
             except BufferError:  # the local queue is full: serve callbacks, then retry
                 self._producer.poll(0.1)
-        self._producer.poll(0)
+        size = len(value or b"") + len(key or b"")
+        # One bound callback for every record (no closure per record): the idempotent
+        # producer reports a partition's records in order, so its oldest pending entry is the
+        # one a report is about.
+        pending = self._pending.get((remote, partition))
+        if pending is None:
+            pending = self._pending[(remote, partition)] = deque()
+        pending.append((topic, offset, size, timestamp))
 
-    def _delivered(
-        self, tp: TP, upstream: int, size: int, err: KafkaError | None, sent: Message
-    ) -> None:
+    def _on_delivery(self, err: KafkaError | None, sent: Message) -> None:
+        remote, partition = sent.topic(), sent.partition()
+        assert remote is not None and partition is not None
+        topic, upstream, size, timestamp = self._pending[(remote, partition)].popleft()
+        tp = (topic, partition)
         if err is not None:
             self._errors.append(f"{tp[0]}[{tp[1]}]@{upstream}: {err}")
             return
@@ -431,12 +441,21 @@ class Replicator:
             return  # something before it failed: do not move the position past the gap
         downstream = sent.offset()
         assert downstream is not None
-        self._last_progress = time.monotonic()
-        stats = self.stats.setdefault(tp, PartitionStats())
+        now = time.monotonic()
+        self._last_progress = now
+        stats = self.stats.get(tp)
+        if stats is None:
+            stats = self.stats[tp] = PartitionStats()
         stats.records += 1
         stats.bytes += size
         stats.last_source_offset = upstream
         stats.last_target_offset = downstream
+        if timestamp >= 0:
+            latency = max(0.0, time.time() * 1000 - timestamp)
+            stats.last_timestamp_ms = timestamp
+            stats.replication_latency_ms = latency
+            if latency > stats.replication_latency_max_ms:
+                stats.replication_latency_max_ms = latency
         self._acked[tp] = upstream + 1
         if self._syncs_producer is None:
             return
@@ -444,18 +463,9 @@ class Replicator:
         if urgent:
             self._delayed_syncs.pop(tp, None)
             for up, down in urgent:  # keyed by source offset too: a break queues two
-                self._urgent_syncs[(*tp, up)] = OffsetSync(tp[0], tp[1], up, down)
+                self._urgent_syncs[(*tp, up)] = (*tp, up, down)
         else:
-            self._delayed_syncs[tp] = OffsetSync(tp[0], tp[1], upstream, downstream)
-
-    def _record_latency(self, tp: TP, timestamp_ms: int) -> None:
-        stats = self.stats.get(tp)
-        if stats is None:
-            return
-        latency = max(0.0, time.time() * 1000 - timestamp_ms)
-        stats.last_timestamp_ms = timestamp_ms
-        stats.replication_latency_ms = latency
-        stats.replication_latency_max_ms = max(stats.replication_latency_max_ms, latency)
+            self._delayed_syncs[tp] = (*tp, upstream, downstream)
 
     def _drain_and_commit(self) -> None:
         while True:
@@ -490,11 +500,11 @@ class Replicator:
         self._send_syncs(self._delayed_syncs)
 
     # -- offset syncs -------------------------------------------------------------------------
-    def _send_syncs(self, syncs: dict[Any, OffsetSync]) -> None:
+    def _send_syncs(self, syncs: dict[Any, _Sync]) -> None:
         if self._syncs_producer is None or not syncs:
             return
         for sync in syncs.values():
-            key, value = sync.to_record()
+            key, value = OffsetSync(*sync).to_record()
             self._syncs_producer.produce(
                 self.flow.offset_syncs_topic,
                 key=key,
