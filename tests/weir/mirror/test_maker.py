@@ -268,3 +268,26 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[i
         return [tp.offset for tp in offsets]
     finally:
         consumer.close()
+
+
+def test_identity_policy_keeps_topic_names(east: ThreadedBroker, west: ThreadedBroker) -> None:
+    config = MirrorConfig.from_properties(
+        properties(
+            east,
+            west,
+            **{
+                "replication.policy.class": "IdentityReplicationPolicy",
+                "east->west.topics.exclude": "orders\\.internal.*, orders-audit",
+            },
+        )
+    )
+    admin = AdminClient({"bootstrap.servers": east.bootstrap})
+    for name in ("orders", "orders-audit"):
+        admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    produce(east.bootstrap, "orders", range(10), 1)
+    with Running(config) as maker:
+        wait_for(lambda: target_count(west.bootstrap, "orders", 1) == 10, "orders on west")
+        status = maker.statuses()[0]
+        assert status.topics == ["orders"]
+        assert status.skipped_topics["orders-audit"] == "not selected by topics/topics.exclude"
+    assert read_values(west.bootstrap, "orders", 1) == list(range(10))
