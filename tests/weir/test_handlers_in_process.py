@@ -12,11 +12,12 @@ list its offsets, describe the cluster. No socket is opened and no process start
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -358,3 +359,31 @@ async def test_metadata_auto_creates_through_the_topic_admin(parts: Parts) -> No
     # num.partitions defaults to 1, led here; the replica is open locally.
     assert [(p.partition_index, p.leader_id) for p in topic.partitions] == [(0, BROKER_ID)]
     assert parts.replicas.get("created-on-demand", 0) is not None
+
+
+async def test_parked_fetch_of_many_partitions_is_completed_by_a_produce_to_one(
+    parts: Parts,
+) -> None:
+    """Kafka's DelayedFetch: a record appended to any partition of a parked fetch answers it
+    (fetch.min.bytes 1), with that record, long before its hour-long max wait."""
+    ctx = connection()
+    both = fetch_body(TOPIC, 0, max_wait_ms=3_600_000)
+    wanted = replace(
+        both.topics[0],
+        partitions=tuple(
+            replace(both.topics[0].partitions[0], partition=index) for index in (0, 1)
+        ),
+    )
+    fetch = request(ApiKey.FETCH, 12, replace(both, topics=(wanted,)))
+    waiting = asyncio.create_task(parts.handlers[ApiKey.FETCH](ctx, fetch))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not waiting.done()  # parked: nothing to read yet
+
+    batch = build_batch([(None, b"to partition 1")], timestamp_ms=now_ms())
+    await parts.handlers[ApiKey.PRODUCE](ctx, produce_request(bytes(batch), index=1))
+
+    fetched = await waiting  # the test's 300 s timeout fails it if only the max wait ends it
+    by_index = {p.partition_index: p for p in fetched.responses[0].partitions}
+    assert by_index[0].records == b""
+    assert [r.value for r in iter_records(region_bytes(by_index[1].records))] == [b"to partition 1"]

@@ -111,8 +111,10 @@ async def handle(
     min_bytes = min(body.min_bytes, max_bytes)
     if not denied and _should_park(reads, min_bytes, max_wait_s, ctx):
         with not_request_time():
-            await _park(replicas, wanted, min_bytes, max_wait_s, ctx, read_all)
-        reads = read_all()
+            completed = await _park(replicas, wanted, min_bytes, max_wait_s, ctx, read_all)
+        # Completed by new data: the reads that saw it are the answer (reading again would
+        # only double the cost of every woken fetch). Timed out: read what is there now.
+        reads = completed if completed is not None else read_all()
     # Charge the replication throttle for what is sent, not for parked re-reads.
     throttled = sum(r.size for r in reads if r.throttled)
     if throttled:
@@ -288,11 +290,13 @@ async def _park(
     timeout: float,
     ctx: ConnectionContext,
     read_all: Callable[[], list[_PartitionRead]],
-) -> None:
+) -> list[_PartitionRead] | None:
     """Wait until the partitions hold ``min_bytes`` for this reader, or ``timeout``.
 
     Partitions notify on every LEO or HW movement; each notification re-reads (index
-    lookups only, no data is read) and completes the request once enough is available.
+    lookups only, no data is read) and completes the request once enough is available,
+    returning those reads (Kafka's DelayedFetch completing on a produce). None: the wait
+    expired or the connection closed.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -311,16 +315,17 @@ async def _park(
         while not ctx.closed:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                return
+                return None
             try:
                 async with asyncio.timeout(remaining):
                     await wake.wait()
             except TimeoutError:
-                return
+                return None
             wake.clear()
             reads = read_all()
             if not _should_park(reads, min_bytes, 1.0, ctx):
-                return
+                return reads
+        return None
     finally:
         for partition in partitions:
             partition.remove_waiter(on_change)
