@@ -133,8 +133,9 @@ def _target_committed(admin: object, group: str, partitions: list[TP]) -> dict[T
 
 def group_failover(*, source: str, target: str, group: str, dry_run: bool = True) -> FailoverPlan:
     """Translate ``group``'s offsets for the flow ``source->target`` and, unless ``dry_run``,
-    commit them on the target. 404: no checkpoints; 409: the group is active on the target;
-    503: the properties file is not set or not valid, or the target did not answer."""
+    commit them on the target. 404: the properties file is not set, the flow is unknown, or
+    no checkpoints; 409: the group is active on the target; 503: the file is not valid, or
+    the target did not answer."""
     config = mirror_setup().require()
     flow = configured_flow(config, source, target)
     checkpoints = {

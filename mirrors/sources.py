@@ -62,12 +62,14 @@ class MirrorSetup:
     error: str | None
 
     def require(self) -> MirrorConfig:
-        """The config, or MirrorsNotConfigured saying why there is none."""
+        """The config; NotFound when no file is set, MirrorsNotConfigured (503) when the file
+        set cannot be read or is not valid."""
         if self.config is not None:
             return self.config
         if self.error is not None:
             raise MirrorsNotConfigured(self.error)
-        raise MirrorsNotConfigured(
+        # Not a server fault: this control plane simply knows no flow it can reach.
+        raise NotFound(
             f"{SETTING} is not set: the control plane needs the path of the mirror's "
             "connect-mirror-maker.properties to reach its clusters"
         )

@@ -205,7 +205,7 @@ def test_without_the_setting_flows_come_from_statuses_and_failover_says_why(
     assert [f["flow"] for f in body["flows"]] == ["east->west"]
     assert _flow(body, "east->west")["configured"] is False
     answer = operator.post(FAILOVER, {"group": "app"}, format="json")
-    assert answer.status_code == 503
+    assert answer.status_code == 404
     assert "WEIR_MIRROR_PROPERTIES is not set" in answer.json()["message"]
 
 
