@@ -131,6 +131,7 @@ class PartitionStats:
     last_timestamp_ms: int = -1  # of the last record copied
     replication_latency_ms: float = -1.0  # of the last record: ack time - record timestamp
     replication_latency_max_ms: float = -1.0  # largest since ``reset_latency_max``
+    record_age_ms: float = -1.0  # of the last record polled: poll time - record timestamp
 
 
 @dataclass(slots=True)
@@ -346,6 +347,8 @@ class Replicator:
             self._last_progress = time.monotonic()
         self._raise_delivery_errors()
         messages = self._consumer.consume(self.batch_size, timeout)
+        polled_ms = time.time() * 1000
+        newest: dict[TP, int] = {}  # the last record timestamp polled per partition
         copied = 0
         for message in messages:
             error = message.error()
@@ -361,8 +364,13 @@ class Replicator:
                     self._last_source_error_log = now
                     log.warning("mirror %s: source error (retrying): %s", self.flow.name, error)
                 continue
-            self._produce(message)
+            tp, timestamp = self._produce(message)
+            newest[tp] = timestamp
             copied += 1
+        for tp, timestamp in newest.items():
+            if timestamp >= 0:
+                stats = self.stats.get(tp) or self.stats.setdefault(tp, PartitionStats())
+                stats.record_age_ms = max(0.0, polled_ms - timestamp)
         self._producer.poll(0)  # once per batch: callbacks of what was acknowledged meanwhile
         self._wait_for_room()
         self._raise_delivery_errors()
@@ -403,7 +411,8 @@ class Replicator:
             )
 
     # -- copying ------------------------------------------------------------------------------
-    def _produce(self, message: Message) -> None:
+    def _produce(self, message: Message) -> tuple[TP, int]:
+        """Hand one record to the producer; its source partition and timestamp (-1: none)."""
         topic, partition, offset = message.topic(), message.partition(), message.offset()
         assert topic is not None and partition is not None and offset is not None
         value, key = message.value(), message.key()
@@ -428,6 +437,7 @@ class Replicator:
         if pending is None:
             pending = self._pending[(remote, partition)] = deque()
         pending.append((topic, offset, size, timestamp))
+        return (topic, partition), timestamp
 
     def _on_delivery(self, err: KafkaError | None, sent: Message) -> None:
         remote, partition = sent.topic(), sent.partition()

@@ -513,6 +513,7 @@ class FlowWorker:
                 status.committed_offset = stats.committed_offset
                 status.replication_latency_ms = stats.replication_latency_ms
                 status.replication_latency_max_ms = stats.replication_latency_max_ms
+                status.record_age_ms = stats.record_age_ms
                 if lag and stats.last_timestamp_ms >= 0:
                     # Records wait: the flow is behind by at least the age of the last copy.
                     status.lag_seconds = max(0.0, (now - stats.last_timestamp_ms) / 1000)

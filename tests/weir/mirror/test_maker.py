@@ -135,6 +135,9 @@ def test_new_topics_are_mirrored_status_is_published_and_an_absent_target_is_cau
             ("orders", 1),
         ]
         assert all(p.target_topic == "east.orders" for p in status.partitions)
+        assert all(
+            p.record_age_ms >= 0 and p.replication_latency_ms >= 0 for p in status.partitions
+        )
 
         # The target goes away: records keep arriving on the source; the flow says it waits.
         west.stop()
