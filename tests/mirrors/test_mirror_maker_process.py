@@ -81,7 +81,7 @@ class Load:
     def _run(self) -> None:
         i = 0
         while not self.stop.is_set():
-            for _ in range(10):  # about 1,000 records/s
+            for _ in range(5):  # about 500 records/s
                 value = i
 
                 def done(err: object, _msg: object, value: int = value) -> None:
@@ -149,7 +149,7 @@ def test_a_killed_process_loses_nothing_and_the_other_takes_over(
             lambda: len(owners()) == 2 and all(owners().values()),
             "both processes to own partitions",
         )
-        wait_for(lambda: target_count(west.bootstrap, "east.orders", PARTITIONS) > 1000, "copies")
+        wait_for(lambda: target_count(west.bootstrap, "east.orders", PARTITIONS) > 500, "copies")
         procs[0].send_signal(signal.SIGKILL)
         procs[0].wait(10)
         # The survivor owns every partition once the dead member's session expired.
@@ -174,7 +174,7 @@ def test_a_killed_process_loses_nothing_and_the_other_takes_over(
             raise AssertionError(
                 f"{len(missing)} acknowledged records missing: {missing[:10]}"
             ) from None
-        assert len(acked) > 3000
+        assert len(acked) > 1500
         # Only the dead process's uncommitted batch can repeat: a few batches at most.
         assert len(values) - len(set(values)) <= 4 * 500
         procs[1].send_signal(signal.SIGTERM)
