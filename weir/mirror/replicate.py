@@ -327,15 +327,6 @@ class Replicator:
             if self._syncs_producer is not None:
                 self._syncs_producer.flush(_TIMEOUT_S)
 
-    def run(self, stop_event: threading.Event, *, poll_timeout: float = 0.5) -> None:
-        """Replicate until ``stop_event`` is set, then close."""
-        self.start()
-        try:
-            while not stop_event.is_set():
-                self.run_once(poll_timeout)
-        finally:
-            self.close()
-
     def run_once(self, timeout: float = 1.0) -> int:
         """Copy one batch (waiting up to ``timeout`` for records) without waiting for the
         target's acknowledgements of earlier ones; every ``_COMMIT_INTERVAL_S`` (and when the

@@ -23,8 +23,9 @@ step when it is due. Each confluent-kafka client is driven from one thread only.
 - **Status**: a ``status.FlowStatus`` snapshot for the process to publish.
 
 Failures never end the thread. A cluster that cannot be reached, a refused record or a
-failed admin call is recorded as the flow's ``error`` (state ``retrying``) and retried with
-exponential backoff (1 s doubling to 30 s, with jitter); a replicator that failed is
+failed admin call is recorded as the flow's ``error`` (state ``retrying``) and retried: the
+replicator and the topic refresh with exponential backoff (1 s doubling to 30 s, with
+jitter), ACL sync, checkpoints and heartbeats at their next interval. A replicator that failed is
 abandoned without committing and a new one resumes from the last commit, so records after
 it may be copied twice but none is lost. While the target does not acknowledge a batch the
 replicator waits (the producer retries) and the worker keeps its status fresh through the
@@ -65,6 +66,7 @@ log = logging.getLogger("weir.mirror")
 _IDLE_WAIT_S = 0.2  # poll timeout of a batch; also the pause of a flow with nothing to copy
 _RECENT_ERRORS = 10
 _EXCLUDE_KEY = "config.properties.exclude"
+_SNAPSHOT_INTERVAL_S = 0.5  # how often the records thread refreshes positions and rates
 _STALLED_S = 5.0  # records in flight and no acknowledgement for this long: say so
 _MAX_CHECKPOINTS = 1000  # translated offsets kept in the published status
 
@@ -157,6 +159,7 @@ class FlowWorker:
         self._checkpointed: dict[tuple[str, str, int], GroupCheckpoint] = {}
         self._heartbeats_due = _Due(flow.emit_heartbeats_interval_s, clock)
         self._last_rate_at = clock()
+        self._next_snapshot_at = 0.0
         self._last_rate_totals = (0, 0)
         self._applied: dict[str, str] | None = None  # the latest applied plan's topics
         self._threads: list[threading.Thread] = []
@@ -189,7 +192,11 @@ class FlowWorker:
             while not self.stop.is_set():
                 try:
                     copied = self._replicate()
-                    self._refresh_snapshot()
+                    # Positions cost client calls and the snapshot a copy: not every batch,
+                    # only as often as anyone reads it (statuses publish every 2 s).
+                    if self.clock() >= self._next_snapshot_at:
+                        self._next_snapshot_at = self.clock() + _SNAPSHOT_INTERVAL_S
+                        self._refresh_snapshot()
                 except Exception:  # a bug must not end the flow: say it, pause, go on
                     log.exception("mirror %s: records thread", self.flow.name)
                     copied = 0
