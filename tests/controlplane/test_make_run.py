@@ -87,7 +87,7 @@ def _get(
     if auth:
         request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=20) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
@@ -118,6 +118,9 @@ def test_devcluster_starts_brokers_web_app_and_admin_then_stops_on_ctrl_c(
 
         status: int | None = None
         body: dict = {}
+        # "Weir is up" comes once daphne listens; its first answer can still take seconds on
+        # a loaded machine (Django's first request), so it gets a deadline of its own.
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 status, body = _get(f"http://127.0.0.1:{web_port}/api/me/", f"admin:{password}")

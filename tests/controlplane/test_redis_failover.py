@@ -67,11 +67,27 @@ async def _cluster_message_after(
                 return message
 
 
+async def _open_socket(served: Dashboard, timeout: float = 30) -> Any:
+    """A ``/ws/cluster/`` socket, opened as a dashboard's script does: a handshake the web app
+    drops (its channel layer's Redis write refused while the new deployment's replica still
+    counts as lagging, ``min-replicas-max-lag``, on a loaded machine) is tried again."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            return await websockets.connect(
+                _ws_url(served),
+                additional_headers={"Authorization": _auth("viewer")},
+                open_timeout=timeout,
+            )
+        except (websockets.exceptions.InvalidMessage, OSError):
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
 async def _first_message(served: Dashboard) -> dict[str, Any]:
     """Open a new ``/ws/cluster/`` socket and read its first message."""
-    async with websockets.connect(
-        _ws_url(served), additional_headers={"Authorization": _auth("viewer")}, open_timeout=30
-    ) as client:
+    async with await _open_socket(served) as client:
         return json.loads(await asyncio.wait_for(client.recv(), 30))
 
 
@@ -119,9 +135,7 @@ def test_web_app_monitor_and_jobs_follow_a_sentinel_failover(
     topics_path = f"/kafka/v3/clusters/{cluster_id}/topics"
 
     async def scenario() -> None:
-        async with websockets.connect(
-            _ws_url(served), additional_headers={"Authorization": _auth("viewer")}
-        ) as client:
+        async with await _open_socket(served) as client:
             # Every process has used its connections to the first primary.
             await _cluster_message_after(client, datetime.now(UTC), 30)
             assert (await asyncio.to_thread(_run_retention, served))["status"] == "succeeded"

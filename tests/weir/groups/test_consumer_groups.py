@@ -35,6 +35,14 @@ from tests.weir.inprocess import ThreadedBroker
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 6
+# Commit errors that end once the member has rejoined the group (the client rejoins on poll).
+_REJOIN_ERRORS = frozenset(
+    {
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.UNKNOWN_MEMBER_ID,
+    }
+)
 
 
 @pytest.fixture
@@ -110,15 +118,31 @@ class ConfluentMember(threading.Thread):
                 self.values.append(message.value())
                 self.consumer.commit(message=message, asynchronous=True)
         if self.values:
+            self._commit_positions()
+
+    def _commit_positions(self, attempts: int = 40) -> None:
+        """Commit the positions read, as a client that must not lose them does: a commit
+        refused while the group rebalances or its coordinator moves (a loaded machine can
+        outlast the session timeout) is retried after polling lets the client rejoin."""
+        for _ in range(attempts):
             try:
                 self.consumer.commit(asynchronous=False)
+                return
             except KafkaException as exc:
-                if exc.args[0].code() != KafkaError._NO_OFFSET:  # all committed already
+                error = exc.args[0]
+                if error.code() == KafkaError._NO_OFFSET:  # all committed already
+                    return
+                if not (error.retriable() or error.code() in _REJOIN_ERRORS):
                     raise
+            message = self.consumer.poll(0.5)  # rejoins; a record read now is kept
+            if message is not None and message.error() is None:
+                self.values.append(message.value())
+        raise AssertionError(f"the member's final commit kept failing ({attempts} attempts)")
 
     def stop(self, close: bool = True) -> None:
         self._stop_event.set()
-        self.join(30)
+        self.join(60)
+        assert not self.is_alive(), "the member's thread did not stop (its final commit hangs)"
         if close:
             self.consumer.close()
 
