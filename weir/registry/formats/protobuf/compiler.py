@@ -47,6 +47,8 @@ FileSet = Mapping[str, descriptor_pb2.FileDescriptorProto]
 def compile_schema(text: str, dependencies: FileSet) -> descriptor_pb2.FileDescriptorProto:
     """The schema ``text`` means, given its references' descriptors by import path; the
     result has been built into a pool (:func:`build_pool`), or :class:`InvalidSchema`."""
+    if not text.strip():
+        raise InvalidSchema("empty Protobuf schema")
     fdp = _from_base64(text)
     if fdp is None:
         fdp = _from_text(text, dependencies)
@@ -104,12 +106,16 @@ def _from_text(text: str, dependencies: FileSet) -> descriptor_pb2.FileDescripto
     from grpc_tools import _protoc_compiler
 
     with tempfile.TemporaryDirectory(prefix="weir-protobuf-") as root:
-        for name, dep in dependencies.items():
+        sources = {
+            **files.printed_builtins(),
+            **{n: print_file(d) for n, d in dependencies.items()},
+        }
+        for name, source in sources.items():
             path = Path(root, name).resolve()
             if not path.is_relative_to(Path(root).resolve()):
                 raise InvalidSchema(f"reference name {name!r} is not a relative import path")
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(print_file(dep), encoding="utf-8")
+            path.write_text(source, encoding="utf-8")
         Path(root, _SOURCE_NAME).write_text(text, encoding="utf-8")
         include = [root.encode(), *(d.encode() for d in files.include_dirs())]
         try:

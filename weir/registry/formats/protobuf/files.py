@@ -10,7 +10,7 @@ include directory: grpcio-tools ships ``google/protobuf``; ``google/type`` comes
 googleapis-common-protos' ``.proto`` files; Confluent's files exist only as generated Python
 inside confluent-kafka, so their descriptors are read out of that source (without importing
 it: its package imports the whole Schema Registry client) and printed back to ``.proto`` text
-into a per-process directory.
+(:func:`printed_builtins`), written beside each schema protoc compiles.
 
 protoc's in-process API (``grpc_tools._protoc_compiler.get_protos``) returns generated Python
 rather than descriptors; every generated module carries its file's serialized descriptor as
@@ -23,8 +23,6 @@ from __future__ import annotations
 import ast
 import functools
 import os
-import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,11 +34,11 @@ __all__ = [
     "descriptor_from_gencode",
     "include_dirs",
     "is_builtin",
+    "printed_builtins",
 ]
 
 # As confluent-kafka's _is_builtin: imports under these prefixes never need a reference.
 BUILTIN_PREFIXES = ("google/protobuf/", "google/type/", "confluent/")
-_lock = threading.Lock()
 
 
 def is_builtin(name: str) -> bool:
@@ -125,21 +123,21 @@ def _builtin_files() -> dict[str, bytes]:
 def _include_dirs() -> tuple[str, ...]:
     import grpc_tools
 
-    from weir.registry.formats.protobuf.printer import print_file
-
     dirs = [os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")]
     google_type = _site_dir("google.type")
     if google_type is not None:
         dirs.append(str(google_type.parent.parent))
-    # Confluent's files have no .proto on disk: print them once per process.
-    with _lock:
-        printed = tempfile.mkdtemp(prefix="weir-protobuf-builtins-")
-        for name, serialized in _builtin_files().items():
-            if not name.startswith("confluent/"):
-                continue
-            target = Path(printed, name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fdp = descriptor_pb2.FileDescriptorProto.FromString(serialized)
-            target.write_text(print_file(fdp))
-    dirs.append(printed)
     return tuple(dirs)
+
+
+@functools.cache
+def printed_builtins() -> dict[str, str]:
+    """``.proto`` text of the built-in files no include directory has (Confluent's, shipped
+    as generated Python only); the compiler writes them beside each schema it compiles."""
+    from weir.registry.formats.protobuf.printer import print_file
+
+    return {
+        name: print_file(descriptor_pb2.FileDescriptorProto.FromString(serialized))
+        for name, serialized in _builtin_files().items()
+        if name.startswith("confluent/")
+    }
