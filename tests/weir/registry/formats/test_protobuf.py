@@ -117,6 +117,19 @@ def test_well_known_and_google_types_import_without_reference() -> None:
     assert ".google.type.Money m = 2;" in schema.canonical()
 
 
+def test_custom_and_confluent_options_print_and_round_trip() -> None:
+    text = proto(
+        'import "google/protobuf/descriptor.proto";\nimport "confluent/meta.proto";\n'
+        "extend google.protobuf.FieldOptions { string tag = 50001; }\n"
+        'message A { int32 a = 1 [(shop.tag) = "pii", deprecated = true];\n'
+        '  string b = 2 [(confluent.field_meta) = { doc: "hi" }]; }'
+    )
+    printed = parse("PROTOBUF", text).canonical()
+    assert '  int32 a = 1 [deprecated = true, (shop.tag) = "pii"];\n' in printed
+    assert '  string b = 2 [(confluent.field_meta) = { doc: "hi" }];\n' in printed
+    assert parse("PROTOBUF", printed).canonical() == printed
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

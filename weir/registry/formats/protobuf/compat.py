@@ -312,12 +312,8 @@ def _field_type(side: FileSide, f: F) -> _Type:
     info = side.types.get(full)
     if info is not None and info.is_map and isinstance(info.proto, Message):
         key, value = info.proto.field[0], info.proto.field[1]
-        return ("map", *_encode(side, key), "|", *_encode(side, value))
+        return ("map", *_field_type(side, key), "|", *_field_type(side, value))
     return ("named", full)
-
-
-def _encode(side: FileSide, f: F) -> _Type:
-    return _field_type(side, f)
 
 
 def _split_map(t: _Type) -> tuple[_Type, _Type]:
