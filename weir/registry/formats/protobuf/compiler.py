@@ -106,10 +106,10 @@ def _from_text(text: str, dependencies: FileSet) -> descriptor_pb2.FileDescripto
     from grpc_tools import _protoc_compiler
 
     with tempfile.TemporaryDirectory(prefix="weir-protobuf-") as root:
-        sources = {
-            **files.printed_builtins(),
-            **{n: print_file(d) for n, d in dependencies.items()},
-        }
+        sources = {n: print_file(d) for n, d in dependencies.items()}
+        if any("confluent/" in source for source in (text, *sources.values())):
+            # Only then: every file written costs a create and an unlink per parse.
+            sources = {**files.printed_builtins(), **sources}
         for name, source in sources.items():
             path = Path(root, name).resolve()
             if not path.is_relative_to(Path(root).resolve()):
