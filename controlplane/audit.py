@@ -1,4 +1,5 @@
-"""The audit log: every mutating call to ``/api/`` or ``/kafka/`` is recorded after it ran.
+"""The audit log: every mutating call to ``/api/``, ``/kafka/`` or
+``/schema-registry/`` is recorded after it ran.
 
 A middleware rather than a mixin, so no view can forget it: it sees the response status, and
 DRF's authentication has already put the user on the request by then (DRF sets the
@@ -18,7 +19,7 @@ from django.http import HttpRequest, HttpResponse
 logger = logging.getLogger(__name__)
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-AUDITED_PREFIXES = ("/api/", "/kafka/")
+AUDITED_PREFIXES = ("/api/", "/kafka/", "/schema-registry/")
 MAX_BODY = 4000
 _SECRET_FIELDS = ("password", "token", "secret")
 

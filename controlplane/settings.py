@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "topics",
     "groups",
     "mirrors",
+    "schemaregistry",
     "frontend",
 ]
 

@@ -2,7 +2,8 @@
 
 ``/kafka/v3/...`` and ``/kafka/...`` (v2) are the Confluent-compatible REST proxy, ``/api/`` is
 Weir's operations API (schema at ``/api/schema/``, docs at ``/api/docs/``), ``/metrics`` is
-Prometheus text. Each app contributes its routes through the lists in its ``urls`` module.
+Prometheus text. ``/schema-registry/`` is Confluent Schema Registry's API
+(:mod:`schemaregistry`). Each app contributes its routes through the lists in its ``urls`` module.
 """
 
 from django.contrib import admin
@@ -74,6 +75,7 @@ urlpatterns = [
     path("api/", include(api_urlpatterns)),
     path("kafka/v3/", include(kafka_v3_urlpatterns)),
     path("kafka/", include(kafka_v2_urlpatterns)),
+    path("schema-registry/", include("schemaregistry.urls")),
     re_path(r"^(?P<rest>(api|kafka)/.*)$", api_not_found, name="api-not-found"),
     path("metrics", MetricsView.as_view(), name="metrics"),
     path("", include("frontend.urls")),

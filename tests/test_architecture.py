@@ -17,7 +17,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-CONTROL_PLANE = ("controlplane", "brokers", "topics", "groups", "mirrors", "frontend", "spark_jobs")
+CONTROL_PLANE = (
+    "controlplane",
+    "brokers",
+    "topics",
+    "groups",
+    "mirrors",
+    "schemaregistry",
+    "frontend",
+    "spark_jobs",
+)
 
 
 def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:

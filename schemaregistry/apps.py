@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SchemaRegistryConfig(AppConfig):
+    name = "schemaregistry"
+    verbose_name = "Schema registry"
