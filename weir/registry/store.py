@@ -221,12 +221,16 @@ class KafkaStore:
         assert self._consumer is not None
         try:
             while not self._stop.is_set():
-                for message in self._consumer.consume(500, timeout=0.1):
-                    if message.error():
-                        if message.error().code() != KafkaError._PARTITION_EOF:
-                            log.warning("reading %s: %s", self.topic, message.error())
-                        continue
-                    self._apply(message.offset(), message.key(), message.value(), message.headers())
+                # poll, not consume(n, timeout): a batch call waits out its timeout unless n
+                # records arrive, and a writer waits for its own record.
+                message = self._consumer.poll(0.1)
+                if message is None:
+                    continue
+                if message.error():
+                    if message.error().code() != KafkaError._PARTITION_EOF:
+                        log.warning("reading %s: %s", self.topic, message.error())
+                    continue
+                self._apply(message.offset(), message.key(), message.value(), message.headers())
         except BaseException as exc:  # the store must say why it stopped, not hang callers
             log.exception("schema registry reader stopped")
             with self._cond:
