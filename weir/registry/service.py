@@ -108,14 +108,20 @@ class SchemaRegistry:
         """``GET /schemas/types``."""
         return list(SCHEMA_TYPES)
 
-    def schema_by_id(self, schema_id: int, *, fmt: str | None = None) -> dict[str, Any]:
-        """``GET /schemas/ids/{id}``: ``{"schemaType"?, "references"?, "schema"}``; 40403."""
+    def schema_by_id(
+        self, schema_id: int, *, fmt: str | None = None, fetch_max_id: bool = False
+    ) -> dict[str, Any]:
+        """``GET /schemas/ids/{id}[?format=&fetchMaxId=true]``: ``{"schemaType"?,
+        "references"?, "schema", "maxId"?}``; ``/schema`` is its ``"schema"``. 40403."""
         with self.backend.read() as state:
             schema = state.schemas.get(schema_id)
             if schema is None:
                 raise errors.schema_not_found(schema_id)
             text = self._stored(state, schema).formatted(fmt) if fmt else None
-            return _schema_body(schema, text)
+            body = _schema_body(schema, text)
+            if fetch_max_id:
+                body["maxId"] = state.max_id
+            return body
 
     def schema_subjects(self, schema_id: int, *, deleted: bool = False) -> list[str]:
         """``GET /schemas/ids/{id}/subjects``; 40403."""

@@ -62,7 +62,14 @@ from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 import redis
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from weir.registry import errors
@@ -143,6 +150,7 @@ class KafkaStore:
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "fetch.wait.max.ms": 100,
+                "enable.partition.eof": True,
             }
         )
         self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
@@ -227,7 +235,11 @@ class KafkaStore:
                 if message is None:
                     continue
                 if message.error():
-                    if message.error().code() != KafkaError._PARTITION_EOF:
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        # Caught up, even when the last offsets hold no record any more
+                        # (compaction): count the end as read.
+                        self._caught_up(message.offset())
+                    else:
                         log.warning("reading %s: %s", self.topic, message.error())
                     continue
                 self._apply(message.offset(), message.key(), message.value(), message.headers())
@@ -260,6 +272,12 @@ class KafkaStore:
                 self._fenced.add(offset)
             self._applied = offset + 1
             self._cond.notify_all()
+
+    def _caught_up(self, end: int) -> None:
+        with self._cond:
+            if end > self._applied:
+                self._applied = end
+                self._cond.notify_all()
 
     def _wait_applied(self, offset: int) -> None:
         """Wait until the reader has applied the record at ``offset``."""
@@ -305,7 +323,11 @@ class KafkaStore:
             result = decide(txn)
         if not txn.records:
             return result
-        if not self.lease.renew(epoch, txn.max_id):
+        try:
+            renewed = self.lease.renew(epoch, txn.max_id)
+        except redis.RedisError as exc:
+            raise errors.store_error(f"Error while renewing the writer lease: {exc}") from exc
+        if not renewed:
             self._epoch = None
             raise errors.store_error("Error while writing the schema: the writer lease was lost")
         self._write(txn.records, epoch)
@@ -317,7 +339,10 @@ class KafkaStore:
         process holds it) and catching up with everything written before."""
         deadline = time.monotonic() + self.timeout_s
         while True:
-            epoch = self.lease.acquire()
+            try:
+                epoch = self.lease.acquire()
+            except redis.RedisError as exc:
+                raise errors.store_error(f"Error while taking the writer lease: {exc}") from exc
             if epoch is not None:
                 break
             if time.monotonic() > deadline:
@@ -328,7 +353,10 @@ class KafkaStore:
         if epoch != self._epoch:
             self._epoch = epoch
             self._write([NoopRecord()], epoch)
-            self._id_floor = self.lease.max_id()
+            try:
+                self._id_floor = self.lease.max_id()
+            except redis.RedisError as exc:
+                raise errors.store_error(f"Error while reading the id floor: {exc}") from exc
         return epoch
 
     def _release_unless_queued(self) -> None:
@@ -352,17 +380,21 @@ class KafkaStore:
                 offsets.append(message.offset())
 
         headers = [(EPOCH_HEADER, str(epoch).encode())]
-        for record in records:
-            key, value = encode(record)
-            self._producer.produce(
-                self.topic,
-                value=value,
-                key=key,
-                partition=0,
-                headers=headers,
-                on_delivery=delivered,
-            )
-        left = self._producer.flush(self._delivery_timeout_ms / 1000 + 1)
+        try:
+            for record in records:
+                key, value = encode(record)
+                self._producer.produce(
+                    self.topic,
+                    value=value,
+                    key=key,
+                    partition=0,
+                    headers=headers,
+                    on_delivery=delivered,
+                )
+            left = self._producer.flush(self._delivery_timeout_ms / 1000 + 1)
+        except (KafkaException, BufferError) as exc:
+            failures.append(str(exc))
+            left = -1
         if failures or left or len(offsets) != len(records):
             self._epoch = None  # the next write starts over with a fresh lease and marker
             raise errors.store_error(
