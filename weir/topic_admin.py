@@ -29,7 +29,12 @@ from weir.config import (
 )
 from weir.metadata.errors import MetadataError
 from weir.metadata.placement import assign_new_partitions, assign_replicas
-from weir.topic_names import InvalidTopicName, collides, validate_topic_name
+from weir.topic_names import (
+    UNDELETABLE_TOPICS,
+    InvalidTopicName,
+    collides,
+    validate_topic_name,
+)
 
 if TYPE_CHECKING:
     from weir.controller_channel import ControllerChannel
@@ -270,6 +275,12 @@ class TopicAdmin:
         if not self.view.config.get("delete.topic.enable"):
             return TopicOutcome(
                 ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.", name=view.name
+            )
+        if view.name in UNDELETABLE_TOPICS:
+            return TopicOutcome(
+                ErrorCode.invalid_request,
+                f"Topic {view.name} is internal to the schema registry and cannot be deleted.",
+                name=view.name,
             )
         assert self.store is not None and self.lease.epoch is not None
         try:

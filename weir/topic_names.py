@@ -9,6 +9,9 @@ __all__ = ["MAX_NAME_LENGTH", "InvalidTopicName", "validate_topic_name"]
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# Topics clients may not delete: the schema registry's store (Confluent's ``_schemas``) holds
+# every schema id producers and consumers depend on.
+UNDELETABLE_TOPICS = frozenset({"_schemas"})
 
 
 class InvalidTopicName(ValueError):
