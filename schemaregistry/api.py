@@ -121,30 +121,34 @@ class SchemaTypesView(RegistryView):
 class SchemaByIdView(RegistryView):
     """``GET /schemas/ids/{id}[?format=serialized]``."""
 
-    def get(self, request: Request, schema_id: int) -> Response:
+    def get(self, request: Request, schema_id: str) -> Response:
         fmt = request.query_params.get("format") or None
-        return Response(registry().schema_by_id(schema_id, fmt=fmt))
+        return Response(registry().schema_by_id(int(schema_id), fmt=fmt))
 
 
 @extend_schema(tags=TAGS)
 class SchemaRawByIdView(RegistryView):
     """``GET /schemas/ids/{id}/schema``: the schema's text alone."""
 
-    def get(self, request: Request, schema_id: int) -> HttpResponse:
+    def get(self, request: Request, schema_id: str) -> HttpResponse:
         fmt = request.query_params.get("format") or None
-        return _raw(registry().schema_by_id(schema_id, fmt=fmt)["schema"])
+        return _raw(registry().schema_by_id(int(schema_id), fmt=fmt)["schema"])
 
 
 @extend_schema(tags=TAGS)
 class SchemaSubjectsByIdView(RegistryView):
-    def get(self, request: Request, schema_id: int) -> Response:
-        return Response(registry().schema_subjects(schema_id, deleted=_flag(request, "deleted")))
+    def get(self, request: Request, schema_id: str) -> Response:
+        return Response(
+            registry().schema_subjects(int(schema_id), deleted=_flag(request, "deleted"))
+        )
 
 
 @extend_schema(tags=TAGS)
 class SchemaVersionsByIdView(RegistryView):
-    def get(self, request: Request, schema_id: int) -> Response:
-        return Response(registry().schema_versions(schema_id, deleted=_flag(request, "deleted")))
+    def get(self, request: Request, schema_id: str) -> Response:
+        return Response(
+            registry().schema_versions(int(schema_id), deleted=_flag(request, "deleted"))
+        )
 
 
 # -- subjects and versions ----------------------------------------------------------------

@@ -15,7 +15,7 @@ from schemaregistry import api
 
 _SUBJECT = r"(?P<subject>[^/]+)"
 _VERSION = r"(?P<version>[^/]+)"
-_ID = r"(?P<schema_id>[0-9]+)"
+_ID = r"(?P<schema_id>[0-9]{1,10})"  # views take int(schema_id)
 
 # (regular expression after /schema-registry/, view, URL name); each matches with or
 # without a trailing slash.
