@@ -144,6 +144,22 @@ def test_delete_subject_record_soft_deletes_up_to_its_version() -> None:
     assert [v.version for v in state.versions("a", deleted=True)] == [1, 2, 3]
 
 
+def test_current_record_overwrites_a_key_with_what_the_state_holds() -> None:
+    state = RegistryState()
+    state.apply(SchemaRecord("a", 1, 4, "x"))
+    state.apply(SchemaRecord("a", 2, 5, "y"))
+    state.apply(DeleteSubjectRecord("a", 1))
+    state.apply(ConfigRecord("a", "NONE"))
+    assert state.current(SchemaRecord("a", 1, 9, "zombie")) == SchemaRecord(
+        "a", 1, 4, "x", deleted=True
+    )
+    assert state.current(SchemaRecord("b", 1, 9, "zombie")) == SchemaRecord("b", 1)
+    assert state.current(ConfigRecord("a", "FULL")) == ConfigRecord("a", "NONE")
+    assert state.current(ModeRecord(None, "READONLY")) == ModeRecord(None, None)
+    assert state.current(DeleteSubjectRecord("a", 2)) == DeleteSubjectRecord("a", 1)
+    assert state.current(NoopRecord()) is None
+
+
 # -- register, ids and versions ------------------------------------------------------------
 
 
