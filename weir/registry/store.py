@@ -136,7 +136,15 @@ class KafkaStore:
 
     def open(self) -> KafkaStore:
         """Create ``_schemas`` if needed, start the reader and wait until it has read what
-        the topic held at start."""
+        the topic held at start. On failure everything started is closed again."""
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _open(self) -> None:
         self._ensure_topic()
         self._producer = Producer(
             {
@@ -165,7 +173,6 @@ class KafkaStore:
         )
         self._reader.start()
         self._wait_applied(end - 1)
-        return self
 
     def close(self) -> None:
         """Stop reading, give the lease up (another process may write at once) and close
