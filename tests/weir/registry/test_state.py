@@ -306,6 +306,21 @@ def test_referenced_schema_cannot_be_deleted(registry: SchemaRegistry) -> None:
     assert registry.delete_subject("inner") == [1]
 
 
+def test_reference_to_latest_is_stored_as_the_version_it_named(registry: SchemaRegistry) -> None:
+    inner = json.dumps(
+        {"type": "record", "name": "Inner", "fields": [{"name": "a", "type": "int"}]}
+    )
+    registry.register("inner", inner)
+    outer = json.dumps({"type": "record", "name": "O", "fields": [{"name": "i", "type": "Inner"}]})
+    registry.register(
+        "outer", outer, references=[{"name": "Inner", "subject": "inner", "version": -1}]
+    )
+    assert registry.version("outer", 1)["references"] == [
+        {"name": "Inner", "subject": "inner", "version": 1}
+    ]
+    assert registry.referenced_by("inner", 1) == [2]
+
+
 def test_reference_to_missing_version_is_invalid(registry: SchemaRegistry) -> None:
     outer = json.dumps({"type": "record", "name": "O", "fields": [{"name": "i", "type": "Inner"}]})
     fails(
