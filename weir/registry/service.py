@@ -276,7 +276,11 @@ class SchemaRegistry:
                     schema_id=new_id,
                     schema=parsed.canonical(),
                     schema_type=parsed.schema_type,
-                    references=refs,
+                    # As resolved: a reference to "latest" (-1) is stored as the version
+                    # it named when the schema was registered.
+                    references=tuple(
+                        Reference(r.name, r.subject, r.version) for r in parsed.references
+                    ),
                 )
             )
             return {"id": new_id}

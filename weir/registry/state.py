@@ -145,6 +145,40 @@ class RegistryState:
         if schema is not None and self._ids.get(schema.identity) == schema_id:
             del self._ids[schema.identity]
 
+    def current(self, record: Record) -> Record | None:
+        """The record that says what this state holds under ``record``'s key -- what a
+        writer writes to overwrite a fenced record, so that compaction drops it for good.
+        None for a key that needs nothing (``NOOP``)."""
+        match record:
+            case SchemaRecord():
+                version = self.subjects.get(record.subject, {}).get(record.version)
+                if version is None:
+                    return SchemaRecord(record.subject, record.version)
+                schema = self.schemas[version.schema_id]
+                return SchemaRecord(
+                    subject=record.subject,
+                    version=record.version,
+                    schema_id=version.schema_id,
+                    schema=schema.schema,
+                    schema_type=schema.schema_type,
+                    references=schema.references,
+                    deleted=version.deleted,
+                )
+            case ConfigRecord():
+                return ConfigRecord(record.subject, self.config.get(record.subject))
+            case ModeRecord():
+                return ModeRecord(record.subject, self.mode.get(record.subject))
+            case DeleteSubjectRecord():
+                # The longest run of soft-deleted versions from the first: re-applying it
+                # changes nothing (0 when the first version is live).
+                upto = 0
+                for v in self.versions(record.subject, deleted=True):
+                    if not v.deleted:
+                        break
+                    upto = v.version
+                return DeleteSubjectRecord(record.subject, upto)
+        return None
+
     # -- questions -------------------------------------------------------------------------
 
     def all_versions(self) -> Iterator[Version]:

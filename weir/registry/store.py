@@ -42,10 +42,14 @@ at epoch E:
 
 So the lease and the timeouts keep writers from overlapping in practice, and the epoch in the
 log makes an overlap harmless when it happens anyway (a writer paused past its TTL).
-One caveat: compaction keeps only the newest ``NOOP``, so a record a zombie got in after a
-newer marker could be applied by a process that reads the log from scratch after that
-marker was compacted away -- only if a writer stalled past its lease *and* past its
-delivery timeout, which step 3 rules out short of a broker holding a request for seconds.
+
+Compaction keeps only the newest ``NOOP``, so once a newer marker replaced the one that
+fenced a zombie's record, a process reading the log from scratch would apply that record.
+Hence the next writer *repairs*: every reader remembers the records it ignored, and a
+writer, right after its marker, rewrites each one's key with what the state holds there
+(:meth:`~weir.registry.state.RegistryState.current`), which compaction then keeps instead.
+The repair is written after the newer marker in the same transaction, in the active
+segment, which compaction does not touch.
 
 The store takes a librdkafka client config (``bootstrap.servers`` and any security
 settings), a ``redis.Redis`` client and the cluster id; it imports no Django.
@@ -116,6 +120,7 @@ class KafkaStore:
         self._cond = threading.Condition(threading.RLock())
         self._applied = 0  # the offset after the last record the reader applied
         self._fenced: set[int] = set()  # offsets of records the state ignored
+        self._to_repair: list[Record] = []  # fenced records the next writer overwrites
         # One write transaction at a time in this process; _waiting counts those queued.
         self._write_lock = threading.Lock()
         self._waiting = 0
@@ -131,7 +136,15 @@ class KafkaStore:
 
     def open(self) -> KafkaStore:
         """Create ``_schemas`` if needed, start the reader and wait until it has read what
-        the topic held at start."""
+        the topic held at start. On failure everything started is closed again."""
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _open(self) -> None:
         self._ensure_topic()
         self._producer = Producer(
             {
@@ -160,7 +173,6 @@ class KafkaStore:
         )
         self._reader.start()
         self._wait_applied(end - 1)
-        return self
 
     def close(self) -> None:
         """Stop reading, give the lease up (another process may write at once) and close
@@ -270,6 +282,8 @@ class KafkaStore:
         with self._cond:
             if not self.state.apply(record, epoch):
                 self._fenced.add(offset)
+                if record is not None and not isinstance(record, NoopRecord):
+                    self._to_repair.append(record)
             self._applied = offset + 1
             self._cond.notify_all()
 
@@ -318,6 +332,7 @@ class KafkaStore:
 
     def _transact(self, decide: Callable[[Txn], T]) -> T:
         epoch = self._ensure_lease()
+        self._repair(epoch)
         with self._cond:
             txn = Txn(self.state, self._id_floor)
             result = decide(txn)
@@ -358,6 +373,16 @@ class KafkaStore:
             except redis.RedisError as exc:
                 raise errors.store_error(f"Error while reading the id floor: {exc}") from exc
         return epoch
+
+    def _repair(self, epoch: int) -> None:
+        """Overwrite every fenced record this process has seen with what the state holds
+        under its key, so compaction removes it (see "Fencing" above)."""
+        with self._cond:
+            fenced, self._to_repair = self._to_repair, []
+            repairs = [r for r in (self.state.current(f) for f in fenced) if r is not None]
+        if repairs:
+            log.warning("overwriting %d fenced record(s) in %s", len(repairs), self.topic)
+            self._write(repairs, epoch)
 
     def _release_unless_queued(self) -> None:
         with self._cond:

@@ -144,6 +144,22 @@ def test_delete_subject_record_soft_deletes_up_to_its_version() -> None:
     assert [v.version for v in state.versions("a", deleted=True)] == [1, 2, 3]
 
 
+def test_current_record_overwrites_a_key_with_what_the_state_holds() -> None:
+    state = RegistryState()
+    state.apply(SchemaRecord("a", 1, 4, "x"))
+    state.apply(SchemaRecord("a", 2, 5, "y"))
+    state.apply(DeleteSubjectRecord("a", 1))
+    state.apply(ConfigRecord("a", "NONE"))
+    assert state.current(SchemaRecord("a", 1, 9, "zombie")) == SchemaRecord(
+        "a", 1, 4, "x", deleted=True
+    )
+    assert state.current(SchemaRecord("b", 1, 9, "zombie")) == SchemaRecord("b", 1)
+    assert state.current(ConfigRecord("a", "FULL")) == ConfigRecord("a", "NONE")
+    assert state.current(ModeRecord(None, "READONLY")) == ModeRecord(None, None)
+    assert state.current(DeleteSubjectRecord("a", 2)) == DeleteSubjectRecord("a", 1)
+    assert state.current(NoopRecord()) is None
+
+
 # -- register, ids and versions ------------------------------------------------------------
 
 
@@ -288,6 +304,21 @@ def test_referenced_schema_cannot_be_deleted(registry: SchemaRegistry) -> None:
     registry.delete_subject("outer")
     assert registry.referenced_by("inner", 1) == []
     assert registry.delete_subject("inner") == [1]
+
+
+def test_reference_to_latest_is_stored_as_the_version_it_named(registry: SchemaRegistry) -> None:
+    inner = json.dumps(
+        {"type": "record", "name": "Inner", "fields": [{"name": "a", "type": "int"}]}
+    )
+    registry.register("inner", inner)
+    outer = json.dumps({"type": "record", "name": "O", "fields": [{"name": "i", "type": "Inner"}]})
+    registry.register(
+        "outer", outer, references=[{"name": "Inner", "subject": "inner", "version": -1}]
+    )
+    assert registry.version("outer", 1)["references"] == [
+        {"name": "Inner", "subject": "inner", "version": 1}
+    ]
+    assert registry.referenced_by("inner", 1) == [2]
 
 
 def test_reference_to_missing_version_is_invalid(registry: SchemaRegistry) -> None:
