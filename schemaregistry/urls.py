@@ -59,6 +59,9 @@ def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
 
 
 urlpatterns: list[URLPattern] = [
-    *(re_path(rf"^{pattern}/?$", view.as_view(), name=name) for pattern, view, name in _TABLE),
+    *(
+        re_path(rf"^{pattern}/?$" if pattern else r"^$", view.as_view(), name=name)
+        for pattern, view, name in _TABLE
+    ),
     re_path(r"^(?P<rest>.*)$", not_found, name="registry-not-found"),
 ]
