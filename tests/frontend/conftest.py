@@ -16,6 +16,9 @@ Layers and grouping come from the fixtures (``tests/suite/layers.py``): these te
 from __future__ import annotations
 
 import os
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -67,7 +70,9 @@ def page_as(browser: Browser, dashboard: Dashboard) -> Iterator[Callable[[str], 
             base_url=dashboard.url,
             viewport={"width": 1400, "height": 900},
         )
-        context.set_default_timeout(15_000)
+        # Seconds on a quiet machine; a loaded CI machine running four chains of process
+        # tests beside the browser has taken over 15 s for a page's first load.
+        context.set_default_timeout(30_000)
         contexts.append(context)
         return context.new_page()
 
@@ -95,3 +100,23 @@ def shot(screenshots: Path) -> Callable[[Page, str], Path]:
         return path
 
     return take
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """When a browser test fails, say whether daphne still answers (and how fast) and show
+    the control plane's log tails: a page that never loads is then told apart from a web app
+    that hangs or a browser that does."""
+    outcome = yield
+    report = outcome.get_result()
+    served = getattr(item, "funcargs", {}).get("dashboard")
+    if report.when != "call" or not report.failed or not isinstance(served, Dashboard):
+        return
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(f"{served.url}/login/", timeout=10) as answer:
+            probe = f"GET /login/ -> {answer.status}"
+    except (OSError, urllib.error.URLError) as exc:
+        probe = f"GET /login/ failed: {exc!r}"
+    probe += f" after {time.monotonic() - started:.2f} s"
+    report.sections.append(("web app after the failure", f"{probe}\n{served.log_tail()}"))
