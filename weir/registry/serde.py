@@ -130,8 +130,9 @@ def _strip_logical(node: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def _fastavro_schema(schema: ParsedSchema) -> Any:
-    """fastavro's parsed form of an Avro schema and its references (logical types left out)."""
+def _fastavro_schema(schema: ParsedSchema) -> tuple[Any, dict[str, Any]]:
+    """fastavro's parsed form of an Avro schema (logical types left out) and every named type
+    it and its references define, by full name."""
     import fastavro
 
     named: dict[str, Any] = {}
@@ -143,14 +144,14 @@ def _fastavro_schema(schema: ParsedSchema) -> Any:
             _strip_logical(json.loads(parsed.canonical())), named_schemas=named
         )
 
-    return add(schema)
+    return add(schema), named
 
 
 def _avro_encode(schema: ParsedSchema, data: Any) -> bytes:
     import fastavro
 
-    parsed = _fastavro_schema(schema)
-    value = _avro_from_json(parsed, data, parsed.get("__named_schemas", {}), "value")
+    parsed, named = _fastavro_schema(schema)
+    value = _avro_from_json(parsed, data, named, "value")
     out = io.BytesIO()
     try:
         fastavro.schemaless_writer(out, parsed, value)
@@ -162,7 +163,7 @@ def _avro_encode(schema: ParsedSchema, data: Any) -> bytes:
 def _avro_decode(schema: ParsedSchema, payload: bytes) -> Any:
     import fastavro
 
-    parsed = _fastavro_schema(schema)
+    parsed, _ = _fastavro_schema(schema)
     try:
         value = fastavro.schemaless_reader(io.BytesIO(payload), parsed, None)
     except (ValueError, TypeError, EOFError, IndexError, KeyError) as exc:
