@@ -163,14 +163,69 @@ def _avro_encode(schema: ParsedSchema, data: Any) -> bytes:
 def _avro_decode(schema: ParsedSchema, payload: bytes) -> Any:
     import fastavro
 
-    parsed, _ = _fastavro_schema(schema)
+    parsed, named = _fastavro_schema(schema)
     try:
-        value = fastavro.schemaless_reader(io.BytesIO(payload), parsed, None)
+        # Record names say which branch of a union of records was written.
+        value = fastavro.schemaless_reader(
+            io.BytesIO(payload), parsed, None, return_record_name=True
+        )
     except (ValueError, TypeError, EOFError, IndexError, KeyError) as exc:
         raise DataError(f"the payload is not valid Avro for schema: {exc}") from None
-    text = io.StringIO()
-    fastavro.json_writer(text, parsed, [value])
-    return json.loads(text.getvalue())
+    return _avro_to_json(parsed, value, named)
+
+
+def _avro_to_json(node: Any, value: Any, named: dict[str, Any]) -> Any:
+    """What fastavro read, in Avro's JSON encoding (the inverse of :func:`_avro_from_json`)."""
+    if isinstance(node, list):  # a union
+        if value is None:
+            return None
+        if isinstance(value, tuple):  # (record name, record), from return_record_name
+            name, inner = value
+            return {name: _avro_to_json(named[name], inner, named)}
+        for branch in node:
+            if branch != "null" and _avro_fits(branch, value, named):
+                return {_type_of(branch): _avro_to_json(branch, value, named)}
+        raise DataError(f"no branch of {[_type_of(b) for b in node]} holds {value!r}")
+    if isinstance(node, str):
+        if node in named:
+            return _avro_to_json(named[node], value, named)
+        return value.decode("latin-1") if node == "bytes" else value
+    kind = node["type"]
+    if kind in ("record", "error"):
+        return {
+            f["name"]: _avro_to_json(f["type"], value[f["name"]], named) for f in node["fields"]
+        }
+    if kind == "fixed":
+        return value.decode("latin-1")
+    if kind == "array":
+        return [_avro_to_json(node["items"], v, named) for v in value]
+    if kind == "map":
+        return {k: _avro_to_json(node["values"], v, named) for k, v in value.items()}
+    if kind == "enum":
+        return value
+    return _avro_to_json(kind, value, named)
+
+
+def _avro_fits(node: Any, value: Any, named: dict[str, Any]) -> bool:
+    """Whether a value fastavro read (not a record: those come named) is of type ``node``."""
+    if isinstance(node, str) and node in named:
+        node = named[node]
+    kind = node if isinstance(node, str) else node["type"]
+    checks: dict[str, Callable[[Any], bool]] = {
+        "boolean": lambda v: isinstance(v, bool),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "long": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, float),
+        "double": lambda v: isinstance(v, float),
+        "string": lambda v: isinstance(v, str),
+        "bytes": lambda v: isinstance(v, bytes),
+        "enum": lambda v: isinstance(v, str) and v in node["symbols"],
+        "fixed": lambda v: isinstance(v, bytes) and len(v) == node["size"],
+        "array": lambda v: isinstance(v, list),
+        "map": lambda v: isinstance(v, dict),
+    }
+    check = checks.get(kind)
+    return check is not None and check(value)
 
 
 def _type_of(node: Any) -> str:
