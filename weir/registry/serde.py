@@ -21,6 +21,10 @@ formats, in one place for v2 and v3 (and any other reader of Confluent-framed re
     type (message indexes ``[0]``, written as the single byte 0); decoding follows the
     indexes in the frame, and prints fields with their default values, as Confluent does.
 
+  Decoding Avro asks fastavro for record names, so a union of records answers the branch that
+  was written; other unions answer the first branch whose type the value has (``int`` before
+  ``long``: fastavro does not say which of two such branches wrote it).
+
 - **Which schema.** :func:`resolve` finds the schema a produce request names (an id, a
   subject's version or latest, or a schema text to look up or register) and the subject by
   the subject name strategies of Confluent's serializers (:func:`subject_name`).
@@ -58,6 +62,8 @@ __all__ = [
     "deserialize",
     "encode",
     "frame",
+    "message_indexes",
+    "record_name",
     "resolve",
     "serialize",
     "subject_name",
