@@ -20,6 +20,7 @@ data does not fit       422, 42203 "Conversion of JSON to    400 "Failed to pars
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from controlplane.errors import ApiError, BadRequest, Unprocessable
@@ -30,6 +31,7 @@ from weir.registry.formats import InvalidSchema
 
 __all__ = [
     "SCHEMA_ERRORS",
+    "decode_framed",
     "embedded_name",
     "read_record",
     "resolve",
@@ -114,3 +116,34 @@ def read_record(data: bytes | None, fmt: str) -> Any:
             f"a record cannot be read as {fmt}: {message}; read it with a binary-format consumer",
             error_code=42205,
         ) from None
+
+
+# After the registry could not be opened, display decoding is skipped this long.
+REGISTRY_RETRY_S = 30.0
+_registry_down_until = 0.0
+
+
+def decode_framed(data: bytes) -> tuple[dict[str, Any], Any] | None:
+    """A record in Confluent's framing, decoded for people to read: (``{"id", "type",
+    "subjects"}``, its JSON value); None when ``data`` is not framed, names a schema the
+    registry does not hold, does not decode with it, or the registry cannot be read (the
+    caller then shows the bytes as they are)."""
+    global _registry_down_until
+    if len(data) < 5 or data[0] != serde.MAGIC or time.monotonic() < _registry_down_until:
+        return None
+    try:
+        found = registry()
+    except RegistryError:
+        # A page of framed records must not wait for the store once per record.
+        _registry_down_until = time.monotonic() + REGISTRY_RETRY_S
+        return None
+    try:
+        schema_id, payload = serde.unframe(data)
+        schema = found.parsed(schema_id)
+        value = serde.decode(schema, payload)
+        subjects = found.schema_subjects(schema_id)
+    except (RegistryError, serde.DataError):
+        return None
+    except Exception:  # a payload a decoder chokes on is shown as bytes, never an error page
+        return None
+    return {"id": schema_id, "type": schema.schema_type, "subjects": subjects}, value
