@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from controlplane.errors import ApiError
 from controlplane.roles import ADMIN, OPERATOR, VIEWER
-from schemaregistry.content import PARSERS, REGISTRY_MEDIA_TYPE, RENDERERS
+from schemaregistry.content import PARSERS, REGISTRY_MEDIA_TYPE, RENDERERS, RegistryNegotiation
 from schemaregistry.registry import registry
 from weir.registry import errors
 from weir.registry.errors import RegistryError
@@ -89,6 +89,7 @@ class RegistryView(APIView):
 
     parser_classes = PARSERS
     renderer_classes = RENDERERS
+    content_negotiation_class = RegistryNegotiation
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, RegistryError):
