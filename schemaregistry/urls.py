@@ -52,6 +52,11 @@ _TABLE: list[tuple[str, type, str]] = [
         "registry-compat",
     ),
     (rf"compatibility/subjects/{_SUBJECT}/versions", api.CompatibilityView, "registry-compat-all"),
+    (
+        r"associations/resources/(?P<namespace>[^/]+)/(?P<name>.+?)",
+        api.AssociationsView,
+        "registry-associations",
+    ),
     (r"config", api.ConfigView, "registry-config"),
     (rf"config/{_SUBJECT}", api.ConfigView, "registry-subject-config"),
     (r"mode", api.ModeView, "registry-mode"),

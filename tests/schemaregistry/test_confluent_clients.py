@@ -458,3 +458,83 @@ def test_protobuf_use_latest_version_and_a_refused_change(
         client.register_schema(subject, Schema(breaking, "PROTOBUF", registered.schema.references))
     assert refused.value.http_status_code == 409
     assert admin_client.get_versions(subject) == [1]
+
+
+# -- SchemaRegistryClient's admin calls ---------------------------------------------------
+
+
+def test_admin_calls_of_the_client(
+    client: SchemaRegistryClient, admin_client: SchemaRegistryClient, topic: str
+) -> None:
+    subject, other = f"{topic}-value", f"{topic}-key"
+    v1_id = client.register_schema(subject, Schema(ORDER_V1, "AVRO"))
+    v2 = client.register_schema_full_response(subject, Schema(ORDER_V2, "AVRO"))
+    assert (v2.subject, v2.schema_id > v1_id) == (subject, True)
+    assert client.register_schema(other, Schema(ORDER_V1, "AVRO")) == v1_id  # one id
+
+    assert {subject, other} <= set(client.get_subjects())
+    assert client.get_subjects(subject_prefix=topic) == sorted([other, subject])
+    assert client.get_subjects(subject_prefix=topic, offset=1, limit=1) == [subject]
+    assert client.get_versions(subject) == [1, 2]
+    latest = client.get_latest_version(subject)
+    assert (latest.version, latest.schema_id) == (2, v2.schema_id)
+    assert client.get_version(subject, 1).schema_id == v1_id
+    found = client.lookup_schema(subject, Schema(ORDER_V1, "AVRO"))
+    assert (found.subject, found.version, found.schema_id) == (subject, 1, v1_id)
+    with pytest.raises(SchemaRegistryError) as missing:
+        client.lookup_schema(subject, Schema(ORDER_BREAKING, "AVRO"))
+    assert (missing.value.http_status_code, missing.value.error_code) == (404, 40403)
+
+    schema = client.get_schema(v1_id)
+    assert (schema.schema_type, json.loads(schema.schema_str)) == ("AVRO", json.loads(ORDER_V1))
+    assert admin_client.get_schema(v1_id, subject_name=subject).schema_str == schema.schema_str
+    assert client.get_subjects_by_schema_id(v1_id) == sorted([other, subject])
+    assert client.get_subjects_by_schema_id(v1_id, subject_name=other) == [other]
+    assert {(v.subject, v.version) for v in client.get_schema_versions(v1_id)} == {
+        (subject, 1),
+        (other, 1),
+    }
+    assert [v.subject for v in client.get_schema_versions(v1_id, subject_name=subject)] == [subject]
+    with pytest.raises(SchemaRegistryError) as unknown:
+        client.get_schema(2**31 - 1)
+    assert (unknown.value.http_status_code, unknown.value.error_code) == (404, 40403)
+
+    # Compatibility: tested, then the subject's level changed (admins only).
+    assert client.test_compatibility(subject, Schema(ORDER_V2, "AVRO")) is True
+    assert client.test_compatibility(subject, Schema(ORDER_BREAKING, "AVRO")) is False
+    assert client.test_compatibility_all_versions(subject, Schema(ORDER_V2, "AVRO")) is True
+    assert client.get_compatibility() == "BACKWARD"
+    with pytest.raises(SchemaRegistryError) as forbidden:
+        client.set_compatibility(subject, "NONE")  # an operator may not
+    assert forbidden.value.http_status_code == 403
+    assert admin_client.set_compatibility(subject, "none") == {"compatibility": "NONE"}
+    assert client.get_compatibility(subject) == "NONE"
+    assert client.test_compatibility(subject, Schema(ORDER_BREAKING, "AVRO")) is True
+    assert client.register_schema(subject, Schema(ORDER_BREAKING, "AVRO")) > v2.schema_id
+
+    # Deleting: soft first (still listed with deleted), then permanently.
+    assert admin_client.delete_version(subject, 3) == 3
+    assert admin_client.delete_subject(subject) == [1, 2]
+    assert subject not in client.get_subjects()
+    assert subject in client.get_subjects(deleted=True)
+    assert client.get_subjects(subject_prefix=topic, deleted_only=True) == [subject]
+    assert client.get_versions(subject, deleted=True) == [1, 2, 3]
+    assert client.get_versions(subject, deleted_only=True) == [1, 2, 3]
+    with pytest.raises(SchemaRegistryError) as gone:
+        client.get_versions(subject)
+    assert gone.value.error_code == 40401
+    assert admin_client.delete_subject(subject, permanent=True) == [1, 2, 3]
+    assert subject not in client.get_subjects(deleted=True)
+    assert client.get_schema(v1_id).schema_str == schema.schema_str  # still under ``other``
+
+
+def test_schema_by_id_answers_max_id_when_asked(
+    viewer: Any, client: SchemaRegistryClient, topic: str
+) -> None:
+    """``?fetchMaxId=true``: the highest id the registry gave out, beside the schema."""
+    v1_id = client.register_schema(f"{topic}-value", Schema(ORDER_V1, "AVRO"))
+    v2_id = client.register_schema(f"{topic}-value", Schema(ORDER_V2, "AVRO"))
+    path = f"/schema-registry/schemas/ids/{v1_id}"
+    with_max = viewer.get(path, {"fetchMaxId": "true", "subject": f"{topic}-value"}).json()
+    assert with_max["maxId"] >= v2_id > v1_id
+    assert "maxId" not in viewer.get(path).json()
