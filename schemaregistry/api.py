@@ -32,6 +32,7 @@ __all__ = [
     "AssociationsView",
     "CompatibilityView",
     "ConfigView",
+    "ContextsView",
     "ModeView",
     "ReferencedByView",
     "RootView",
@@ -288,6 +289,14 @@ class SubjectVersionSchemaView(RegistryView):
 class ReferencedByView(RegistryView):
     def get(self, request: Request, subject: str, version: str) -> Response:
         return Response(_page(request, registry().referenced_by(subject, version)))
+
+
+@extend_schema(tags=TAGS)
+class ContextsView(RegistryView):
+    """``GET /contexts``: Weir has Confluent's default context only, ``"."``."""
+
+    def get(self, request: Request) -> Response:
+        return Response(_page(request, ["."]))
 
 
 @extend_schema(tags=TAGS)

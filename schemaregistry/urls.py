@@ -57,6 +57,7 @@ _TABLE: list[tuple[str, type, str]] = [
         api.AssociationsView,
         "registry-associations",
     ),
+    (r"contexts", api.ContextsView, "registry-contexts"),
     (r"config", api.ConfigView, "registry-config"),
     (rf"config/{_SUBJECT}", api.ConfigView, "registry-subject-config"),
     (r"mode", api.ModeView, "registry-mode"),

@@ -480,6 +480,8 @@ def test_admin_calls_of_the_client(
     assert {subject, other} <= set(client.get_subjects())
     assert client.get_subjects(subject_prefix=topic) == sorted([other, subject])
     assert client.get_subjects(subject_prefix=topic, offset=1, limit=1) == [subject]
+    assert client.get_contexts() == ["."]
+    assert client.get_schema_types() == ["AVRO", "JSON", "PROTOBUF"]
     assert client.get_versions(subject) == [1, 2]
     latest = client.get_latest_version(subject)
     assert (latest.version, latest.schema_id) == (2, v2.schema_id)
