@@ -22,14 +22,16 @@ from rest_framework.views import APIView
 
 from controlplane.errors import ApiError
 from controlplane.roles import ADMIN, OPERATOR, VIEWER
-from schemaregistry.content import PARSERS, REGISTRY_MEDIA_TYPE, RENDERERS
+from schemaregistry.content import PARSERS, REGISTRY_MEDIA_TYPE, RENDERERS, RegistryNegotiation
 from schemaregistry.registry import registry
 from weir.registry import errors
 from weir.registry.errors import RegistryError
 
 __all__ = [
+    "AssociationsView",
     "CompatibilityView",
     "ConfigView",
+    "ContextsView",
     "ModeView",
     "ReferencedByView",
     "RootView",
@@ -49,6 +51,31 @@ __all__ = [
 def _flag(request: Request, name: str) -> bool:
     """A boolean query parameter as Confluent reads them (``?deleted=true``)."""
     return str(request.query_params.get(name, "false")).lower() == "true"
+
+
+def _deleted_only(request: Request) -> bool:
+    """``?deletedOnly=true``; confluent-kafka 2.16.1 spells it ``deleted_only``."""
+    return _flag(request, "deletedOnly") or _flag(request, "deleted_only")
+
+
+def _page(request: Request, items: list[Any]) -> list[Any]:
+    """``?offset=&limit=`` as Confluent pages listings; a negative or absent limit is all
+    (confluent-kafka sends ``offset=0&limit=-1`` by default)."""
+    bounds = []
+    for name, default in (("offset", 0), ("limit", -1)):
+        text = request.query_params.get(name) or str(default)
+        try:
+            bounds.append(int(text))
+        except ValueError:
+            raise RegistryError(400, 400, f"{name} must be an integer, not {text!r}") from None
+    offset, limit = max(bounds[0], 0), bounds[1]
+    return items[offset:] if limit < 0 else items[offset : offset + limit]
+
+
+def _of_subject(request: Request, items: list[Any], key: Any) -> list[Any]:
+    """Only the items of ``?subject=``, when given (``/schemas/ids/{id}/subjects|versions``)."""
+    subject = request.query_params.get("subject")
+    return items if not subject else [item for item in items if key(item) == subject]
 
 
 def _body(request: Request) -> dict[str, Any]:
@@ -86,6 +113,7 @@ class RegistryView(APIView):
 
     parser_classes = PARSERS
     renderer_classes = RENDERERS
+    content_negotiation_class = RegistryNegotiation
     # Confluent's API, documented by Confluent and docs/schema-registry.md, not in Weir's
     # OpenAPI schema (whose fuzz test would otherwise check it against guessed shapes).
     schema = None
@@ -116,11 +144,17 @@ class SchemaTypesView(RegistryView):
 
 
 class SchemaByIdView(RegistryView):
-    """``GET /schemas/ids/{id}[?format=serialized]``."""
+    """``GET /schemas/ids/{id}[?format=serialized][&fetchMaxId=true]``. confluent-kafka also
+    sends ``?subject=`` (a context hint for Confluent; ids are global in Weir) and
+    ``reference_format``; both are accepted and change nothing."""
 
     def get(self, request: Request, schema_id: str) -> Response:
         fmt = request.query_params.get("format") or None
-        return Response(registry().schema_by_id(int(schema_id), fmt=fmt))
+        return Response(
+            registry().schema_by_id(
+                int(schema_id), fmt=fmt, fetch_max_id=_flag(request, "fetchMaxId")
+            )
+        )
 
 
 class SchemaRawByIdView(RegistryView):
@@ -133,32 +167,29 @@ class SchemaRawByIdView(RegistryView):
 
 class SchemaSubjectsByIdView(RegistryView):
     def get(self, request: Request, schema_id: str) -> Response:
-        return Response(
-            registry().schema_subjects(int(schema_id), deleted=_flag(request, "deleted"))
-        )
+        found = registry().schema_subjects(int(schema_id), deleted=_flag(request, "deleted"))
+        return Response(_page(request, _of_subject(request, found, lambda s: s)))
 
 
 class SchemaVersionsByIdView(RegistryView):
     def get(self, request: Request, schema_id: str) -> Response:
-        return Response(
-            registry().schema_versions(int(schema_id), deleted=_flag(request, "deleted"))
-        )
+        found = registry().schema_versions(int(schema_id), deleted=_flag(request, "deleted"))
+        return Response(_page(request, _of_subject(request, found, lambda v: v["subject"])))
 
 
 # -- subjects and versions ----------------------------------------------------------------
 
 
 class SubjectListView(RegistryView):
-    """``GET /subjects[?deleted=true|deletedOnly=true|subjectPrefix=]``."""
+    """``GET /subjects[?deleted=true|deletedOnly=true|subjectPrefix=][&offset=&limit=]``."""
 
     def get(self, request: Request) -> Response:
-        return Response(
-            registry().subjects(
-                deleted=_flag(request, "deleted"),
-                deleted_only=_flag(request, "deletedOnly"),
-                prefix=request.query_params.get("subjectPrefix", ""),
-            )
+        found = registry().subjects(
+            deleted=_flag(request, "deleted"),
+            deleted_only=_deleted_only(request),
+            prefix=request.query_params.get("subjectPrefix", ""),
         )
+        return Response(_page(request, found))
 
 
 class SubjectView(RegistryView):
@@ -186,13 +217,10 @@ class SubjectVersionListView(RegistryView):
     roles = {"POST": OPERATOR}
 
     def get(self, request: Request, subject: str) -> Response:
-        return Response(
-            registry().versions(
-                subject,
-                deleted=_flag(request, "deleted"),
-                deleted_only=_flag(request, "deletedOnly"),
-            )
+        found = registry().versions(
+            subject, deleted=_flag(request, "deleted"), deleted_only=_deleted_only(request)
         )
+        return Response(_page(request, found))
 
     def post(self, request: Request, subject: str) -> Response:
         fields = _schema_request(request)
@@ -248,7 +276,23 @@ class SubjectVersionSchemaView(RegistryView):
 
 class ReferencedByView(RegistryView):
     def get(self, request: Request, subject: str, version: str) -> Response:
-        return Response(registry().referenced_by(subject, version))
+        return Response(_page(request, registry().referenced_by(subject, version)))
+
+
+class ContextsView(RegistryView):
+    """``GET /contexts``: Weir has Confluent's default context only, ``"."``."""
+
+    def get(self, request: Request) -> Response:
+        return Response(_page(request, ["."]))
+
+
+class AssociationsView(RegistryView):
+    """``GET /associations/resources/{namespace}/{name}``: the subjects associated with a
+    topic. confluent-kafka 2.16.1's default subject name strategy asks this first and falls
+    back to TopicNameStrategy when there are none; Weir keeps no associations, so none."""
+
+    def get(self, request: Request, namespace: str, name: str) -> Response:
+        return Response([])
 
 
 # -- compatibility, config, mode ----------------------------------------------------------
