@@ -212,5 +212,6 @@ class SchemaSubjectPage(Page):
 
 urlpatterns: list[URLPattern] = [
     path("schemas/", SchemaListPage.as_view(), name="dashboard-schemas"),
-    path("schemas/<str:subject>/", SchemaSubjectPage.as_view(), name="dashboard-schema"),
+    # path: a subject written by a foreign writer may hold a "/" (the API cannot register one).
+    path("schemas/<path:subject>/", SchemaSubjectPage.as_view(), name="dashboard-schema"),
 ]
