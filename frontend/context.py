@@ -18,6 +18,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("topics", "Topics", "/topics/"),
     ("groups", "Consumer groups", "/groups/"),
     ("mirrors", "Mirrors", "/mirrors/"),
+    ("schemas", "Schemas", "/schemas/"),
     ("reassignments", "Reassignments", "/reassignments/"),
     ("jobs", "Jobs", "/jobs/"),
     ("analytics", "Analytics", "/analytics/"),

@@ -16,6 +16,7 @@ from frontend.pages import (
     overview,
     quotas,
     reassignments,
+    schemas,
     security,
     topics,
 )
@@ -28,6 +29,7 @@ urlpatterns: list[URLPattern] = [
     *messages.urlpatterns,
     *groups.urlpatterns,
     *mirrors.urlpatterns,
+    *schemas.urlpatterns,
     *reassignments.urlpatterns,
     *jobs.urlpatterns,
     *analytics.urlpatterns,

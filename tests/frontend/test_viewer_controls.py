@@ -17,6 +17,7 @@ from playwright.sync_api import Page
 
 from tests.controlplane.lag_helpers import commit, now_ms, produce_at, wait_high_watermarks
 from tests.controlplane_fixtures import Dashboard
+from tests.frontend.schemas import avro_order, register
 from tests.weir.cluster.conftest import Cluster
 
 PAGES = (
@@ -32,23 +33,27 @@ PAGES = (
     "/analytics/",
     "/quotas/",
     "/mirrors/",
+    "/schemas/",
+    "/schemas/{subject}/",
 )
 MUTATING = re.compile(
     r"\b(create|delete|produce|reset|execute|rebalance|elect|cancel|add|save|edit|propose|"
-    r"generate|apply|remove|run|commit)\b",
+    r"generate|apply|remove|run|commit|register)\b",
     re.IGNORECASE,
 )
 
 
 @pytest.fixture(scope="module")
-def names(cp_cluster: Cluster) -> Iterator[dict[str, str]]:
+def names(cp_cluster: Cluster, dashboard: Dashboard) -> Iterator[dict[str, str]]:
     suffix = uuid.uuid4().hex[:8]
     topic, group = f"roles-{suffix}", f"roles-group-{suffix}"
+    subject = f"roles-{suffix}-value"
     cp_cluster.create_topic(topic)
     produce_at(cp_cluster, topic, 0, [now_ms()] * 2)
     commit(cp_cluster, group, {(topic, 0): 1})
     wait_high_watermarks({(topic, 0): 2})
-    yield {"topic": topic, "group": group}
+    register(dashboard, subject, avro_order())
+    yield {"topic": topic, "group": group, "subject": subject}
 
 
 def visible_buttons(page: Page) -> list[str]:
