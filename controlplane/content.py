@@ -1,9 +1,10 @@
 """Confluent REST Proxy's content types, as DRF parsers and renderers.
 
 REST Proxy v2 clients send and expect ``application/vnd.kafka[.<embedded>].v2+json``: the
-embedded format (``json``, ``binary``) says how record keys and values are written inside the
-JSON body. All of them are JSON on the wire, so each parser is DRF's JSON parser under another
-media type, and each renderer is DRF's JSON renderer answering with that type. v3 and ``/api/``
+embedded format (``json``, ``binary``, and with the Schema Registry ``avro``, ``jsonschema``,
+``protobuf``) says how record keys and values are written inside the JSON body. All of them
+are JSON on the wire, so each parser is DRF's JSON parser under another media type, and each
+renderer is DRF's JSON renderer answering with that type. v3 and ``/api/``
 speak plain ``application/json``.
 """
 
@@ -14,6 +15,8 @@ from rest_framework.renderers import JSONRenderer
 
 __all__ = [
     "KAFKA_V2_RENDERERS",
+    "SCHEMA_V2_PARSERS",
+    "SCHEMA_V2_RENDERERS",
     "KafkaBinaryV2JsonParser",
     "KafkaBinaryV2JsonRenderer",
     "KafkaJsonParser",
@@ -22,6 +25,7 @@ __all__ = [
     "KafkaV2JsonParser",
     "KafkaV2JsonRenderer",
     "embedded_format",
+    "v2_renderer",
 ]
 
 
@@ -50,6 +54,17 @@ KafkaJsonV2JsonRenderer = _renderer("KafkaJsonV2JsonRenderer", _JSON_V2)
 KafkaBinaryV2JsonRenderer = _renderer("KafkaBinaryV2JsonRenderer", _BINARY_V2)
 _KafkaJsonRenderer = _renderer("_KafkaJsonRenderer", _PLAIN)
 
+# The Schema Registry's embedded formats: a parser and a renderer for each.
+SCHEMA_FORMATS = ("avro", "jsonschema", "protobuf")
+SCHEMA_V2_PARSERS = [
+    _parser(f"Kafka{fmt.title()}V2JsonParser", f"application/vnd.kafka.{fmt}.v2+json")
+    for fmt in SCHEMA_FORMATS
+]
+SCHEMA_V2_RENDERERS = [
+    _renderer(f"Kafka{fmt.title()}V2JsonRenderer", f"application/vnd.kafka.{fmt}.v2+json")
+    for fmt in SCHEMA_FORMATS
+]
+
 # Renderers for v2 views: Confluent answers application/vnd.kafka.v2+json unless the client
 # asks for plain JSON.
 KAFKA_V2_RENDERERS = [KafkaV2JsonRenderer, _KafkaJsonRenderer, JSONRenderer]
@@ -60,8 +75,18 @@ KAFKA_V2_PARSERS = [
     KafkaJsonParser,
     KafkaJsonV2JsonParser,
     KafkaBinaryV2JsonParser,
+    *SCHEMA_V2_PARSERS,
     JSONParser,
 ]
+
+
+def v2_renderer(fmt: str) -> type[JSONRenderer]:
+    """The renderer answering records of the embedded format ``fmt``."""
+    media_type = f"application/vnd.kafka.{fmt}.v2+json"
+    for renderer in (KafkaJsonV2JsonRenderer, KafkaBinaryV2JsonRenderer, *SCHEMA_V2_RENDERERS):
+        if renderer.media_type == media_type:
+            return renderer
+    raise ValueError(f"no renderer for the embedded format {fmt!r}")
 
 
 def embedded_format(content_type: str) -> str | None:

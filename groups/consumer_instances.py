@@ -27,7 +27,7 @@ from controlplane.errors import ApiError, NotFound
 
 __all__ = ["ConsumerInstance", "registry"]
 
-FORMATS = ("json", "binary")
+FORMATS = ("json", "binary", "avro", "jsonschema", "protobuf")
 
 
 @dataclass

@@ -3,7 +3,9 @@
 Confluent's paths, bodies, content types (``application/vnd.kafka.v2+json``; records in
 ``application/vnd.kafka.<format>.v2+json``) and error codes (40403 instance not found, 40902
 instance exists, 40601 Accept does not match the instance's format, 42204 bad format). The
-instances live in this process (:mod:`groups.consumer_instances`).
+instances live in this process (:mod:`groups.consumer_instances`). Instances of the ``avro``,
+``jsonschema`` and ``protobuf`` formats return keys and values decoded through the Schema
+Registry (the schema id in each record's Confluent frame, :mod:`schemaregistry.serde`).
 
 Behaviour follows Confluent's implementation (confluentinc/kafka-rest ``KafkaConsumerState``,
 ``KafkaConsumerReadTask``), not only its paths: a commit of given offsets takes each as the
@@ -45,13 +47,16 @@ from rest_framework.response import Response
 from controlplane.cluster import gateway
 from controlplane.content import (
     KAFKA_V2_RENDERERS,
+    SCHEMA_V2_RENDERERS,
     KafkaBinaryV2JsonRenderer,
     KafkaJsonV2JsonRenderer,
+    v2_renderer,
 )
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound
 from controlplane.proxy import KafkaV2View
 from controlplane.roles import OPERATOR, VIEWER
 from groups.consumer_instances import FORMATS, ConsumerInstance, registry
+from schemaregistry.serde import read_record
 
 TAGS = ["REST proxy v2: consumers"]
 MAX_BYTES = 64 * 1024 * 1024  # Confluent's consumer.request.max.bytes default
@@ -136,7 +141,7 @@ class CreateInstanceView(_V2View):
         fmt = str(body.get("format", "binary")).lower()
         if fmt not in FORMATS:
             raise ApiError(
-                f"format {fmt!r} is not supported: Weir has no Schema Registry; use json or binary",
+                f"format {fmt!r} is not supported: use {', '.join(FORMATS)}",
                 error_code=42204,
                 status_code=422,
             )
@@ -592,6 +597,8 @@ def _decode(data: bytes | None, fmt: str) -> Any:
         return None
     if fmt == "binary":
         return base64.b64encode(data).decode()
+    if fmt != "json":
+        return read_record(data, fmt)
     try:
         return json.loads(data)
     except ValueError:
@@ -643,12 +650,17 @@ def _within(messages: list[Any], max_bytes: int) -> list[Any]:
 class RecordsView(_V2View):
     """Read records (waits up to ``timeout`` ms, returns at most ``max_bytes``)."""
 
-    renderer_classes = [KafkaJsonV2JsonRenderer, KafkaBinaryV2JsonRenderer, *KAFKA_V2_RENDERERS]
+    renderer_classes = [
+        KafkaJsonV2JsonRenderer,
+        KafkaBinaryV2JsonRenderer,
+        *SCHEMA_V2_RENDERERS,
+        *KAFKA_V2_RENDERERS,
+    ]
 
     @extend_schema(
         responses={
-            (200, KafkaJsonV2JsonRenderer.media_type): RecordSerializer(many=True),
-            (200, KafkaBinaryV2JsonRenderer.media_type): RecordSerializer(many=True),
+            (200, r.media_type): RecordSerializer(many=True)
+            for r in (KafkaJsonV2JsonRenderer, KafkaBinaryV2JsonRenderer, *SCHEMA_V2_RENDERERS)
         },
         tags=TAGS,
     )
@@ -701,9 +713,7 @@ class RecordsView(_V2View):
                     )
                 if remaining <= 0:
                     break
-        renderer = (
-            KafkaBinaryV2JsonRenderer if consumer.format == "binary" else (KafkaJsonV2JsonRenderer)
-        )
+        renderer = v2_renderer(consumer.format)
         response = Response(records)
         response.accepted_renderer = renderer()
         response.accepted_media_type = renderer.media_type

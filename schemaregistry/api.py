@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ParseError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,14 +22,16 @@ from rest_framework.views import APIView
 
 from controlplane.errors import ApiError
 from controlplane.roles import ADMIN, OPERATOR, VIEWER
-from schemaregistry.content import PARSERS, REGISTRY_MEDIA_TYPE, RENDERERS
+from schemaregistry.content import PARSERS, REGISTRY_MEDIA_TYPE, RENDERERS, RegistryNegotiation
 from schemaregistry.registry import registry
 from weir.registry import errors
 from weir.registry.errors import RegistryError
 
 __all__ = [
+    "AssociationsView",
     "CompatibilityView",
     "ConfigView",
+    "ContextsView",
     "ModeView",
     "ReferencedByView",
     "RootView",
@@ -46,12 +47,35 @@ __all__ = [
     "SubjectView",
 ]
 
-TAGS = ["Schema registry"]
-
 
 def _flag(request: Request, name: str) -> bool:
     """A boolean query parameter as Confluent reads them (``?deleted=true``)."""
     return str(request.query_params.get(name, "false")).lower() == "true"
+
+
+def _deleted_only(request: Request) -> bool:
+    """``?deletedOnly=true``; confluent-kafka 2.16.1 spells it ``deleted_only``."""
+    return _flag(request, "deletedOnly") or _flag(request, "deleted_only")
+
+
+def _page(request: Request, items: list[Any]) -> list[Any]:
+    """``?offset=&limit=`` as Confluent pages listings; a negative or absent limit is all
+    (confluent-kafka sends ``offset=0&limit=-1`` by default)."""
+    bounds = []
+    for name, default in (("offset", 0), ("limit", -1)):
+        text = request.query_params.get(name) or str(default)
+        try:
+            bounds.append(int(text))
+        except ValueError:
+            raise RegistryError(400, 400, f"{name} must be an integer, not {text!r}") from None
+    offset, limit = max(bounds[0], 0), bounds[1]
+    return items[offset:] if limit < 0 else items[offset : offset + limit]
+
+
+def _of_subject(request: Request, items: list[Any], key: Any) -> list[Any]:
+    """Only the items of ``?subject=``, when given (``/schemas/ids/{id}/subjects|versions``)."""
+    subject = request.query_params.get("subject")
+    return items if not subject else [item for item in items if key(item) == subject]
 
 
 def _body(request: Request) -> dict[str, Any]:
@@ -89,6 +113,10 @@ class RegistryView(APIView):
 
     parser_classes = PARSERS
     renderer_classes = RENDERERS
+    content_negotiation_class = RegistryNegotiation
+    # Confluent's API, documented by Confluent and docs/schema-registry.md, not in Weir's
+    # OpenAPI schema (whose fuzz test would otherwise check it against guessed shapes).
+    schema = None
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, RegistryError):
@@ -100,7 +128,6 @@ class RegistryView(APIView):
         return super().handle_exception(exc)
 
 
-@extend_schema(tags=TAGS)
 class RootView(RegistryView):
     """``GET /schema-registry/``: an empty object, as Confluent's root answers."""
 
@@ -111,22 +138,25 @@ class RootView(RegistryView):
 # -- schemas ------------------------------------------------------------------------------
 
 
-@extend_schema(tags=TAGS)
 class SchemaTypesView(RegistryView):
     def get(self, request: Request) -> Response:
         return Response(registry().schema_types())
 
 
-@extend_schema(tags=TAGS)
 class SchemaByIdView(RegistryView):
-    """``GET /schemas/ids/{id}[?format=serialized]``."""
+    """``GET /schemas/ids/{id}[?format=serialized][&fetchMaxId=true]``. confluent-kafka also
+    sends ``?subject=`` (a context hint for Confluent; ids are global in Weir) and
+    ``reference_format``; both are accepted and change nothing."""
 
     def get(self, request: Request, schema_id: str) -> Response:
         fmt = request.query_params.get("format") or None
-        return Response(registry().schema_by_id(int(schema_id), fmt=fmt))
+        return Response(
+            registry().schema_by_id(
+                int(schema_id), fmt=fmt, fetch_max_id=_flag(request, "fetchMaxId")
+            )
+        )
 
 
-@extend_schema(tags=TAGS)
 class SchemaRawByIdView(RegistryView):
     """``GET /schemas/ids/{id}/schema``: the schema's text alone."""
 
@@ -135,40 +165,33 @@ class SchemaRawByIdView(RegistryView):
         return _raw(registry().schema_by_id(int(schema_id), fmt=fmt)["schema"])
 
 
-@extend_schema(tags=TAGS)
 class SchemaSubjectsByIdView(RegistryView):
     def get(self, request: Request, schema_id: str) -> Response:
-        return Response(
-            registry().schema_subjects(int(schema_id), deleted=_flag(request, "deleted"))
-        )
+        found = registry().schema_subjects(int(schema_id), deleted=_flag(request, "deleted"))
+        return Response(_page(request, _of_subject(request, found, lambda s: s)))
 
 
-@extend_schema(tags=TAGS)
 class SchemaVersionsByIdView(RegistryView):
     def get(self, request: Request, schema_id: str) -> Response:
-        return Response(
-            registry().schema_versions(int(schema_id), deleted=_flag(request, "deleted"))
-        )
+        found = registry().schema_versions(int(schema_id), deleted=_flag(request, "deleted"))
+        return Response(_page(request, _of_subject(request, found, lambda v: v["subject"])))
 
 
 # -- subjects and versions ----------------------------------------------------------------
 
 
-@extend_schema(tags=TAGS)
 class SubjectListView(RegistryView):
-    """``GET /subjects[?deleted=true|deletedOnly=true|subjectPrefix=]``."""
+    """``GET /subjects[?deleted=true|deletedOnly=true|subjectPrefix=][&offset=&limit=]``."""
 
     def get(self, request: Request) -> Response:
-        return Response(
-            registry().subjects(
-                deleted=_flag(request, "deleted"),
-                deleted_only=_flag(request, "deletedOnly"),
-                prefix=request.query_params.get("subjectPrefix", ""),
-            )
+        found = registry().subjects(
+            deleted=_flag(request, "deleted"),
+            deleted_only=_deleted_only(request),
+            prefix=request.query_params.get("subjectPrefix", ""),
         )
+        return Response(_page(request, found))
 
 
-@extend_schema(tags=TAGS)
 class SubjectView(RegistryView):
     """``POST /subjects/{s}`` looks a schema up (a read); ``DELETE`` deletes the subject."""
 
@@ -188,20 +211,16 @@ class SubjectView(RegistryView):
         return Response(registry().delete_subject(subject, permanent=_flag(request, "permanent")))
 
 
-@extend_schema(tags=TAGS)
 class SubjectVersionListView(RegistryView):
     """``GET /subjects/{s}/versions``; ``POST`` registers a schema (operators)."""
 
     roles = {"POST": OPERATOR}
 
     def get(self, request: Request, subject: str) -> Response:
-        return Response(
-            registry().versions(
-                subject,
-                deleted=_flag(request, "deleted"),
-                deleted_only=_flag(request, "deletedOnly"),
-            )
+        found = registry().versions(
+            subject, deleted=_flag(request, "deleted"), deleted_only=_deleted_only(request)
         )
+        return Response(_page(request, found))
 
     def post(self, request: Request, subject: str) -> Response:
         fields = _schema_request(request)
@@ -221,7 +240,6 @@ class SubjectVersionListView(RegistryView):
         )
 
 
-@extend_schema(tags=TAGS)
 class SubjectVersionView(RegistryView):
     """``GET /subjects/{s}/versions/{v}`` (``latest`` or ``-1`` too); ``DELETE`` (admins)."""
 
@@ -243,7 +261,6 @@ class SubjectVersionView(RegistryView):
         )
 
 
-@extend_schema(tags=TAGS)
 class SubjectVersionSchemaView(RegistryView):
     """``GET /subjects/{s}/versions/{v}/schema``: the schema's text alone."""
 
@@ -257,16 +274,30 @@ class SubjectVersionSchemaView(RegistryView):
         return _raw(found["schema"])
 
 
-@extend_schema(tags=TAGS)
 class ReferencedByView(RegistryView):
     def get(self, request: Request, subject: str, version: str) -> Response:
-        return Response(registry().referenced_by(subject, version))
+        return Response(_page(request, registry().referenced_by(subject, version)))
+
+
+class ContextsView(RegistryView):
+    """``GET /contexts``: Weir has Confluent's default context only, ``"."``."""
+
+    def get(self, request: Request) -> Response:
+        return Response(_page(request, ["."]))
+
+
+class AssociationsView(RegistryView):
+    """``GET /associations/resources/{namespace}/{name}``: the subjects associated with a
+    topic. confluent-kafka 2.16.1's default subject name strategy asks this first and falls
+    back to TopicNameStrategy when there are none; Weir keeps no associations, so none."""
+
+    def get(self, request: Request, namespace: str, name: str) -> Response:
+        return Response([])
 
 
 # -- compatibility, config, mode ----------------------------------------------------------
 
 
-@extend_schema(tags=TAGS)
 class CompatibilityView(RegistryView):
     """``POST /compatibility/subjects/{s}/versions[/{v}][?verbose=true]``: a test that
     changes nothing, so viewers may run it."""
@@ -285,7 +316,6 @@ class CompatibilityView(RegistryView):
         )
 
 
-@extend_schema(tags=TAGS)
 class ConfigView(RegistryView):
     """``/config`` and ``/config/{s}``: the compatibility level (admins change it)."""
 
@@ -303,7 +333,6 @@ class ConfigView(RegistryView):
         return Response(registry().delete_config(subject))
 
 
-@extend_schema(tags=TAGS)
 class ModeView(RegistryView):
     """``/mode`` and ``/mode/{s}``: READWRITE, READONLY or IMPORT (admins change it)."""
 

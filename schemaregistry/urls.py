@@ -3,6 +3,12 @@
 Confluent's paths, with and without the trailing slash its clients leave off
 (``schema.registry.url`` + ``/subjects/orders-value/versions``). Unknown paths answer
 Confluent's 404 body.
+
+A subject may hold slashes: confluent-kafka's ProtobufSerializer registers each import under
+its path (``shop/address.proto``), URL-encoded as ``shop%2Faddress.proto``, and the server
+(wsgiref, daphne) hands Django the decoded path. So a subject matches any text, lazily (a
+trailing slash stays the route's), and each subject route comes before the shorter routes
+that would swallow its suffix (``subjects/{s}`` last of its family).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from schemaregistry import api
 
-_SUBJECT = r"(?P<subject>[^/]+)"
+_SUBJECT = r"(?P<subject>.+?)"  # slashes too, see the docstring
 _VERSION = r"(?P<version>[^/]+)"
 _ID = r"(?P<schema_id>[0-9]{1,10})"  # views take int(schema_id)
 
@@ -27,9 +33,6 @@ _TABLE: list[tuple[str, type, str]] = [
     (rf"schemas/ids/{_ID}/subjects", api.SchemaSubjectsByIdView, "registry-schema-subjects"),
     (rf"schemas/ids/{_ID}/versions", api.SchemaVersionsByIdView, "registry-schema-versions"),
     (r"subjects", api.SubjectListView, "registry-subjects"),
-    (rf"subjects/{_SUBJECT}", api.SubjectView, "registry-subject"),
-    (rf"subjects/{_SUBJECT}/versions", api.SubjectVersionListView, "registry-versions"),
-    (rf"subjects/{_SUBJECT}/versions/{_VERSION}", api.SubjectVersionView, "registry-version"),
     (
         rf"subjects/{_SUBJECT}/versions/{_VERSION}/schema",
         api.SubjectVersionSchemaView,
@@ -40,12 +43,21 @@ _TABLE: list[tuple[str, type, str]] = [
         api.ReferencedByView,
         "registry-referencedby",
     ),
-    (rf"compatibility/subjects/{_SUBJECT}/versions", api.CompatibilityView, "registry-compat-all"),
+    (rf"subjects/{_SUBJECT}/versions/{_VERSION}", api.SubjectVersionView, "registry-version"),
+    (rf"subjects/{_SUBJECT}/versions", api.SubjectVersionListView, "registry-versions"),
+    (rf"subjects/{_SUBJECT}", api.SubjectView, "registry-subject"),
     (
         rf"compatibility/subjects/{_SUBJECT}/versions/{_VERSION}",
         api.CompatibilityView,
         "registry-compat",
     ),
+    (rf"compatibility/subjects/{_SUBJECT}/versions", api.CompatibilityView, "registry-compat-all"),
+    (
+        r"associations/resources/(?P<namespace>[^/]+)/(?P<name>.+?)",
+        api.AssociationsView,
+        "registry-associations",
+    ),
+    (r"contexts", api.ContextsView, "registry-contexts"),
     (r"config", api.ConfigView, "registry-config"),
     (rf"config/{_SUBJECT}", api.ConfigView, "registry-subject-config"),
     (r"mode", api.ModeView, "registry-mode"),

@@ -93,8 +93,10 @@ def cp_cluster(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
         yield cluster
     finally:
         from groups.consumer_instances import registry
+        from schemaregistry.registry import reset_registries
 
         registry.close_all()  # REST Proxy v2 consumer instances left by tests
+        reset_registries()  # the schema registry's store reads the cluster until closed
         reset_gateways()
         celery_app.conf.broker_url, celery_app.conf.task_default_queue = celery_previous
         celery_app.conf.result_backend = celery_previous[0]

@@ -24,8 +24,9 @@ early when compaction or transactions left gaps.
 * :class:`PartitionTail` — a long-lived assigned consumer for a live socket: it starts at the
   high watermark and returns whatever arrived since the last poll.
 
-Records are rendered for display by :func:`render_bytes`: a JSON object or array is
-pretty-printed, other UTF-8 text is shown as text, anything else as hex and base64. Large
+Records are rendered for display by :func:`render_bytes`: a record in Confluent's framing is
+decoded through the schema registry (named by its schema id and subjects), a JSON object or
+array is pretty-printed, other UTF-8 text is shown as text, anything else as hex and base64. Large
 fields are cut (``SHOWN_BYTES`` of text, ``SHOWN_BINARY_BYTES`` of binary; the full size is
 reported) so one huge record cannot make a page of 500 unreadable. Scans visit records as
 they come (:func:`_scan`) instead of collecting them, so a search chunk over large records
@@ -47,6 +48,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from controlplane.cluster import gateway
 from controlplane.errors import BadRequest, KafkaUnavailable
 from controlplane.validation import iso_datetime_ms
+from schemaregistry.serde import decode_framed
 from topics import selectors
 
 __all__ = [
@@ -101,15 +103,32 @@ def _utf8(data: bytes, *, cut: bool) -> str | None:
     return None
 
 
-def render_bytes(data: bytes | None) -> dict[str, Any] | None:
+def render_bytes(data: bytes | None, *, schema_aware: bool = True) -> dict[str, Any] | None:
     """``data`` for display: ``{"format": json|text|binary, "size", "truncated", ...}``.
 
     ``json`` and ``text`` carry ``text`` (JSON pretty-printed); ``binary`` carries ``hex`` and
-    ``base64``. None stays None (a null key or value is not an empty one).
+    ``base64``. A record in Confluent's framing (magic byte 0, schema id) whose schema the
+    registry holds is decoded with it: ``json`` plus ``schema`` (``{"id", "type",
+    "subjects"}``); ``schema_aware=False`` (header values) skips that. None stays None (a null
+    key or value is not an empty one).
     """
     if data is None:
         return None
     size = len(data)
+    framed = decode_framed(data) if schema_aware else None
+    if framed is not None:
+        schema, value = framed
+        pretty = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        cut = len(pretty) > SHOWN_BYTES
+        return {
+            "size": size,
+            "truncated": cut,
+            "text": pretty[:SHOWN_BYTES] if cut else pretty,
+            "hex": None,
+            "base64": None,
+            "format": "json",
+            "schema": schema,
+        }
     truncated = size > SHOWN_BYTES
     text = _utf8(data[:SHOWN_BYTES] if truncated else data, cut=truncated)
     base = {"size": size, "truncated": truncated, "text": None, "hex": None, "base64": None}
@@ -144,7 +163,9 @@ def _record(message: Message) -> dict[str, Any]:
         "timestamp_type": TIMESTAMP_TYPES.get(kind),
         "key": render_bytes(key),
         "value": render_bytes(value),
-        "headers": [{"key": name, "value": render_bytes(data)} for name, data in headers],
+        "headers": [
+            {"key": name, "value": render_bytes(data, schema_aware=False)} for name, data in headers
+        ],
         "size": len(key or b"") + len(value or b""),
     }
 

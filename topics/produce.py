@@ -5,10 +5,16 @@ Theory of operation
 Parsing is separate from sending. ``parse_v3_record`` turns one v3 JSON document
 (``{"partition_id", "headers", "key": {"type", "data"}, "value": {...}, "timestamp"}``) into
 an :class:`OutRecord` or raises a 400 naming the field; ``parse_v2_body`` does the same for a
-v2 ``{"records": [...]}`` body in the ``json`` or ``binary`` embedded format. Serialization
+v2 ``{"records": [...]}`` body in the ``json`` or ``binary`` embedded format, and
+``parse_v2_schema_body`` for the ``avro``, ``jsonschema`` and ``protobuf`` formats (with
+``key_schema``/``key_schema_id`` and ``value_schema``/``value_schema_id``). Serialization
 follows Confluent: BINARY data is base64, JSON data is any JSON value written compactly,
-STRING data is UTF-8 text, a missing key or value is null. Schema Registry formats (AVRO,
-PROTOBUF, JSONSCHEMA, schema ids) are refused with a message saying Weir has no registry.
+STRING data is UTF-8 text, a missing key or value is null; AVRO, JSONSCHEMA and PROTOBUF data
+is converted and framed with its schema's id through the Schema Registry
+(:mod:`schemaregistry.serde`, :mod:`weir.registry.serde`), the schema named as Confluent's
+v3 API names it (``schema_id``, ``schema_version``, ``schema``, ``subject``,
+``subject_name_strategy``; none of them: the subject's latest). Unlike Confluent, a v3 key or
+value with neither a type nor a schema field is JSON, as it was before Weir had a registry.
 
 :func:`produce` sends records with the gateway's shared idempotent ``acks=all`` producer.
 Records without a partition are routed by librdkafka's ``murmur2_random`` partitioner, which is
@@ -36,13 +42,17 @@ from confluent_kafka import KafkaError, KafkaException
 from controlplane.cluster import gateway
 from controlplane.errors import ApiError, BadRequest, KafkaUnavailable, NotFound, Unprocessable
 from controlplane.rest_v3 import kafka_error_status
+from schemaregistry import serde as proxy_serde
 from topics.selectors import partition_get
 from weir.metadata.image import TopicImage
+from weir.registry import serde
 
 __all__ = [
     "Delivery",
     "OutRecord",
+    "V2SchemaBatch",
     "parse_v2_body",
+    "parse_v2_schema_body",
     "parse_v3_record",
     "produce",
 ]
@@ -64,6 +74,9 @@ class OutRecord:
     timestamp_ms: int | None = None
     key_type: str | None = None
     value_type: str | None = None
+    # The registered schema a schema'd key or value was written with.
+    key_schema: serde.Resolved | None = None
+    value_schema: serde.Resolved | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,41 +99,82 @@ def _b64(text: Any, *, what: str) -> bytes:
         raise BadRequest(f"{what} is not valid base64") from None
 
 
-def _v3_data(obj: Any, *, what: str) -> tuple[bytes | None, str | None]:
-    """(bytes, type) of a v3 ``key`` / ``value`` object; (None, None) when absent."""
+def _v3_data(
+    obj: Any, *, what: str, topic: str
+) -> tuple[bytes | None, str | None, serde.Resolved | None]:
+    """(bytes, type, schema) of a v3 ``key`` / ``value`` object; all None when absent."""
     if obj is None:
-        return None, None
+        return None, None, None
     if not isinstance(obj, dict):
         raise BadRequest(f'{what} must be an object like {{"type": "JSON", "data": ...}}')
     used = [f for f in SCHEMA_FIELDS if obj.get(f) is not None]
     kind = obj.get("type")
-    if kind is None:
-        kind = "JSON"  # no registry to look a schema up in: plain JSON
-    if not isinstance(kind, str):
-        raise BadRequest(f"{what}.type must be a string, one of {', '.join(V3_TYPES)}")
-    kind = kind.upper()
-    if kind in SCHEMA_REGISTRY_TYPES or used:
-        named = kind if kind in SCHEMA_REGISTRY_TYPES else ", ".join(used)
+    if kind is not None and not isinstance(kind, str):
         raise BadRequest(
-            f"{what}: {named} needs a Schema Registry, which Weir does not support; "
-            f"use type BINARY, JSON or STRING"
+            f"{what}.type must be a string, one of {', '.join(V3_TYPES + SCHEMA_REGISTRY_TYPES)}"
         )
+    kind = kind.upper() if kind is not None else None
+    if kind in SCHEMA_REGISTRY_TYPES or (kind is None and used):
+        return _v3_schema_data(obj, what=what, topic=topic, kind=kind)
+    if kind is None:
+        kind = "JSON"
     if kind not in V3_TYPES:
         raise BadRequest(
-            f"{what}.type {obj.get('type')!r} is not supported: use BINARY, JSON or STRING"
+            f"{what}.type {obj.get('type')!r} is not supported: use "
+            f"{', '.join(V3_TYPES + SCHEMA_REGISTRY_TYPES)}"
+        )
+    if used:
+        raise BadRequest(
+            f"{what}: {', '.join(used)} only go with type {', '.join(SCHEMA_REGISTRY_TYPES)}"
         )
     data = obj.get("data")
     if kind == "BINARY":
-        return (None if data is None else _b64(data, what=f"{what}.data")), kind
+        return (None if data is None else _b64(data, what=f"{what}.data")), kind, None
     if kind == "STRING":
         if data is None:
-            return None, kind
+            return None, kind, None
         if not isinstance(data, str):
             raise BadRequest(f"{what}.data must be a string for type STRING")
-        return data.encode(), kind
+        return data.encode(), kind, None
     if "data" not in obj:
-        return None, kind
-    return json.dumps(data, separators=(",", ":")).encode(), kind
+        return None, kind, None
+    return json.dumps(data, separators=(",", ":")).encode(), kind, None
+
+
+def _v3_schema_data(
+    obj: dict[str, Any], *, what: str, topic: str, kind: str | None
+) -> tuple[bytes | None, str | None, serde.Resolved | None]:
+    """A v3 key or value in a Schema Registry format, converted and framed."""
+    for name, wanted in (("schema_id", int), ("schema_version", int), ("schema", str)):
+        value = obj.get(name)
+        if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
+            raise BadRequest(
+                f"{what}.{name} must be {'an integer' if wanted is int else 'a string'}"
+            )
+    for name in ("subject", "subject_name_strategy"):
+        if obj.get(name) is not None and not isinstance(obj[name], str):
+            raise BadRequest(f"{what}.{name} must be a string")
+    strategy = obj.get("subject_name_strategy")
+    schema_type = proxy_serde.schema_type(kind) if kind else None
+    arguments = {
+        "topic": topic,
+        "is_key": what == "key",
+        "schema_type": schema_type,
+        "schema_id": obj.get("schema_id"),
+        "schema_version": obj.get("schema_version"),
+        "schema_text": obj.get("schema"),
+        "subject": obj.get("subject"),
+        "strategy": strategy.upper() if strategy else None,
+    }
+    data = obj.get("data")
+    try:
+        resolved = proxy_serde.resolve(**arguments)
+        if data is None:  # a null key or value (a tombstone) has no bytes to frame
+            return None, proxy_serde.embedded_name(resolved.schema.schema_type), None
+        payload = serde.serialize(resolved.schema_id, resolved.schema, data)
+    except proxy_serde.SCHEMA_ERRORS as exc:
+        raise proxy_serde.v3_error(exc, schema_type=schema_type, where=what) from None
+    return payload, proxy_serde.embedded_name(resolved.schema.schema_type), resolved
 
 
 def _v3_timestamp(value: Any) -> int | None:
@@ -140,8 +194,10 @@ def _v3_timestamp(value: Any) -> int | None:
     return ms
 
 
-def parse_v3_record(doc: Any) -> OutRecord:
-    """One v3 produce document → OutRecord (400 naming the field that is wrong)."""
+def parse_v3_record(doc: Any, *, topic: str) -> OutRecord:
+    """One v3 produce document for ``topic`` → OutRecord (400 naming the field that is
+    wrong; a schema'd key or value that does not convert, as :mod:`schemaregistry.serde`
+    says)."""
     if not isinstance(doc, dict):
         raise BadRequest("each record must be a JSON object")
     partition = doc.get("partition_id")
@@ -160,8 +216,8 @@ def parse_v3_record(doc: Any) -> OutRecord:
         parsed_headers.append(
             (header["name"], None if value is None else _b64(value, what=f"headers[{i}].value"))
         )
-    key, key_type = _v3_data(doc.get("key"), what="key")
-    value, value_type = _v3_data(doc.get("value"), what="value")
+    key, key_type, key_schema = _v3_data(doc.get("key"), what="key", topic=topic)
+    value, value_type, value_schema = _v3_data(doc.get("value"), what="value", topic=topic)
     return OutRecord(
         key=key,
         value=value,
@@ -170,21 +226,22 @@ def parse_v3_record(doc: Any) -> OutRecord:
         timestamp_ms=_v3_timestamp(doc.get("timestamp")),
         key_type=key_type,
         value_type=value_type,
+        key_schema=key_schema,
+        value_schema=value_schema,
     )
 
 
 # -- v2 ---------------------------------------------------------------------------------------
-def parse_v2_body(body: Any, *, embedded: str, partition: int | None = None) -> list[OutRecord]:
-    """A v2 produce body in the ``json`` or ``binary`` format → records (422 when invalid)."""
+V2_SCHEMA_FIELDS = ("key_schema", "key_schema_id", "value_schema", "value_schema_id")
+V2_SCHEMA_TYPES = tuple(
+    f"application/vnd.kafka.{fmt}.v2+json" for fmt in ("avro", "jsonschema", "protobuf")
+)
+
+
+def _v2_entries(body: Any, partition: int | None) -> list[tuple[Any, Any, int | None]]:
+    """(key, value, partition) of each record of a v2 body, as JSON (422 when invalid)."""
     if not isinstance(body, dict):
         raise Unprocessable("the request body must be a JSON object with a records list")
-    for field_name in ("key_schema", "value_schema", "key_schema_id", "value_schema_id"):
-        if body.get(field_name) is not None:
-            raise Unprocessable(
-                f"{field_name} needs a Schema Registry, which Weir does not support; "
-                "produce in the json or binary embedded format without schemas",
-                error_code=42205,
-            )
     records = body.get("records")
     if not isinstance(records, list) or not records:
         raise Unprocessable("records must be a non-empty list", error_code=42203)
@@ -197,9 +254,25 @@ def parse_v2_body(body: Any, *, embedded: str, partition: int | None = None) -> 
             raise Unprocessable(
                 f"records[{i}].partition must be a non-negative integer", error_code=42203
             )
-        key = _v2_data(record.get("key"), embedded=embedded, what=f"records[{i}].key")
-        value = _v2_data(record.get("value"), embedded=embedded, what=f"records[{i}].value")
-        fmt = embedded.upper()
+        out.append((record.get("key"), record.get("value"), p))
+    return out
+
+
+def parse_v2_body(body: Any, *, embedded: str, partition: int | None = None) -> list[OutRecord]:
+    """A v2 produce body in the ``json`` or ``binary`` format → records (422 when invalid)."""
+    entries = _v2_entries(body, partition)
+    for field_name in V2_SCHEMA_FIELDS:
+        if body.get(field_name) is not None:
+            raise Unprocessable(
+                f"{field_name} needs a Schema Registry format: produce with "
+                f"{', '.join(V2_SCHEMA_TYPES)}",
+                error_code=42205,
+            )
+    out = []
+    fmt = embedded.upper()
+    for i, (k, v, p) in enumerate(entries):
+        key = _v2_data(k, embedded=embedded, what=f"records[{i}].key")
+        value = _v2_data(v, embedded=embedded, what=f"records[{i}].value")
         out.append(
             OutRecord(
                 key=key,
@@ -223,6 +296,105 @@ def _v2_data(data: Any, *, embedded: str, what: str) -> bytes | None:
         except (binascii.Error, ValueError):
             raise Unprocessable(f"{what} is not valid base64", error_code=42203) from None
     return json.dumps(data, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class V2SchemaBatch:
+    """A v2 body in a Schema Registry format: its records, framed, and the schemas' ids."""
+
+    records: list[OutRecord]
+    key_schema_id: int | None
+    value_schema_id: int | None
+
+
+def parse_v2_schema_body(
+    body: Any, *, embedded: str, topic: str, partition: int | None = None
+) -> V2SchemaBatch:
+    """A v2 produce body in the ``avro``, ``jsonschema`` or ``protobuf`` format → framed
+    records. The key and value schemas are registered under TopicNameStrategy's subjects
+    (``<topic>-key``, ``<topic>-value``) or named by id; the whole request fails when one
+    record does not convert, as in Confluent's proxy (42201/42202 a schema is missing, 42205
+    invalid, 40801 the registry refused, 42203 a record does not fit)."""
+    entries = _v2_entries(body, partition)
+    schema_type = proxy_serde.schema_type(embedded)
+    schemas = {
+        which: _v2_schema(
+            body,
+            which,
+            topic=topic,
+            schema_type=schema_type,
+            needed=any(entry[index] is not None for entry in entries),
+        )
+        for index, which in enumerate(("key", "value"))
+    }
+    out = []
+    fmt = embedded.upper()
+    for i, entry in enumerate(entries):
+        data: dict[str, bytes | None] = {}
+        for index, which in enumerate(("key", "value")):
+            resolved = schemas[which]
+            if entry[index] is None or resolved is None:
+                data[which] = None
+                continue
+            try:
+                data[which] = serde.serialize(resolved.schema_id, resolved.schema, entry[index])
+            except serde.DataError as exc:
+                raise proxy_serde.v2_error(
+                    exc, schema_type=schema_type, where=f"records[{i}].{which}"
+                ) from None
+        out.append(
+            OutRecord(
+                key=data["key"],
+                value=data["value"],
+                partition=entry[2],
+                key_type=fmt if data["key"] is not None else None,
+                value_type=fmt if data["value"] is not None else None,
+                key_schema=schemas["key"],
+                value_schema=schemas["value"],
+            )
+        )
+    key_schema, value_schema = schemas["key"], schemas["value"]
+    return V2SchemaBatch(
+        out,
+        key_schema.schema_id if key_schema else None,
+        value_schema.schema_id if value_schema else None,
+    )
+
+
+def _v2_schema(
+    body: dict[str, Any], which: str, *, topic: str, schema_type: str, needed: bool
+) -> serde.Resolved | None:
+    """The key or value schema a v2 body names (``<which>_schema`` or ``_schema_id``)."""
+    text = body.get(f"{which}_schema")
+    schema_id = body.get(f"{which}_schema_id")
+    if text is None and schema_id is None:
+        if needed:
+            raise Unprocessable(
+                f"Request includes {which}s but does not include {which} schema "
+                f"({which}_schema or {which}_schema_id)",
+                error_code=42201 if which == "key" else 42202,
+            )
+        return None
+    if text is not None and schema_id is not None:
+        raise Unprocessable(f"give {which}_schema or {which}_schema_id, not both", error_code=42205)
+    if schema_id is not None and (not isinstance(schema_id, int) or isinstance(schema_id, bool)):
+        raise Unprocessable(f"{which}_schema_id must be an integer", error_code=42205)
+    if text is not None and not isinstance(text, str):
+        raise Unprocessable(
+            f"{which}_schema must be the schema as a string (JSON text for Avro and JSON "
+            "Schema, .proto text for Protobuf)",
+            error_code=42205,
+        )
+    try:
+        return proxy_serde.resolve(
+            topic=topic,
+            is_key=which == "key",
+            schema_type=schema_type,
+            schema_id=schema_id,
+            schema_text=text,
+        )
+    except proxy_serde.SCHEMA_ERRORS as exc:
+        raise proxy_serde.v2_error(exc, schema_type=schema_type, where=f"{which}_schema") from None
 
 
 # -- sending ----------------------------------------------------------------------------------

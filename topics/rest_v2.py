@@ -1,12 +1,17 @@
-"""REST Proxy v2: topics, partitions, offsets and produce in the json and binary formats.
+"""REST Proxy v2: topics, partitions, offsets and produce in every embedded format.
 
 Responses are ``application/vnd.kafka.v2+json`` (or plain JSON when asked for); errors use
-Confluent's five-digit codes: 40401 topic not found, 40402 partition not found, 42203 a record
-that cannot be converted, 42205 a schema where Weir has no Schema Registry, 415 an
-unsupported request content type, 406 an ``Accept`` it cannot answer.
+Confluent's five-digit codes: 40401 topic not found, 40402 partition not found, 42201/42202 a
+key/value schema missing, 42203 a record that cannot be converted, 42205 an invalid schema (or
+a schema in the json or binary format), 40801 (HTTP 408, as Confluent) a schema the registry
+would not register or find, 415 an unsupported request content type, 406 an ``Accept`` it
+cannot answer.
 
-Produce takes ``application/vnd.kafka.json.v2+json`` (keys and values are any JSON) or
-``application/vnd.kafka.binary.v2+json`` (base64) and answers one ``offsets`` entry per record
+Produce takes ``application/vnd.kafka.json.v2+json`` (keys and values are any JSON),
+``application/vnd.kafka.binary.v2+json`` (base64), or through the Schema Registry
+``application/vnd.kafka.avro.v2+json``, ``...jsonschema...`` and ``...protobuf...`` (with
+``key_schema``/``key_schema_id`` and ``value_schema``/``value_schema_id``; the answer names
+the ids in ``key_schema_id``/``value_schema_id``), and answers one ``offsets`` entry per record
 in order: ``{"partition", "offset", "error_code": null, "error": null}`` when written,
 Confluent's per-record ``error_code`` with a message otherwise (50002 a Kafka error, 50003 a
 retriable one, 40301 not authorized).
@@ -24,6 +29,7 @@ from rest_framework.response import Response
 
 from brokers.rest.configs import config_describe
 from controlplane.content import (
+    SCHEMA_V2_PARSERS,
     KafkaBinaryV2JsonParser,
     KafkaJsonV2JsonParser,
     embedded_format,
@@ -35,7 +41,12 @@ from weir.metadata.image import PartitionImage
 
 PARTITION = OpenApiParameter("partition", OpenApiTypes.INT, OpenApiParameter.PATH)
 TAGS = ["REST proxy v2: topics"]
-PRODUCE_TYPES = ("application/vnd.kafka.json.v2+json", "application/vnd.kafka.binary.v2+json")
+PRODUCE_TYPES = (
+    "application/vnd.kafka.json.v2+json",
+    "application/vnd.kafka.binary.v2+json",
+    *produce.V2_SCHEMA_TYPES,
+)
+PRODUCE_PARSERS = [KafkaJsonV2JsonParser, KafkaBinaryV2JsonParser, *SCHEMA_V2_PARSERS]
 
 
 # -- schemas -------------------------------------------------------------------------------
@@ -128,22 +139,24 @@ def _record_error_code(error: ApiError) -> int:
 def _produce(request: Request, topic_name: str, partition: int | None) -> Response:
     """Shared body of the two v2 produce endpoints."""
     fmt = embedded_format(request.content_type or "")
-    if fmt in ("avro", "protobuf", "jsonschema"):
-        raise ApiError(
-            f"{request.content_type} needs a Schema Registry, which Weir does not support; "
-            f"use {' or '.join(PRODUCE_TYPES)}",
-            status_code=415,
-        )
-    if fmt not in ("json", "binary"):
+    if fmt not in ("json", "binary", "avro", "jsonschema", "protobuf"):
         raise ApiError(
             f"unsupported Content-Type {request.content_type or '(none)'!r} for produce: "
-            f"use {' or '.join(PRODUCE_TYPES)}",
+            f"use {', '.join(PRODUCE_TYPES)}",
             status_code=415,
         )
     topic = selectors.topic_get(name=topic_name, v2=True)
     if partition is not None:
         selectors.partition_get(topic=topic, partition=partition, v2=True)
-    records = produce.parse_v2_body(request.data, embedded=fmt, partition=partition)
+    key_schema_id = value_schema_id = None
+    if fmt in ("json", "binary"):
+        records = produce.parse_v2_body(request.data, embedded=fmt, partition=partition)
+    else:
+        batch = produce.parse_v2_schema_body(
+            request.data, embedded=fmt, topic=topic_name, partition=partition
+        )
+        records = batch.records
+        key_schema_id, value_schema_id = batch.key_schema_id, batch.value_schema_id
     for i, record in enumerate(records):
         if record.partition is not None and record.partition not in topic.partitions:
             raise NotFound(
@@ -172,7 +185,9 @@ def _produce(request: Request, topic_name: str, partition: int | None) -> Respon
                     "error": None,
                 }
             )
-    return Response({"key_schema_id": None, "value_schema_id": None, "offsets": offsets})
+    return Response(
+        {"key_schema_id": key_schema_id, "value_schema_id": value_schema_id, "offsets": offsets}
+    )
 
 
 class TopicNamesView(KafkaV2View):
@@ -190,7 +205,7 @@ class TopicNamesView(KafkaV2View):
 class TopicView(KafkaV2View):
     """A topic's configs and partitions; POST produces records to it."""
 
-    parser_classes = [KafkaJsonV2JsonParser, KafkaBinaryV2JsonParser]
+    parser_classes = PRODUCE_PARSERS
 
     @extend_schema(operation_id="getTopicV2", responses=V2TopicSerializer, tags=TAGS)
     def get(self, request: Request, topic_name: str) -> Response:
@@ -231,7 +246,7 @@ class PartitionsView(KafkaV2View):
 class PartitionView(KafkaV2View):
     """One partition; POST produces records to exactly this partition."""
 
-    parser_classes = [KafkaJsonV2JsonParser, KafkaBinaryV2JsonParser]
+    parser_classes = PRODUCE_PARSERS
 
     @extend_schema(
         operation_id="getPartitionV2",

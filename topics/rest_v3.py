@@ -7,7 +7,9 @@ needs the admin role; growing a topic, changing its configs and producing need o
 Produce accepts Confluent's streaming body: several JSON documents concatenated in one request
 (:class:`ConcatenatedJsonParser`). One document gets one JSON answer with the record's own
 status; several get ``200`` and one delivery report per line, each with its own
-``error_code`` (200 when written), in request order.
+``error_code`` (200 when written), in request order. Keys and values may be AVRO, JSONSCHEMA
+or PROTOBUF through the Schema Registry (:mod:`topics.produce`); their reports then name the
+``subject``, ``schema_id`` and ``schema_version`` written with, as Confluent's do.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from controlplane.roles import ADMIN
 from controlplane.validation import validated
 from topics import produce, selectors, services
 from weir.metadata.image import PartitionImage, TopicImage
+from weir.registry.serde import Resolved
 
 # Upper bound on partitions a REST call may create at once (a typo should not create millions).
 MAX_PARTITIONS = 1000
@@ -158,8 +161,17 @@ class UpdatePartitionCountSerializer(serializers.Serializer):
 
 
 class ProduceDataSerializer(serializers.Serializer):
-    type = serializers.ChoiceField(choices=["BINARY", "JSON", "STRING"], required=False)
+    type = serializers.ChoiceField(
+        choices=["BINARY", "JSON", "STRING", "AVRO", "JSONSCHEMA", "PROTOBUF"], required=False
+    )
     data = serializers.JSONField(required=False, allow_null=True)
+    subject = serializers.CharField(required=False, help_text="Schema Registry subject")
+    subject_name_strategy = serializers.ChoiceField(
+        choices=["TOPIC_NAME", "RECORD_NAME", "TOPIC_RECORD_NAME"], required=False
+    )
+    schema_id = serializers.IntegerField(required=False)
+    schema_version = serializers.IntegerField(required=False)
+    schema = serializers.CharField(required=False, help_text="schema text, registered if new")
 
 
 class ProduceHeaderSerializer(serializers.Serializer):
@@ -185,6 +197,9 @@ class ProduceBatchRequestSerializer(serializers.Serializer):
 
 class ProduceSizeSerializer(serializers.Serializer):
     type = serializers.CharField()
+    subject = serializers.CharField(required=False)
+    schema_id = serializers.IntegerField(required=False)
+    schema_version = serializers.IntegerField(required=False)
     size = serializers.IntegerField()
 
 
@@ -640,10 +655,19 @@ def _report(v3: V3, topic: str, outcome: produce.Delivery | ApiError) -> dict[st
         return {"error_code": outcome.error_code, "message": outcome.message}
     record = outcome.record
 
-    def size(data: bytes | None, kind: str | None) -> dict[str, Any] | None:
+    def size(
+        data: bytes | None, kind: str | None, schema: Resolved | None
+    ) -> dict[str, Any] | None:
         if data is None:
             return None
-        return {"type": kind or "BINARY", "size": len(data)}
+        found: dict[str, Any] = {"type": kind or "BINARY"}
+        if schema is not None:  # as Confluent: the subject, id and version written with
+            found["subject"] = schema.subject
+            found["schema_id"] = schema.schema_id
+            if schema.version is not None:
+                found["schema_version"] = schema.version
+        found["size"] = len(data)
+        return found
 
     return {
         "error_code": 200,
@@ -652,8 +676,8 @@ def _report(v3: V3, topic: str, outcome: produce.Delivery | ApiError) -> dict[st
         "partition_id": outcome.partition,
         "offset": outcome.offset,
         "timestamp": _iso(outcome.timestamp_ms),
-        "key": size(record.key, record.key_type),
-        "value": size(record.value, record.value_type),
+        "key": size(record.key, record.key_type, record.key_schema),
+        "value": size(record.value, record.value_type, record.value_schema),
     }
 
 
@@ -677,7 +701,7 @@ class ProduceRecordsView(APIView):
         records: list[produce.OutRecord | ApiError] = []
         for document in documents:
             try:
-                records.append(produce.parse_v3_record(document))
+                records.append(produce.parse_v3_record(document, topic=topic_name))
             except ApiError as exc:
                 records.append(exc)
         outcomes = produce.produce(topic=topic, records=records)
@@ -740,7 +764,7 @@ class ProduceBatchView(APIView):
         records: list[produce.OutRecord | ApiError] = []
         for entry in entries:
             try:
-                records.append(produce.parse_v3_record(entry))
+                records.append(produce.parse_v3_record(entry, topic=topic_name))
             except ApiError as exc:
                 records.append(exc)
         outcomes = produce.produce(topic=topic, records=records)

@@ -126,9 +126,9 @@ def test_v2_errors_use_confluent_codes_and_content_types(
     check(operator.post(url, "hello", content_type="text/plain"), 415, 415, "Content-Type")
     check(
         _post(operator, url, ok, "application/vnd.kafka.avro.v2+json"),
-        415,
-        415,
-        "Schema Registry",
+        422,
+        42202,
+        "value schema",
     )
     check(
         _post(operator, url, {**ok, "value_schema": '{"type": "int"}'}, JSON_V2),

@@ -173,7 +173,7 @@ def test_streamed_mode_reports_each_record_and_failures_alone(
     documents = [
         {"partition_id": 0, "value": {"type": "STRING", "data": "one"}},
         {"partition_id": 9, "value": {"type": "STRING", "data": "nowhere"}},
-        {"partition_id": 0, "value": {"type": "AVRO", "data": "x"}},
+        {"partition_id": 0, "value": {"type": "XML", "data": "x"}},
         {"partition_id": 0, "value": {"type": "BINARY", "data": _b64(b"z" * 1_100_000)}},
         {"partition_id": 0, "value": {"type": "STRING", "data": "two"}},
     ]
@@ -183,7 +183,7 @@ def test_streamed_mode_reports_each_record_and_failures_alone(
     reports = [json.loads(line) for line in response.content.decode().splitlines()]
     assert [r["error_code"] for r in reports] == [200, 404, 400, 413, 200]
     assert "partition 9" in reports[1]["message"]
-    assert "Schema Registry" in reports[2]["message"]
+    assert "XML" in reports[2]["message"]
     assert "too large" in reports[3]["message"]
     assert [reports[0]["offset"], reports[4]["offset"]] == [0, 1]
     assert [m.value() for m in read(cp_cluster, topic, 0, 2)] == [b"one", b"two"]
@@ -235,7 +235,7 @@ def test_batch_reports_successes_and_failures_by_entry_id(
     url = _records(topic) + ":batch"
     entries = [
         {"id": "a-1", "partition_id": 0, "value": {"type": "STRING", "data": "one"}},
-        {"id": "b_2", "partition_id": 0, "value": {"type": "AVRO", "data": "x"}},
+        {"id": "b_2", "partition_id": 0, "value": {"type": "XML", "data": "x"}},
         {"id": "c3", "partition_id": 0, "key": {"type": "STRING", "data": "k"}},
     ]
     response = operator.post(url, {"entries": entries}, format="json")
@@ -249,7 +249,7 @@ def test_batch_reports_successes_and_failures_by_entry_id(
     assert body["successes"][1]["key"] == {"type": "STRING", "size": 1}
     assert "error_code" not in body["successes"][0]
     assert [(f["id"], f["error_code"]) for f in body["failures"]] == [("b_2", 400)]
-    assert "Schema Registry" in body["failures"][0]["message"]
+    assert "XML" in body["failures"][0]["message"]
     assert [m.value() for m in read(cp_cluster, topic, 0, 2)] == [b"one", None]
 
     one = {"id": "x", "value": {"data": 1}}

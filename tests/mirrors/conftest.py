@@ -24,6 +24,7 @@ from django.conf import settings
 
 from controlplane.cluster import reset_gateways
 from mirrors.sources import reset_clients
+from schemaregistry.registry import reset_registries
 from tests.weir.inprocess import ThreadedBroker, threaded_broker
 
 FAST_GROUPS = ("group.initial.rebalance.delay.ms=0",)
@@ -125,6 +126,7 @@ def mirrored(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         try:
             yield Mirrored(east, west, properties)
         finally:
+            reset_registries()
             reset_gateways()
             reset_clients()
             for name, value in previous.items():

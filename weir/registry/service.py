@@ -123,6 +123,15 @@ class SchemaRegistry:
                 body["maxId"] = state.max_id
             return body
 
+    def parsed(self, schema_id: int) -> ParsedSchema:
+        """The schema with id ``schema_id``, parsed with its references (what serializers
+        need, :mod:`weir.registry.serde`); 40403."""
+        with self.backend.read() as state:
+            schema = state.schemas.get(schema_id)
+            if schema is None:
+                raise errors.schema_not_found(schema_id)
+            return self._stored(state, schema)
+
     def schema_subjects(self, schema_id: int, *, deleted: bool = False) -> list[str]:
         """``GET /schemas/ids/{id}/subjects``; 40403."""
         with self.backend.read() as state:

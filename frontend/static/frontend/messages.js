@@ -17,7 +17,11 @@
     if (d == null) return '<span class="null">null</span>';
     const shown = d.format === "binary" ? d.hex : d.text;
     const long = shown.length > 600 || shown.split("\n").length > 8;
-    const meta = `<div class="data-meta"><span class="badge fmt ${d.format}">${d.format}</span>
+    // A Confluent-framed record decoded through the schema registry names its schema.
+    const schema = d.schema
+      ? `<span class="badge schema" title="schema id ${d.schema.id}">${esc(d.schema.type)} · ${esc(d.schema.subjects.join(", ") || "id " + d.schema.id)} (id ${d.schema.id})</span>`
+      : "";
+    const meta = `<div class="data-meta"><span class="badge fmt ${d.format}">${d.format}</span>${schema}
       <span>${fmt.bytes(d.size)}</span>${d.truncated ? "<span>(truncated)</span>" : ""}
       ${long ? '<button type="button" class="link expand">expand</button>' : ""}</div>`;
     if (d.format === "binary") {
@@ -31,7 +35,8 @@
     // Keys and header values: text inline, binary as hex, without the frame.
     if (d == null) return '<span class="null">null</span>';
     if (d.format === "binary") return `<span class="mono" title="binary, ${d.size} bytes">0x${esc(d.hex.replaceAll(" ", ""))}</span>`;
-    return `<span class="mono">${esc(d.text)}</span>`;
+    const title = d.schema ? ` title="${esc(d.schema.type)} schema id ${d.schema.id}"` : "";
+    return `<span class="mono"${title}>${esc(d.text)}</span>`;
   }
 
   function row(r, fresh) {

@@ -62,6 +62,20 @@ class JsonSchema(ParsedSchema):
     def canonical(self) -> str:
         return json.dumps(self.document, separators=(",", ":"), ensure_ascii=False)
 
+    def validator(self) -> jsonschema.protocols.Validator:
+        """A validator of instances of this schema (its draft, its references resolvable by
+        name): what a serializer checks data with (:mod:`weir.registry.serde`)."""
+        cls = _validator_class(self.document)
+        spec = referencing.jsonschema.specification_with(
+            cls.META_SCHEMA["$schema"], default=referencing.jsonschema.DRAFT7
+        )
+        registry: referencing.Registry[Any] = referencing.Registry()
+        for name, schema in _all_references(self.references):
+            registry = registry.with_resource(
+                name, referencing.Resource.from_contents(schema, default_specification=spec)
+            )
+        return cls(self.document, registry=registry)
+
     def normalized(self) -> JsonSchema:
         text = json.dumps(self.document, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
         references = sorted(set(self.references), key=lambda r: (r.name, r.subject, r.version))

@@ -287,3 +287,94 @@ def test_transitive_levels_check_every_earlier_version() -> None:
         "Difference{fullPath='#/A/1', type=FIELD_SCALAR_KIND_CHANGED}",
     ]
     assert check("FULL", v3, [v2]) != []
+
+
+# -- map entries written out, as Confluent's Java serializer registers them ---------------
+
+JAVA_MAP_ENTRIES = """
+syntax = "proto3";
+package shop;
+
+message Order {
+  int64 id = 1;
+  repeated LinesEntry lines = 2;
+  Detail detail = 3;
+
+  message LinesEntry {
+    option map_entry = true;
+
+    string key = 1;
+    Line value = 2;
+  }
+  message Line {
+    int32 quantity = 1;
+  }
+  message Detail {
+    // option map_entry = true; (a comment: left alone)
+    string note = 1;
+    repeated TagsEntry tags = 2;
+
+    message TagsEntry {
+      option map_entry = true;
+      int32 key = 1;
+      string value = 2;
+    }
+  }
+}
+"""
+
+WITH_MAP_FIELDS = """
+syntax = "proto3";
+package shop;
+
+message Order {
+  int64 id = 1;
+  map<string, Line> lines = 2;
+  Detail detail = 3;
+
+  message Line {
+    int32 quantity = 1;
+  }
+  message Detail {
+    string note = 1;
+    map<int32, string> tags = 2;
+  }
+}
+"""
+
+
+def test_explicit_map_entry_messages_are_map_fields() -> None:
+    """protoc refuses ``option map_entry = true;``; Weir reads it as the map field it
+    stands for, so both spellings are one schema (same canonical text, same identity)."""
+    java = parse("PROTOBUF", JAVA_MAP_ENTRIES)
+    maps = parse("PROTOBUF", WITH_MAP_FIELDS)
+    assert "map<string, .shop.Order.Line> lines = 2;" in java.canonical()
+    assert "map<int32, string> tags = 2;" in java.canonical()
+    assert "map_entry" not in java.canonical()
+    assert java.normalized().canonical() == maps.normalized().canonical()
+    assert java.identity() == maps.identity()
+    entry = java.file.message_type[0].nested_type[0]
+    assert (entry.name, entry.options.map_entry) == ("LinesEntry", True)
+    assert check("FULL_TRANSITIVE", java, [maps]) == []
+
+
+def test_explicit_map_entry_keeps_protocs_line_numbers_in_errors() -> None:
+    broken = JAVA_MAP_ENTRIES.replace("int32 quantity = 1;", "int32 quantity = ;")
+    with pytest.raises(InvalidSchema, match=r"line 17, column"):
+        parse("PROTOBUF", broken)
+
+
+def test_explicit_map_entry_without_a_map_entrys_shape_is_invalid() -> None:
+    text = proto(
+        """message Order {
+  repeated Item items = 1;
+  message Item {
+    option map_entry = true;
+    string key = 1;
+    string value = 2;
+    string extra = 3;
+  }
+}"""
+    )
+    with pytest.raises(InvalidSchema, match=r"Order\.Item sets map_entry but its fields"):
+        parse("PROTOBUF", text)

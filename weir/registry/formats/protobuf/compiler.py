@@ -11,6 +11,13 @@ A Protobuf schema reaches the registry in one of two forms, as in Confluent: ``.
    schema and, at their import paths, the ``.proto`` text of its references (printed from
    their descriptors). protoc's errors come back structured, and the first becomes
    :class:`InvalidSchema` with its 1-based line and column.
+   protoc refuses ``option map_entry = true;``, which Confluent's Java serializer writes
+   for map fields (the synthetic ``XEntry`` message printed out, with
+   ``repeated XEntry x = N;``). A pre-pass (:func:`_lift_map_entries`) blanks those options
+   out (spaces, so protoc's line and column numbers stay right) and remembers their
+   messages; the flag is set again on the compiled descriptor, and the pool of step 3 then
+   checks that each such message really has a map entry's shape. The schema is then the
+   same as if written with ``map<K, V>`` (same canonical text, same id).
 3. Either way the file is then built into a fresh ``DescriptorPool`` with its references and
    the built-in files it imports (:mod:`.files`): unknown types, duplicate or reserved field
    numbers, bad map entries and missing imports fail there, in both forms alike.
@@ -51,7 +58,9 @@ def compile_schema(text: str, dependencies: FileSet) -> descriptor_pb2.FileDescr
         raise InvalidSchema("empty Protobuf schema")
     fdp = _from_base64(text)
     if fdp is None:
+        text, map_entries = _lift_map_entries(text)
         fdp = _from_text(text, dependencies)
+        _restore_map_entries(fdp, map_entries)
     fdp.name = DEFAULT_NAME
     build_pool(fdp, dependencies)
     return fdp
@@ -100,6 +109,83 @@ def _from_base64(text: str) -> descriptor_pb2.FileDescriptorProto | None:
     if not (fdp.message_type or fdp.enum_type or fdp.service or fdp.package or fdp.syntax):
         return None
     return fdp
+
+
+# Comments and string literals (skipped whole), identifiers, and single characters.
+_TOKEN = re.compile(
+    r"""//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_][\w.]*|\S""",
+    re.DOTALL,
+)
+_MAP_ENTRY_OPTION = ["option", "map_entry", "=", "true", ";"]
+
+
+def _lift_map_entries(text: str) -> tuple[str, list[tuple[str, ...]]]:
+    """``text`` without its ``option map_entry = true;`` statements (blanked), and the
+    paths (nested message names) of the messages that declared one."""
+    tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    words = [t[0] for t in tokens]
+    scopes: list[str | None] = []  # one per open brace: a message's name, else None
+    found: list[tuple[str, ...]] = []
+    blanked = list(text)
+    for i, word in enumerate(words):
+        if word == "{":
+            is_message = i >= 2 and words[i - 2] == "message"
+            scopes.append(words[i - 1] if is_message else None)
+        elif word == "}" and scopes:
+            scopes.pop()
+        elif (
+            word == "option"
+            and words[i : i + 5] == _MAP_ENTRY_OPTION
+            and scopes
+            and all(scope is not None for scope in scopes)
+        ):
+            found.append(tuple(scope for scope in scopes if scope is not None))
+            for at in range(tokens[i][1], tokens[i + 4][2]):
+                if blanked[at] != "\n":
+                    blanked[at] = " "
+    return "".join(blanked), found
+
+
+def _restore_map_entries(
+    fdp: descriptor_pb2.FileDescriptorProto, paths: list[tuple[str, ...]]
+) -> None:
+    """Set ``map_entry`` again on the messages at ``paths``, each checked for a map entry's
+    shape first (protobuf's pool refuses a wrong one with no useful message)."""
+    for path in paths:
+        messages, parent, message = fdp.message_type, None, None
+        for name in path:
+            parent, message = message, next((m for m in messages if m.name == name), None)
+            if message is None:
+                break  # protoc placed it elsewhere (never seen); the pool judges the rest
+            messages = message.nested_type
+        if message is None:
+            continue
+        problem = _not_a_map_entry(message, parent, ".".join(filter(None, (fdp.package, *path))))
+        if problem:
+            raise InvalidSchema(f"message {'.'.join(path)} sets map_entry but {problem}")
+        message.options.map_entry = True
+
+
+def _not_a_map_entry(
+    message: descriptor_pb2.DescriptorProto,
+    parent: descriptor_pb2.DescriptorProto | None,
+    full_name: str,
+) -> str:
+    """Why ``message`` cannot be a map entry, or ``""``."""
+    F = descriptor_pb2.FieldDescriptorProto
+    fields = sorted((f.number, f.name, f.label) for f in message.field)
+    if [(n, name) for n, name, _ in fields] != [(1, "key"), (2, "value")]:
+        return "its fields are not exactly key = 1 and value = 2"
+    if any(label == F.LABEL_REPEATED for *_, label in fields):
+        return "its key or value is repeated"
+    if message.nested_type or message.enum_type or message.oneof_decl or message.extension:
+        return "it declares more than a key and a value"
+    users = (
+        [] if parent is None else [f for f in parent.field if f.type_name.lstrip(".") == full_name]
+    )
+    if len(users) != 1 or users[0].label != F.LABEL_REPEATED:
+        return "no one repeated field of its enclosing message has it as its type"
+    return ""
 
 
 def _from_text(text: str, dependencies: FileSet) -> descriptor_pb2.FileDescriptorProto:
