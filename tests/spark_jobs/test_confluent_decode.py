@@ -14,11 +14,15 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import io
+import json
+import urllib.request
+import uuid
 from collections.abc import Callable
 
 import fastavro
 import pyarrow as pa
 import pytest
+from pyspark.errors import PySparkException
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (
     ArrayType,
@@ -48,7 +52,15 @@ from spark_jobs.schema_types import (
     protobuf_type,
     protobuf_value,
 )
-from spark_jobs.schemas import ReaderSchema, RecordNotDecoded, decode_one
+from spark_jobs.schemas import (
+    ReaderSchema,
+    RecordNotDecoded,
+    decode_one,
+    from_confluent,
+    reader_schema,
+)
+from tests.controlplane_fixtures import PASSWORD, basic
+from tests.spark_jobs.conftest import create_topic, produce
 
 # -- framing --------------------------------------------------------------------------------
 
@@ -382,3 +394,150 @@ def test_recursive_protobuf_messages_are_refused() -> None:
     cls = _proto_classes('syntax = "proto3"; message Node { Node next = 1; }')("Node")
     with pytest.raises(UnsupportedSchema, match="recursive"):
         protobuf_type(cls.DESCRIPTOR)
+
+
+# -- through the registry -------------------------------------------------------------------
+
+
+@pytest.fixture
+def registry_url(live_server: object, cp_cluster: object, make_user: Callable) -> str:
+    """The real ``/schema-registry`` view served over HTTP, storing in the shared cluster."""
+    make_user("decoder", "operator")
+    return f"{live_server.url}/schema-registry"  # type: ignore[attr-defined]
+
+
+def _register(url: str, subject: str, schema: str, schema_type: str = "AVRO") -> int:
+    body = json.dumps({"schema": schema, "schemaType": schema_type}).encode()
+    request = urllib.request.Request(
+        f"{url}/subjects/{subject}/versions",
+        data=body,
+        headers={
+            "Content-Type": "application/vnd.schemaregistry.v1+json",
+            "Authorization": basic("decoder"),
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return int(json.loads(answer.read())["id"])
+
+
+LINE_PROTO = """
+syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Order {
+  int64 id = 1;
+  google.protobuf.Timestamp at = 2;
+  message Line { string sku = 1; int32 qty = 2; }
+  repeated Line lines = 3;
+}
+"""
+
+
+def test_json_and_protobuf_records_decode_with_the_schema_their_frame_names(
+    registry_url: str,
+) -> None:
+    access = RegistryAccess(registry_url, auth=("decoder", PASSWORD))
+    tag = uuid.uuid4().hex[:8]
+    person = json.dumps(PERSON)
+    json_id = _register(registry_url, f"people-{tag}-value", person, "JSON")
+    reader = reader_schema(access, f"people-{tag}-value")
+    assert reader.schema_id == json_id and reader.spark_type == json_schema_type(PERSON)[0]
+    data = frame(json_id, json.dumps({"name": "Ada", "age": 36, "born": "1990-01-02"}).encode())
+    value = decode_one(access, reader, data, "FAILFAST")
+    assert value["name"] == "Ada" and value["age"] == 36 and value["born"] == dt.date(1990, 1, 2)
+
+    proto_id = _register(registry_url, f"orders-{tag}-value", LINE_PROTO, "PROTOBUF")
+    order = reader_schema(access, f"orders-{tag}-value")
+    assert order.message == "shop.Order"
+    cls = _proto_classes(LINE_PROTO)
+    message = cls("shop.Order")(id=9, lines=[cls("shop.Order.Line")(sku="s1", qty=2)])
+    message.at.FromDatetime(dt.datetime(2024, 2, 3, 4, 5, 6))
+    value = decode_one(access, order, frame(proto_id, message.SerializeToString(), [0]), "FAILFAST")
+    assert value == {
+        "id": 9,
+        "at": dt.datetime(2024, 2, 3, 4, 5, 6, tzinfo=dt.UTC),
+        "lines": [{"sku": "s1", "qty": 2}],
+    }
+    # A nested message, named by the frame's indexes [0, 0], into a column of that type.
+    line = reader_schema(access, f"orders-{tag}-value", message="shop.Order.Line")
+    payload = cls("shop.Order.Line")(sku="s2", qty=5).SerializeToString()
+    assert decode_one(access, line, frame(proto_id, payload, [0, 0]), "FAILFAST") == {
+        "sku": "s2",
+        "qty": 5,
+    }
+    with pytest.raises(RecordNotDecoded, match=f"schema id {proto_id}. does not decode"):
+        decode_one(access, order, frame(proto_id, b"\xff\xff\xff", [0]), "FAILFAST")
+
+
+PAYMENT_V1 = {
+    "type": "record",
+    "name": "Payment",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {
+            "name": "amount",
+            "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+        },
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    ],
+}
+# Version 2 adds an optional field: version-1 records read with it get its default.
+PAYMENT_V2 = {
+    **PAYMENT_V1,
+    "fields": [
+        *PAYMENT_V1["fields"],
+        {"name": "tags", "type": {"type": "array", "items": "string"}, "default": []},
+    ],
+}
+
+
+def test_spark_reads_avro_framed_records_as_typed_columns(
+    spark: object, bootstrap: str, topic_name: str, registry_url: str
+) -> None:
+    subject = f"{topic_name}-value"
+    v1 = _register(registry_url, subject, json.dumps(PAYMENT_V1))
+    v2 = _register(registry_url, subject, json.dumps(PAYMENT_V2))
+    at = dt.datetime(2024, 3, 4, 5, 6, 7, 890000, tzinfo=dt.UTC)
+
+    def avro(schema: dict, schema_id: int, record: dict) -> bytes:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(schema), record)
+        return frame(schema_id, out.getvalue())
+
+    values = [
+        avro(PAYMENT_V1, v1, {"id": i, "amount": decimal.Decimal(f"{i}.25"), "at": at})
+        if i % 2
+        else avro(PAYMENT_V2, v2, {"id": i, "amount": decimal.Decimal(i), "at": at, "tags": ["t"]})
+        for i in range(20)
+    ]
+    create_topic(bootstrap, topic_name, 2)
+    produce(bootstrap, [(topic_name, i % 2, None, v) for i, v in enumerate(values)])
+    raw = (
+        spark.read.format("weir")  # type: ignore[attr-defined]
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic_name)
+        .load()
+    )
+    access = {"registry_url": registry_url, "auth": ("decoder", PASSWORD)}
+    typed = from_confluent(raw, topic=topic_name, **access)
+    assert typed.schema["value"].dataType == StructType(
+        [
+            StructField("id", LongType(), False),
+            StructField("amount", DecimalType(9, 2), False),
+            StructField("at", TimestampType(), False),
+            StructField("tags", ArrayType(StringType(), False), False),
+        ]
+    )
+    rows = typed.select("value.*").orderBy("id").collect()
+    assert [r["id"] for r in rows] == list(range(20))
+    assert rows[3]["amount"] == decimal.Decimal("3.25") and rows[3]["tags"] == []
+    assert rows[4]["amount"] == decimal.Decimal(4) and rows[4]["tags"] == ["t"]
+    assert all(r["at"].astimezone(dt.UTC) == at for r in rows)
+
+    # A record that is not Confluent-framed fails the query naming its offset, or is null.
+    produce(bootstrap, [(topic_name, 1, None, b"not framed")])  # partition 1, offset 10
+    with pytest.raises(PySparkException, match=f"topic {topic_name} partition 1 offset 10"):
+        from_confluent(raw, subject=subject, **access).collect()
+    permissive = from_confluent(raw, subject=subject, mode="PERMISSIVE", output="payment", **access)
+    bad = permissive.where("payment IS NULL").select("partition", "offset", "value").collect()
+    assert [tuple(r) for r in bad] == [(1, 10, b"not framed")]
