@@ -102,12 +102,11 @@ def reader_schema(
         spark_type, _ = json_schema_type(json.loads(found.schema))
         return ReaderSchema(found.schema_id, "JSON", spark_type)
     if found.schema_type == "PROTOBUF":
-        pool, file_name = _protobuf_pool(access, found.schema_id)
-        file = pool.FindFileByName(file_name)
+        pool, file = _protobuf_pool(access, found.schema_id)
         if message is None:
-            if not file.message_types_by_name:
+            if not file.message_type:
                 raise ValueError(f"subject {subject!r}'s Protobuf schema declares no message")
-            desc = next(iter(file.message_types_by_name.values()))
+            desc = _message_at(pool, file, (0,))
         else:
             desc = pool.FindMessageTypeByName(message)
         return ReaderSchema(found.schema_id, "PROTOBUF", protobuf_type(desc), desc.full_name)
@@ -299,24 +298,25 @@ def _avro_decoder(access: RegistryAccess, writer: Registered, reader: ReaderSche
 def _protobuf_decoder(access: RegistryAccess, writer_id: int) -> Decoder:
     from google.protobuf import message_factory
 
-    pool, file_name = _protobuf_pool(access, writer_id)
-    file = pool.FindFileByName(file_name)
+    pool, file = _protobuf_pool(access, writer_id)
     classes: dict[tuple[int, ...], Any] = {}
 
     def decode(payload: bytes, indexes: tuple[int, ...]) -> Any:
         cls = classes.get(indexes)
         if cls is None:
-            desc = _message_at(file, indexes)
+            desc = _message_at(pool, file, indexes)
             cls = classes[indexes] = message_factory.GetMessageClass(desc)
         return protobuf_value(cls.FromString(payload))
 
     return decode
 
 
-def _message_at(file: Any, indexes: tuple[int, ...]) -> Any:
-    """The message the framing's indexes name: a top-level message, then nested ones."""
+def _message_at(pool: Any, file: Any, indexes: tuple[int, ...]) -> Any:
+    """The message the framing's indexes name: a top-level message of ``file`` (a
+    ``FileDescriptorProto``: its declaration order is the index order), then nested ones."""
     try:
-        desc = file.message_types[indexes[0]]
+        name = file.message_type[indexes[0]].name
+        desc = pool.FindMessageTypeByName(f"{file.package}.{name}" if file.package else name)
         for index in indexes[1:]:
             desc = desc.nested_types[index]
     except IndexError:
@@ -326,7 +326,7 @@ def _message_at(file: Any, indexes: tuple[int, ...]) -> Any:
 
 def _protobuf_pool(access: RegistryAccess, schema_id: int) -> tuple[Any, str]:
     """A descriptor pool holding schema ``schema_id``'s file, its references and the
-    built-in files it imports; and the file's name in it."""
+    built-in files it imports; and the file's ``FileDescriptorProto``."""
     from google.protobuf import descriptor_pb2, descriptor_pool
 
     found = access.schema_by_id(schema_id, serialized=True)
@@ -356,7 +356,7 @@ def _protobuf_pool(access: RegistryAccess, schema_id: int) -> tuple[Any, str]:
         pool.Add(fdp)
 
     add(top)
-    return pool, top.name
+    return pool, top
 
 
 def _builtin_file(name: str) -> Any:

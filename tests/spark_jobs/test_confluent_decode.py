@@ -512,14 +512,13 @@ def test_spark_reads_avro_framed_records_as_typed_columns(
     ]
     create_topic(bootstrap, topic_name, 2)
     produce(bootstrap, [(topic_name, i % 2, None, v) for i, v in enumerate(values)])
-    raw = (
-        spark.read.format("weir")  # type: ignore[attr-defined]
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic_name)
-        .load()
-    )
+
+    def raw() -> object:
+        reader = spark.read.format("weir").option("kafka.bootstrap.servers", bootstrap)  # type: ignore[attr-defined]
+        return reader.option("subscribe", topic_name).load()
+
     access = {"registry_url": registry_url, "auth": ("decoder", PASSWORD)}
-    typed = from_confluent(raw, topic=topic_name, **access)
+    typed = from_confluent(raw(), topic=topic_name, **access)
     assert typed.schema["value"].dataType == StructType(
         [
             StructField("id", LongType(), False),
@@ -536,8 +535,11 @@ def test_spark_reads_avro_framed_records_as_typed_columns(
 
     # A record that is not Confluent-framed fails the query naming its offset, or is null.
     produce(bootstrap, [(topic_name, 1, None, b"not framed")])  # partition 1, offset 10
+    raw_now = raw()  # a loaded frame keeps the offsets it planned; load again to see it
     with pytest.raises(PySparkException, match=f"topic {topic_name} partition 1 offset 10"):
-        from_confluent(raw, subject=subject, **access).collect()
-    permissive = from_confluent(raw, subject=subject, mode="PERMISSIVE", output="payment", **access)
+        from_confluent(raw_now, subject=subject, **access).collect()
+    permissive = from_confluent(
+        raw_now, subject=subject, mode="PERMISSIVE", output="payment", **access
+    )
     bad = permissive.where("payment IS NULL").select("partition", "offset", "value").collect()
     assert [tuple(r) for r in bad] == [(1, 10, b"not framed")]
