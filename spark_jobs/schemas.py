@@ -14,7 +14,7 @@ Theory of operation
   (``spark_jobs.schema_types``). That schema is the *reader* schema: every record comes out
   in its shape, whatever schema version wrote it.
 * **Executors** (:func:`decode_batches`, run by ``mapInArrow``, one Arrow batch at a time):
-  each record's framing (``spark_jobs.framing``) names the schema that wrote it. The first
+  each record's framing (``weir.registry.framing``) names the schema that wrote it. The first
   time a Python worker meets an id it fetches that schema (``spark_jobs.registry_client``)
   and builds a :class:`Decoder`, kept in :data:`_decoders` for the worker's life: Avro is
   read by fastavro with the writer's schema resolved to the reader's (Avro's own schema
@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import DataType, StructField, StructType
 
-from spark_jobs.framing import NotFramed, parse_frame
 from spark_jobs.registry_client import Registered, RegistryAccess, RegistryError
 from spark_jobs.schema_types import (
     avro_named_types,
@@ -51,6 +50,7 @@ from spark_jobs.schema_types import (
     protobuf_type,
     protobuf_value,
 )
+from weir.registry.framing import NotFramed, parse_frame
 
 if TYPE_CHECKING:
     import pyarrow as pa

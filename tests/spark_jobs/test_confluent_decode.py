@@ -42,7 +42,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jobs.framing import NotFramed, frame, parse_frame
 from spark_jobs.registry_client import RegistryAccess
 from spark_jobs.schema_types import (
     UnsupportedSchema,
@@ -61,6 +60,7 @@ from spark_jobs.schemas import (
 )
 from tests.controlplane_fixtures import PASSWORD, basic
 from tests.spark_jobs.conftest import create_topic, produce
+from weir.registry.framing import NotFramed, frame, parse_frame
 
 # -- framing --------------------------------------------------------------------------------
 

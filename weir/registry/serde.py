@@ -42,12 +42,11 @@ import functools
 import io
 import json
 import math
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from weir.registry import errors
+from weir.registry import errors, framing
 from weir.registry.formats import InvalidSchema, ParsedSchema, parse
 from weir.registry.service import SchemaRegistry
 
@@ -70,8 +69,7 @@ __all__ = [
     "unframe",
 ]
 
-MAGIC = 0
-_HEADER = struct.Struct(">bI")
+MAGIC = framing.MAGIC
 # The REST proxy's embedded format names -> the registry's schemaType.
 EMBEDDED_FORMATS = {"AVRO": "AVRO", "JSONSCHEMA": "JSON", "PROTOBUF": "PROTOBUF"}
 STRATEGIES = ("TOPIC_NAME", "RECORD_NAME", "TOPIC_RECORD_NAME")
@@ -92,17 +90,16 @@ class SchemaArgumentError(ValueError):
 def frame(schema_id: int, payload: bytes) -> bytes:
     """Confluent's wire format: magic byte, schema id, payload (which, for Protobuf, starts
     with the message indexes :func:`encode` wrote)."""
-    return _HEADER.pack(MAGIC, schema_id) + payload
+    return framing.frame(schema_id, payload)
 
 
 def unframe(data: bytes) -> tuple[int, bytes]:
     """(schema id, payload) of a Confluent-framed record; :class:`DataError` otherwise."""
-    if len(data) < _HEADER.size or data[0] != MAGIC:
-        raise DataError(
-            "not a Confluent-framed record (no magic byte 0 and 4-byte schema id in front)"
-        )
-    _, schema_id = _HEADER.unpack_from(data)
-    return schema_id, data[_HEADER.size :]
+    try:
+        found = framing.parse_frame(data)
+    except framing.NotFramed as exc:
+        raise DataError(f"not a Confluent-framed record: {exc}") from None
+    return found.schema_id, found.payload
 
 
 def serialize(schema_id: int, schema: ParsedSchema, data: Any) -> bytes:
@@ -382,38 +379,9 @@ def _json_decode(schema: ParsedSchema, payload: bytes) -> Any:
 
 
 # -- PROTOBUF --------------------------------------------------------------------------------
-def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _read_zigzag(data: bytes, at: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise DataError("the Protobuf message indexes are truncated")
-        byte = data[at]
-        at += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), at
-
-
 def message_indexes(indexes: list[int]) -> bytes:
-    """Confluent's encoding of a message type's path: ``[0]`` (the first message) is the
-    single byte 0, anything else the count and each index as zigzag varints."""
-    if indexes == [0]:
-        return b"\x00"
-    return _zigzag(len(indexes)) + b"".join(_zigzag(i) for i in indexes)
+    """Confluent's encoding of a message type's path (:func:`framing.message_indexes`)."""
+    return framing.message_indexes(indexes)
 
 
 def _message_class(schema: ParsedSchema, indexes: list[int]) -> Any:
@@ -452,14 +420,11 @@ def _protobuf_decode(schema: ParsedSchema, payload: bytes) -> Any:
     from google.protobuf import json_format
     from google.protobuf.message import DecodeError
 
-    count, at = _read_zigzag(payload, 0)
-    indexes = [0]
-    if count:
-        indexes = []
-        for _ in range(count):
-            index, at = _read_zigzag(payload, at)
-            indexes.append(index)
-    message = _message_class(schema, indexes)()
+    try:
+        indexes, at = framing.read_message_indexes(payload, 0)
+    except framing.NotFramed as exc:
+        raise DataError(f"the Protobuf message indexes are truncated: {exc}") from None
+    message = _message_class(schema, list(indexes))()
     try:
         message.ParseFromString(payload[at:])
     except DecodeError as exc:

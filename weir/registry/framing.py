@@ -1,4 +1,5 @@
-"""Confluent's wire framing of a record's key or value, taken apart (pure; no I/O).
+"""Confluent's wire framing of a record's key or value (pure; no I/O, only ``struct``, so
+Spark's Python workers import it without the registry's parsers).
 
 Confluent's serializers (and every client that speaks Schema Registry) write::
 
@@ -20,7 +21,15 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["MAGIC", "Frame", "NotFramed", "frame", "parse_frame"]
+__all__ = [
+    "MAGIC",
+    "Frame",
+    "NotFramed",
+    "frame",
+    "message_indexes",
+    "parse_frame",
+    "read_message_indexes",
+]
 
 MAGIC = 0
 _HEADER = struct.Struct(">bi")  # magic byte, schema id
@@ -52,29 +61,37 @@ def parse_frame(data: bytes | None, *, protobuf: bool = False) -> Frame:
     pos = _HEADER.size
     indexes: tuple[int, ...] = ()
     if protobuf:
-        count, pos = _zigzag_varint(data, pos)
-        if count < 0 or count > len(data):
-            raise NotFramed(f"message index count {count} is impossible")
-        if count == 0:
-            indexes = (0,)  # the shorthand: the file's first message
-        else:
-            found = []
-            for _ in range(count):
-                index, pos = _zigzag_varint(data, pos)
-                found.append(index)
-            indexes = tuple(found)
+        indexes, pos = read_message_indexes(data, pos)
     return Frame(schema_id, data[pos:], indexes)
 
 
 def frame(schema_id: int, payload: bytes, indexes: Sequence[int] | None = None) -> bytes:
     """Confluent's framing of ``payload``; ``indexes`` only for PROTOBUF (``[0]`` → 0 byte)."""
     head = _HEADER.pack(MAGIC, schema_id)
-    if indexes is None:
-        return head + payload
+    return head + payload if indexes is None else head + message_indexes(indexes) + payload
+
+
+def message_indexes(indexes: Sequence[int]) -> bytes:
+    """Confluent's encoding of a Protobuf message's path in its file: ``[0]`` (the first
+    message) is the single byte 0, anything else the count and each index, zigzag varints."""
     if list(indexes) == [0]:
-        return head + b"\x00" + payload
-    body = _put_zigzag(len(indexes)) + b"".join(_put_zigzag(i) for i in indexes)
-    return head + body + payload
+        return b"\x00"
+    return _put_zigzag(len(indexes)) + b"".join(_put_zigzag(i) for i in indexes)
+
+
+def read_message_indexes(data: bytes, pos: int) -> tuple[tuple[int, ...], int]:
+    """The message indexes starting at ``pos`` and the position after them;
+    :class:`NotFramed` when they are truncated or impossible."""
+    count, pos = _zigzag_varint(data, pos)
+    if count < 0 or count > len(data):
+        raise NotFramed(f"message index count {count} is impossible")
+    if count == 0:
+        return (0,), pos  # the shorthand: the file's first message
+    found = []
+    for _ in range(count):
+        index, pos = _zigzag_varint(data, pos)
+        found.append(index)
+    return tuple(found), pos
 
 
 def _zigzag_varint(data: bytes, pos: int) -> tuple[int, int]:
