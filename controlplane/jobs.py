@@ -15,6 +15,8 @@ second, so the jobs page shows a moving bar without hammering the database.
 * analytics jobs run on one SparkSession per worker process (``local[*]`` unless
   ``WEIR_SPARK_MASTER`` names a cluster) and store an
   :class:`~controlplane.models.AnalyticsResult` for the dashboard;
+* dlq-replay (started by ``POST /api/dlq/<topic>/replay/``, never scheduled) produces dead
+  letters back to their topics (:mod:`dlq.replay`);
 * metadata-export writes the cluster's whole metadata into ``WEIR_METADATA_EXPORT_DIR``
   (:mod:`weir.metadata.snapshot_file`, the file ``manage.py metadata-snapshot --import``
   restores after losing the Redis deployment) and keeps the newest
@@ -111,18 +113,24 @@ def _kind_of(name: str) -> str:
 # records --------------------------------------------------------------------------------------
 
 
-def job_create(*, name: str, scheduled_by: str, params: dict[str, Any] | None = None) -> Job:
-    """A ``queued`` job record (the name is checked: 400 naming the known jobs)."""
+def job_create(
+    *, name: str, scheduled_by: str, params: dict[str, Any] | None = None, kind: str | None = None
+) -> Job:
+    """A ``queued`` job record. The name is checked against the schedulable jobs (400 naming
+    them) unless ``kind`` says which runner takes it: jobs other services start with their
+    own parameters (a DLQ replay) give it, and are not in :func:`job_names`."""
     return Job.objects.create(
-        kind=_kind_of(name), name=name, scheduled_by=scheduled_by, params=params or {}
+        kind=kind or _kind_of(name), name=name, scheduled_by=scheduled_by, params=params or {}
     )
 
 
-def job_submit(*, name: str, scheduled_by: str, params: dict[str, Any] | None = None) -> Job:
+def job_submit(
+    *, name: str, scheduled_by: str, params: dict[str, Any] | None = None, kind: str | None = None
+) -> Job:
     """Create the job and queue it for a Celery worker (503 when Celery's broker is away)."""
     from controlplane.tasks import run_job
 
-    job = job_create(name=name, scheduled_by=scheduled_by, params=params)
+    job = job_create(name=name, scheduled_by=scheduled_by, params=params, kind=kind)
     try:
         result = run_job.apply_async(kwargs={"job_id": job.pk}, retry=False)
     except Exception as exc:  # kombu raises several types for "broker unreachable"
@@ -348,11 +356,28 @@ def _metadata_export(job: Job, progress: ProgressReporter) -> _Outcome:
     )
 
 
+def _dlq_replay(job: Job, progress: ProgressReporter) -> _Outcome:
+    from dlq.replay import ReplayRequest, replay
+
+    result = replay(ReplayRequest.from_params(job.params), progress)
+    purged = f", purged up to {result.purged}" if result.purged else ""
+    return _Outcome(
+        message=(
+            f"{result.replayed} records replayed from {job.params['topic']}, "
+            f"{result.plan.skipped} skipped{purged}"
+        ),
+        rows_produced=result.replayed,
+        errors=tuple(result.errors),
+        detail=result.as_dict(),
+    )
+
+
 _RUNNERS: dict[str, Callable[[Job, ProgressReporter], _Outcome]] = {
     Job.Kind.RETENTION: _housekeeping,
     Job.Kind.COMPACTION: _housekeeping,
     Job.Kind.ANALYTICS: _analytics,
     Job.Kind.METADATA_EXPORT: _metadata_export,
+    Job.Kind.DLQ_REPLAY: _dlq_replay,
 }
 
 

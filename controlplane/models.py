@@ -37,15 +37,16 @@ class AuditEntry(models.Model):
 
 
 class Job(models.Model):
-    """One run of a retention, compaction, analytics or metadata export job: who asked, when,
-    how far, what it did. Celery tasks write it as they go, so its progress is visible while it
-    runs."""
+    """One run of a retention, compaction, analytics, metadata export or DLQ replay job: who
+    asked, when, how far, what it did. Celery tasks write it as they go, so its progress is
+    visible while it runs."""
 
     class Kind(models.TextChoices):
         RETENTION = "retention"
         COMPACTION = "compaction"
         ANALYTICS = "analytics"
         METADATA_EXPORT = "metadata-export"
+        DLQ_REPLAY = "dlq-replay"
 
     class Status(models.TextChoices):
         QUEUED = "queued"

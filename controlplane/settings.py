@@ -58,6 +58,13 @@ WEIR_METADATA_EXPORT_KEEP = int(os.environ.get("WEIR_METADATA_EXPORT_KEEP", "24"
 # control plane knows every flow, reads lag from both clusters and can fail groups over
 # (mirrors/); without it /api/mirrors/ shows what running mirror processes publish.
 WEIR_MIRROR_PROPERTIES = os.environ.get("WEIR_MIRROR_PROPERTIES", "")
+# Dead letter queues (dlq/): topics whose whole name matches this regular expression, plus any
+# topic whose records carry Kafka Connect's or Spring's dead-letter headers. The default
+# catches dlq/dlt/dead-letter as a name or a ./_/- separated part of one: orders.DLT,
+# orders-dlt, dlq-orders, payments.dead-letter.
+WEIR_DLQ_TOPIC_PATTERN = os.environ.get(
+    "WEIR_DLQ_TOPIC_PATTERN", r"(?i)(.*[._-])?(dlq|dlt|dead[._-]?letters?)([._-].*)?"
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -78,6 +85,7 @@ INSTALLED_APPS = [
     "groups",
     "mirrors",
     "schemaregistry",
+    "dlq",
     "frontend",
 ]
 

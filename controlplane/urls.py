@@ -17,11 +17,12 @@ from brokers import urls as broker_urls
 from controlplane import api, jobs_api, scram_users_api
 from controlplane.metrics import MetricsView
 from controlplane.routes import collection, routes
+from dlq import urls as dlq_urls
 from groups import urls as group_urls
 from mirrors import urls as mirror_urls
 from topics import urls as topic_urls
 
-_apps = (broker_urls, topic_urls, group_urls, mirror_urls)
+_apps = (broker_urls, topic_urls, group_urls, mirror_urls, dlq_urls)
 
 api_urlpatterns = [
     *routes(

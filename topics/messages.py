@@ -29,7 +29,7 @@ decoded through the schema registry (named by its schema id and subjects), a JSO
 array is pretty-printed, other UTF-8 text is shown as text, anything else as hex and base64. Large
 fields are cut (``SHOWN_BYTES`` of text, ``SHOWN_BINARY_BYTES`` of binary; the full size is
 reported) so one huge record cannot make a page of 500 unreadable. Scans visit records as
-they come (:func:`_scan`) instead of collecting them, so a search chunk over large records
+they come (:func:`scan`) instead of collecting them, so a search chunk over large records
 holds one fetch at a time.
 """
 
@@ -61,11 +61,14 @@ __all__ = [
     "PartitionBounds",
     "PartitionTail",
     "SearchChunk",
+    "consumer",
     "message_list",
     "message_search",
     "parse_timestamp",
     "partition_bounds",
+    "record",
     "render_bytes",
+    "scan",
 ]
 
 DEFAULT_LIMIT = 50
@@ -80,7 +83,7 @@ MAX_MATCHES_PER_CHUNK = 100
 # three and 1.3 bytes per byte) up to 4 KiB, so 500 records stay a page, not a download.
 SHOWN_BYTES = 32 * 1024
 SHOWN_BINARY_BYTES = 4 * 1024
-# A read that has not reached its end offset by then returns what it has.
+# A read that has seen no record for this long returns what it has.
 READ_TIMEOUT_S = 10.0
 TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
 
@@ -152,7 +155,7 @@ def render_bytes(data: bytes | None, *, schema_aware: bool = True) -> dict[str, 
     }
 
 
-def _record(message: Message) -> dict[str, Any]:
+def record(message: Message) -> dict[str, Any]:
     kind, stamp = message.timestamp()
     key = message.key()
     value = message.value()
@@ -228,7 +231,7 @@ def offset_for_timestamp(*, bounds: PartitionBounds, timestamp_ms: int) -> int:
 
 
 # -- reading -----------------------------------------------------------------------------------
-def _consumer(*, eof: bool = True) -> Consumer:
+def consumer(*, eof: bool = True) -> Consumer:
     # A group id is mandatory for librdkafka consumers; with assign() and no commits the
     # group is never joined nor written. ``eof`` tells a bounded read it reached the end.
     return Consumer(
@@ -246,25 +249,34 @@ def _consumer(*, eof: bool = True) -> Consumer:
     )
 
 
-def _scan(
-    *, topic: str, partition: int, start: int, end: int, visit: Callable[[Message], bool]
+def scan(
+    *,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    visit: Callable[[Message], bool],
+    idle_timeout_s: float = READ_TIMEOUT_S,
 ) -> int:
     """Call ``visit`` with each record of ``[start, end)`` in offset order until it says stop.
 
     Returns the offset the scan covered up to: ``end`` when it got there (or to the end of
     the partition: compaction and transaction markers leave gaps), else the offset after the
-    last record visited (``visit`` returned False, or the deadline passed). Records are not
-    kept here, so a scan of many large records holds one fetch's worth at a time.
+    last record visited (``visit`` returned False, or no record came for ``idle_timeout_s``).
+    Records are not kept here, so a scan of many large records holds one fetch's worth at a
+    time.
     """
     if start >= end:
         return end
-    consumer = _consumer()
+    reader = consumer()
     reached = start
     try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        deadline = time.monotonic() + READ_TIMEOUT_S
+        reader.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + idle_timeout_s
         while time.monotonic() < deadline:
-            batch = consumer.consume(num_messages=min(end - reached + 1, 1000), timeout=0.2)
+            batch = reader.consume(num_messages=min(end - reached + 1, 1000), timeout=0.2)
+            if batch:
+                deadline = time.monotonic() + idle_timeout_s
             for message in batch:
                 error = message.error()
                 if error is not None:
@@ -283,7 +295,7 @@ def _scan(
                     return reached
         return reached
     finally:
-        consumer.close()
+        reader.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,10 +373,10 @@ def message_list(
     records: list[dict[str, Any]] = []
 
     def keep(message: Message) -> bool:
-        records.append(_record(message))
+        records.append(record(message))
         return True
 
-    _scan(topic=topic, partition=partition, start=start, end=end, visit=keep)
+    scan(topic=topic, partition=partition, start=start, end=end, visit=keep)
     if newest_first:
         records.reverse()
     return MessagePage(
@@ -452,11 +464,11 @@ def message_search(
     def match(message: Message) -> bool:
         data = message.key() if field == "key" else message.value()
         if data is not None and needle in data.lower():
-            matches.append(_record(message))
+            matches.append(record(message))
         return len(matches) < MAX_MATCHES_PER_CHUNK
 
     stop = min(end, start + chunk)
-    scanned_to = _scan(topic=topic, partition=partition, start=start, end=stop, visit=match)
+    scanned_to = scan(topic=topic, partition=partition, start=start, end=stop, visit=match)
     return SearchChunk(
         topic=topic,
         partition=partition,
@@ -484,7 +496,7 @@ class PartitionTail:
         self.partition = partition
         self.position = bounds.high_watermark
         self._lock = threading.Lock()
-        self._consumer: Consumer | None = _consumer(eof=False)
+        self._consumer: Consumer | None = consumer(eof=False)
         self._consumer.assign([TopicPartition(topic, partition, self.position)])
 
     def poll(self, *, max_records: int = 200, timeout: float = 0.5) -> list[dict[str, Any]]:
@@ -504,7 +516,7 @@ class PartitionTail:
                     if error.retriable():
                         continue
                     raise KafkaUnavailable(f"tailing {self.topic}-{self.partition}: {error.str()}")
-                found.append(_record(message))
+                found.append(record(message))
                 self.position = message.offset() + 1
             return found
 
