@@ -485,6 +485,7 @@ def replay(request: ReplayRequest, progress: Progress = _no_progress) -> ReplayR
     if request.purge and checked.purge:
         progress(0.98, "purging the replayed records")
         result.purged = purge(topic=request.topic, before=checked.purge)
+    progress(1.0, f"{result.replayed} records replayed")
     return result
 
 
