@@ -360,7 +360,14 @@ def _dlq_replay(job: Job, progress: ProgressReporter) -> _Outcome:
     from dlq.replay import ReplayRequest, replay
 
     result = replay(ReplayRequest.from_params(job.params), progress)
-    purged = f", purged up to {result.purged}" if result.purged else ""
+    purged = (
+        "; purged "
+        + ", ".join(
+            f"partition {p['partition']} before {p['low_watermark']}" for p in result.purged
+        )
+        if result.purged
+        else ""
+    )
     return _Outcome(
         message=(
             f"{result.replayed} records replayed from {job.params['topic']}, "
