@@ -24,6 +24,7 @@ CONTROL_PLANE = (
     "groups",
     "mirrors",
     "schemaregistry",
+    "dlq",
     "frontend",
     "spark_jobs",
 )
