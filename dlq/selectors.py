@@ -117,12 +117,13 @@ def _signature(topic: TopicImage, states: dict[tuple[str, int], Any]) -> str | N
 
 def _newest_records(
     partitions: Iterable[tuple[str, int, int]], *, deadline: float
-) -> dict[tuple[str, int], Message]:
+) -> tuple[dict[tuple[str, int], Message], set[tuple[str, int]]]:
     """The record at ``high watermark - 1`` of each ``(topic, partition, hw)``, as many as
-    arrive before ``deadline`` (a compacted-away or control record yields none)."""
+    arrive before ``deadline``, and the partitions looked at in time (a compacted-away record
+    or a transaction marker there is looked at and yields none)."""
     wanted = {(t, p): hw - 1 for t, p, hw in partitions if hw > 0}
     if not wanted:
-        return {}
+        return {}, set()
     consumer = messages.consumer(eof=True)
     found: dict[tuple[str, int], Message] = {}
     done: set[tuple[str, int]] = set()
@@ -141,7 +142,7 @@ def _newest_records(
                     done.add(where)
     finally:
         consumer.close()
-    return found
+    return found, done
 
 
 def detect_header_topics(*, budget_s: float, topics: list[TopicImage] | None = None) -> set[str]:
@@ -182,12 +183,12 @@ def detect_header_topics(*, budget_s: float, topics: list[TopicImage] | None = N
             for p in by_name[name].partitions
             if states[(name, p)].high_watermark > states[(name, p)].log_start_offset
         ]
-        newest = _newest_records(wanted, deadline=deadline)
+        newest, done = _newest_records(wanted, deadline=deadline)
         for name in chunk:
-            looked = [m for (t, _), m in newest.items() if t == name]
-            found = any(has_error_headers(m.headers()) for m in looked)
+            found = any(has_error_headers(m.headers()) for (t, _), m in newest.items() if t == name)
+            looked = sum(1 for t, _ in done if t == name)
             partitions_read = sum(1 for t, _, _ in wanted if t == name)
-            if found or len(looked) == partitions_read:
+            if found or looked == partitions_read:
                 updates[name] = json.dumps({"found": found, "checked": stale[name]})
                 known[name] = {"found": found}
     if updates:
