@@ -195,7 +195,7 @@
       });
       if (done) {
         live.close();
-        setTimeout(() => { window.location.href = "/topics/"; }, 600);
+        Weir.go("/topics/", `Topic ${name} deleted`);
       }
     });
   }

@@ -226,8 +226,21 @@
     });
   }
 
+  // Leave for `url` and say `text` there: a toast shown just before a navigation would be
+  // gone with the page, so it is handed over in sessionStorage and shown by the next page.
+  const FLASH = "weir.flash";
+  function go(url, text) {
+    if (text) sessionStorage.setItem(FLASH, text);
+    window.location.href = url;
+  }
+  const flashed = sessionStorage.getItem(FLASH);
+  if (flashed) {
+    sessionStorage.removeItem(FLASH);
+    toast(flashed, "ok");
+  }
+
   window.Weir = {
     api, act, confirm, toast, live, fmt, esc, chart, data, cookie, stats, runButtons, pager,
-    showError,
+    showError, go,
   };
 })();
