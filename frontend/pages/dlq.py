@@ -10,9 +10,9 @@ otherwise) and hands the browser its partitions; ``dlq.js`` reads the records a 
 from ``GET /api/dlq/<t>/records/`` with the partition and filters chosen, and draws each one's
 error context (original topic, partition and offset, exception, stack trace, attempts) beside
 its key and value. Operators also get the replay form (selected records, an offset range or
-everything matching the filters; a dry run first, then a job followed at ``/api/jobs/<id>/``)
-and the purge form (DeleteRecords before an offset, after a confirmation). Viewers get
-neither; the API refuses them anyway.
+everything matching the filters; a dry run first, then a job whose progress the page follows
+on ``/ws/ui/jobs/?kind=dlq-replay``, the jobs page's socket) and the purge form (DeleteRecords
+before an offset, after a typed confirmation). Viewers get neither; the API refuses them anyway.
 """
 
 from __future__ import annotations

@@ -209,8 +209,11 @@ def test_operator_replays_two_picked_records_after_a_dry_run_and_the_job_succeed
     expect(page.locator("#plan-problems")).to_be_hidden()
     expect(page.locator("#plan-purge")).to_have_text("No purge.")
 
-    page.click("#replay-submit")
-    confirm(page, f"Replay from {dlq}?")
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    with page.expect_websocket(lambda socket: socket.url.endswith("/ws/ui/jobs/?kind=dlq-replay")):
+        page.click("#replay-submit")
+        confirm(page, f"Replay from {dlq}?")
     expect(page.locator("#replay-job-status")).to_have_text("succeeded", timeout=60_000)
     expect(page.locator("#replay-progress")).to_have_attribute("aria-valuenow", "100")
     expect(page.locator("#replay-job-message")).to_have_text(
@@ -218,6 +221,8 @@ def test_operator_replays_two_picked_records_after_a_dry_run_and_the_job_succeed
     )
     expect(page.locator("#replay-job-link")).to_have_attribute("href", "/jobs/?kind=dlq-replay")
     shot(page, "dlq-replayed")
+    # The progress came over the jobs socket: the page never polled the job.
+    assert not [url for url in requested if "/api/jobs/" in url], requested
 
     replayed = read_topic(cp_cluster, orders, ORIGINAL_PARTITIONS)
     found = sorted(

@@ -2,9 +2,9 @@
  * GET /api/dlq/<t>/records/ (partition, filters, "Load more" from the answer's `next`), each
  * with its error context. Operators pick records (a checkbox per row) and replay them, an
  * offset range or everything matching the filters (POST /api/dlq/<t>/replay/: "Dry run" shows
- * the plan, "Replay" confirms, queues the job and follows GET /api/jobs/<id>/ until it ends),
- * or purge a partition before an offset (POST /api/dlq/<t>/purge/) after a typed confirmation.
- * The page asks only when the user does something, except while it follows a replay job. */
+ * the plan, "Replay" confirms, queues the job and follows it on the jobs socket until it
+ * ends), or purge a partition before an offset (POST /api/dlq/<t>/purge/) after a typed
+ * confirmation. The page asks only when the user does something; it never polls. */
 (function () {
   "use strict";
   const { esc, fmt, showError } = Weir;
@@ -15,7 +15,6 @@
   const $ = (id) => document.getElementById(id);
   const canOperate = Boolean($("replay-panel"));
   const scope = $("replay-scope"); // operators only
-  const JOB_POLL_MS = 500;
 
   // -- rendering -----------------------------------------------------------------------------
   const dash = '<span class="muted">–</span>';
@@ -325,8 +324,6 @@
   }
 
   // -- the replay job ------------------------------------------------------------------------
-  const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
-
   function showJob(job) {
     const percent = Math.round((job.progress || 0) * 1000) / 10;
     const bar = $("replay-progress");
@@ -342,25 +339,28 @@
     showError("replay-job-error", job.error || "");
   }
 
-  async function follow(job) {
+  // The job's progress as /ws/ui/jobs/?kind=dlq-replay pushes it (the jobs page's socket: the
+  // server reads the job records once a second and sends them when one moved), until it ends.
+  function follow(job) {
     $("replay-job").hidden = false;
     $("replay-job-link").textContent = `#${job.id}`;
     $("replay-job-link").href = "/jobs/?kind=dlq-replay";
-    let now = job;
-    showJob(now);
-    while (now.status === "queued" || now.status === "running") {
-      await sleep(JOB_POLL_MS);
-      try {
-        now = await Weir.api("GET", `/api/jobs/${job.id}/`);
-      } catch (error) {
-        showError("replay-job-error", `Following job ${job.id}: ${error.message}`);
-        continue;
-      }
-      showJob(now);
-    }
-    if (now.status === "succeeded") Weir.toast(now.message || `Replay job ${job.id} succeeded`, "ok");
-    else Weir.toast(`Replay job ${job.id} failed: ${now.error || now.message}`, "error");
-    load(); // a purge moved the log start; a replay of this DLQ into itself added records
+    showJob(job);
+    return new Promise((resolve) => {
+      const socket = Weir.live("/ws/ui/jobs/?kind=dlq-replay", (message) => {
+        if (message.type === "error") { showError("replay-job-error", message.message); return; }
+        if (message.type !== "jobs") return;
+        const now = message.jobs.find((j) => j.id === job.id);
+        if (!now) return;
+        showJob(now);
+        if (now.status === "queued" || now.status === "running") return;
+        socket.close();
+        if (now.status === "succeeded") Weir.toast(now.message || `Replay job ${job.id} succeeded`, "ok");
+        else Weir.toast(`Replay job ${job.id} failed: ${now.error || now.message}`, "error");
+        load(); // a purge moved the log start; a replay of this DLQ into itself added records
+        resolve(now);
+      });
+    });
   }
 
   $("replay-form").addEventListener("submit", async (event) => {
