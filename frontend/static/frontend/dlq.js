@@ -303,15 +303,32 @@
     $("replay-plan").hidden = false;
   }
 
-  async function dryRun() {
-    showError("replay-error", "");
-    let asked;
+  // What the form asks for, or null with the reason shown under the form.
+  function checked(box, read) {
+    showError(box, "");
     try {
-      asked = request();
+      return read();
     } catch (error) {
-      showError("replay-error", error.message);
-      return;
+      showError(box, error.message);
+      return null;
     }
+  }
+
+  // `call` for Weir.act: its failure also shown in `box`, under the form that made it.
+  function reporting(box, call) {
+    return async () => {
+      try {
+        return await call();
+      } catch (error) {
+        showError(box, error.message);
+        throw error;
+      }
+    };
+  }
+
+  async function dryRun() {
+    const asked = checked("replay-error", request);
+    if (!asked) return;
     $("replay-dry-run").disabled = true;
     try {
       renderPlan(await Weir.api("POST", `${base}/replay/`, { ...asked, dry_run: true }));
@@ -365,24 +382,11 @@
 
   $("replay-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    showError("replay-error", "");
-    let asked;
-    try {
-      asked = request();
-    } catch (error) {
-      showError("replay-error", error.message);
-      return;
-    }
+    const asked = checked("replay-error", request);
+    if (!asked) return;
     const answer = await Weir.act({
       confirm: { title: `Replay from ${topic}?`, message: describeRequest(asked), confirmLabel: "Replay" },
-      run: async () => {
-        try {
-          return await Weir.api("POST", `${base}/replay/`, { ...asked, dry_run: false });
-        } catch (error) {
-          showError("replay-error", error.message);
-          throw error;
-        }
-      },
+      run: reporting("replay-error", () => Weir.api("POST", `${base}/replay/`, { ...asked, dry_run: false })),
       done: (r) => `Replay job ${r.job.id} queued`,
     });
     if (!answer) return;
@@ -417,14 +421,8 @@
 
   $("purge-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    showError("purge-error", "");
-    let before;
-    try {
-      before = offsetField("purge-before", "offset to purge before");
-    } catch (error) {
-      showError("purge-error", error.message);
-      return;
-    }
+    const before = checked("purge-error", () => offsetField("purge-before", "offset to purge before"));
+    if (before == null) return;
     const partition = Number($("purge-partition").value);
     const result = await Weir.act({
       confirm: {
@@ -434,14 +432,7 @@
         confirmLabel: "Purge",
         danger: true,
       },
-      run: async () => {
-        try {
-          return await Weir.api("POST", `${base}/purge/`, { partitions: [{ partition, before_offset: before }] });
-        } catch (error) {
-          showError("purge-error", error.message);
-          throw error;
-        }
-      },
+      run: reporting("purge-error", () => Weir.api("POST", `${base}/purge/`, { partitions: [{ partition, before_offset: before }] })),
       done: (r) => `Partition ${r.partitions[0].partition} now starts at offset ${fmt.num(r.partitions[0].low_watermark)}`,
     });
     if (!result) return;
