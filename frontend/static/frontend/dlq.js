@@ -204,6 +204,7 @@
     const narrowed = [
       f.original_topic ? `original topic ${f.original_topic}` : "",
       f.exception ? `exception containing "${f.exception}"` : "",
+      f.q ? `key or value containing "${f.q}"` : "",
     ].filter(Boolean).join(" and ");
     let text;
     if (scope.value === "selected") {
@@ -213,7 +214,6 @@
         ? "Every record the DLQ holds now, in every partition"
         : "The offsets of the range";
       text += narrowed ? `, whose ${narrowed} (the filters above).` : " (no filter set above).";
-      if (f.q) text += " The key/value text filter does not narrow a replay.";
     }
     $("replay-scope-note").textContent = text;
   }
@@ -267,6 +267,7 @@
     }
     if (f.original_topic) body.original_topic = f.original_topic;
     if (f.exception) body.exception = f.exception;
+    if (f.q) body.q = f.q;
     return body;
   }
 
