@@ -36,6 +36,7 @@ __all__ = [
     "Headers",
     "error_context",
     "has_error_headers",
+    "origin",
     "replay_headers",
 ]
 
@@ -46,6 +47,9 @@ SPRING_PREFIX = "kafka_dlt-"
 SPRING_ATTEMPTS = ("retry_topic-attempts", "kafka_deliveryAttempt")
 REPLAY_COUNT = "weir.replay.count"
 REPLAY_SOURCE = "weir.replay.source"
+_TOPIC_HEADERS = frozenset({CONNECT_PREFIX + "topic", SPRING_PREFIX + "original-topic"})
+_CONNECT_PARTITION = CONNECT_PREFIX + "partition"
+_SPRING_PARTITION = SPRING_PREFIX + "original-partition"
 # Headers that describe a failure rather than the record: dropped when the record goes back.
 ERROR_HEADER_PREFIXES = (CONNECT_PREFIX, SPRING_PREFIX, *SPRING_ATTEMPTS)
 
@@ -101,6 +105,20 @@ def _big_endian(value: bytes | None) -> int | None:
     if value is not None and len(value) in (4, 8) and not value.strip().isdigit():
         return int.from_bytes(value, "big", signed=True)
     return _decimal(value)
+
+
+def origin(headers: Headers | None) -> tuple[str | None, int | None]:
+    """(original topic, original partition) alone: what a replay needs of every record,
+    without decoding the rest of the context (stack traces are long)."""
+    topic = partition = None
+    for name, value in headers or ():
+        if name in _TOPIC_HEADERS:
+            topic = _text(value)
+        elif name == _CONNECT_PARTITION:
+            partition = _decimal(value)
+        elif name == _SPRING_PARTITION:
+            partition = _big_endian(value)
+    return topic, partition
 
 
 def has_error_headers(headers: Iterable[tuple[str, bytes | None]] | None) -> bool:

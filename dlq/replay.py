@@ -45,7 +45,7 @@ from confluent_kafka import KafkaException, Message, Producer, TopicPartition
 from controlplane.cluster import gateway
 from controlplane.errors import BadRequest, KafkaUnavailable
 from dlq import selectors
-from dlq.headers import ErrorContext, error_context, replay_headers
+from dlq.headers import error_context, origin, replay_headers
 from topics import messages
 from topics import selectors as topic_selectors
 
@@ -250,60 +250,68 @@ class ReplayPlan:
         }
 
 
+Origin = tuple[str | None, int | None]  # (original topic, original partition)
+
+
+def _chosen(where: selectors.RecordFilter, message: Message, found: Origin) -> bool:
+    """A range's filters: only the exception filter needs the whole error context."""
+    if where.exception:
+        return where.matches(message, error_context(message.headers()))
+    if where.original_topic and found[0] != where.original_topic:
+        return False
+    return where.matches_text(message)
+
+
 def _walk(
     request: ReplayRequest, progress: Progress, *, share: float, base: float = 0.0
-) -> Iterator[tuple[int, Message, ErrorContext, bool]]:
-    """Every record of the request's ranges as ``(partition, message, context, chosen)``,
-    partition by partition in offset order; ``progress`` moves over ``share`` of the bar."""
+) -> Iterator[tuple[int, Message, Origin, bool]]:
+    """Every record of the request's ranges as ``(partition, message, origin, chosen)``,
+    partition by partition in offset order, one reader per partition; ``progress`` moves
+    over ``share`` of the bar every 1,000 offsets."""
     total = max(1, request.offsets())
     done = 0
     for partition, (start, end) in sorted(request.ranges.items()):
         picked = request.selected.get(partition) if request.selected is not None else None
-        buffer: list[Message] = []
-        position = start
-        while position < end:
-            buffer.clear()
-
-            def take(message: Message, into: list[Message] = buffer) -> bool:
-                into.append(message)
-                return len(into) < 1000
-
-            reached = messages.scan(
-                topic=request.topic,
-                partition=partition,
-                start=position,
-                end=end,
-                visit=take,
-                idle_timeout_s=IDLE_TIMEOUT_S,
+        reader = messages.RangeReader(
+            topic=request.topic,
+            partition=partition,
+            start=start,
+            end=end,
+            idle_timeout_s=IDLE_TIMEOUT_S,
+        )
+        reported = position = start
+        for message in reader:
+            found = origin(message.headers())
+            offset = message.offset()
+            if picked is not None:
+                chosen = offset in picked
+            else:
+                chosen = _chosen(request.where, message, found)
+            yield partition, message, found, chosen
+            position = offset + 1
+            if position - reported >= 1000:
+                done += position - reported
+                reported = position
+                progress(base + share * done / total, f"read {done} of {total} offsets")
+        if not reader.complete:
+            raise KafkaUnavailable(
+                f"reading {request.topic}-{partition} stopped at offset {position}: "
+                f"no record arrived for {IDLE_TIMEOUT_S:.0f} s"
             )
-            if reached == position:
-                raise KafkaUnavailable(
-                    f"reading {request.topic}-{partition} stopped at offset {position}: "
-                    f"no record arrived for {IDLE_TIMEOUT_S:.0f} s"
-                )
-            for message in buffer:
-                context = error_context(message.headers())
-                if picked is not None:
-                    chosen = message.offset() in picked
-                else:
-                    chosen = request.where.matches(message, context)
-                yield partition, message, context, chosen
-            done += reached - position
-            position = reached
-            progress(base + share * done / total, f"read {done} of {total} offsets")
+        done += end - reported
+        progress(base + share * done / total, f"read {done} of {total} offsets")
 
 
 def _destination(
-    request: ReplayRequest, context: ErrorContext, partitions: dict[str, int]
+    request: ReplayRequest, found: Origin, partitions: dict[str, int]
 ) -> tuple[str | None, int | None]:
     """(target topic, target partition or None for "by key") of one record."""
     if request.target_topic is not None:
         return request.target_topic, None
-    name = context.original_topic
+    name, same = found
     if name is None:
         return None, None
     count = partitions.get(name)
-    same = context.original_partition
     if count is not None and same is not None and 0 <= same < count:
         return name, same
     return name, None
@@ -321,7 +329,7 @@ def plan(
     partitions = _partition_counts()
     seen: dict[int, set[int]] = {}
     not_replayed: dict[int, int] = {}  # partition -> first offset read but not replayed
-    for partition, message, context, chosen in _walk(request, progress, share=share):
+    for partition, message, found, chosen in _walk(request, progress, share=share):
         result.scanned += 1
         offset = message.offset()
         seen.setdefault(partition, set()).add(offset)
@@ -329,7 +337,7 @@ def plan(
             result.skipped += 1
             not_replayed.setdefault(partition, offset)
             continue
-        topic, target_partition = _destination(request, context, partitions)
+        topic, target_partition = _destination(request, found, partitions)
         if topic is None:
             result.problem(
                 f"offset {offset} of partition {partition} names no original topic in its "
@@ -446,10 +454,10 @@ def replay(request: ReplayRequest, progress: Progress = _no_progress) -> ReplayR
     produced = 0
     total = max(1, checked.matched)
     try:
-        for partition, message, context, chosen in _walk(request, _no_progress, share=0.0):
+        for partition, message, found, chosen in _walk(request, _no_progress, share=0.0):
             if not chosen:
                 continue
-            topic, target_partition = _destination(request, context, partitions)
+            topic, target_partition = _destination(request, found, partitions)
             if topic is None or topic not in partitions:
                 deliveries.failed += 1  # the DLQ changed since the plan; counted, not sent
                 continue

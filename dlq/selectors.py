@@ -255,6 +255,9 @@ class RecordFilter:
     def matches(self, message: Message, context: ErrorContext) -> bool:
         if not context.matches(original_topic=self.original_topic, exception=self.exception):
             return False
+        return self.matches_text(message)
+
+    def matches_text(self, message: Message) -> bool:
         if self.text:
             needle = self.text.encode("utf-8").lower()
             key, value = message.key() or b"", message.value() or b""

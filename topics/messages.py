@@ -39,7 +39,7 @@ import base64
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -60,6 +60,7 @@ __all__ = [
     "MessagePage",
     "PartitionBounds",
     "PartitionTail",
+    "RangeReader",
     "SearchChunk",
     "consumer",
     "message_list",
@@ -249,6 +250,67 @@ def consumer(*, eof: bool = True) -> Consumer:
     )
 
 
+class RangeReader:
+    """The records of ``[start, end)`` of one partition in offset order, from one assigned
+    consumer: iterate it. Iteration stops at ``end``, at the end of the partition
+    (compaction and transaction markers leave gaps; ``complete`` is then True), or when no
+    record came for ``idle_timeout_s`` (``complete`` stays False). Records are not kept: a
+    long read holds one fetch's worth at a time, however many records it yields.
+    """
+
+    def __init__(
+        self,
+        *,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        idle_timeout_s: float = READ_TIMEOUT_S,
+    ) -> None:
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+        self.idle_timeout_s = idle_timeout_s
+        self.complete = start >= end
+
+    def __iter__(self) -> Iterator[Message]:
+        if self.complete:
+            return
+        reader = consumer()
+        try:
+            reader.assign([TopicPartition(self.topic, self.partition, self.start)])
+            deadline = time.monotonic() + self.idle_timeout_s
+            reached = self.start
+            while time.monotonic() < deadline:
+                want = min(self.end - reached + 1, 1000)
+                batch = reader.consume(num_messages=want, timeout=0.2)
+                if batch:
+                    deadline = time.monotonic() + self.idle_timeout_s
+                for message in batch:
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            self.complete = True
+                            return
+                        if error.retriable():
+                            continue
+                        raise KafkaUnavailable(
+                            f"reading {self.topic}-{self.partition}: {error.str()}"
+                        )
+                    offset = message.offset()
+                    if offset >= self.end:
+                        self.complete = True
+                        return
+                    if offset < self.start:
+                        continue
+                    reached = offset + 1
+                    if reached >= self.end:
+                        self.complete = True
+                    yield message
+                    if self.complete:
+                        return
+        finally:
+            reader.close()
+
+
 def scan(
     *,
     topic: str,
@@ -261,41 +323,22 @@ def scan(
     """Call ``visit`` with each record of ``[start, end)`` in offset order until it says stop.
 
     Returns the offset the scan covered up to: ``end`` when it got there (or to the end of
-    the partition: compaction and transaction markers leave gaps), else the offset after the
-    last record visited (``visit`` returned False, or no record came for ``idle_timeout_s``).
-    Records are not kept here, so a scan of many large records holds one fetch's worth at a
-    time.
+    the partition), else the offset after the last record visited (``visit`` returned
+    False, or no record came for ``idle_timeout_s``).
     """
-    if start >= end:
-        return end
-    reader = consumer()
+    reader = RangeReader(
+        topic=topic, partition=partition, start=start, end=end, idle_timeout_s=idle_timeout_s
+    )
     reached = start
+    records = iter(reader)
     try:
-        reader.assign([TopicPartition(topic, partition, start)])
-        deadline = time.monotonic() + idle_timeout_s
-        while time.monotonic() < deadline:
-            batch = reader.consume(num_messages=min(end - reached + 1, 1000), timeout=0.2)
-            if batch:
-                deadline = time.monotonic() + idle_timeout_s
-            for message in batch:
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        return end
-                    if error.retriable():
-                        continue
-                    raise KafkaUnavailable(f"reading {topic}-{partition}: {error.str()}")
-                offset = message.offset()
-                if offset >= end:
-                    return end
-                if offset < start:
-                    continue
-                reached = offset + 1
-                if not visit(message) or reached >= end:
-                    return reached
-        return reached
+        for message in records:
+            reached = message.offset() + 1
+            if not visit(message) and reached < end:
+                return reached
     finally:
-        reader.close()
+        records.close()  # type: ignore[attr-defined]
+    return end if reader.complete else reached
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,3 +112,12 @@ def test_filters_match_the_original_topic_exactly_and_the_exception_as_text(
 ) -> None:
     found = error_context(CONNECT)
     assert found.matches(original_topic=original_topic, exception=exception) is expected
+
+
+def test_origin_reads_only_the_original_topic_and_partition_of_either_convention() -> None:
+    from dlq.headers import origin
+
+    assert origin(CONNECT) == ("orders", 2)
+    assert origin(SPRING) == ("payments", 5)
+    assert origin([("trace", b"x")]) == (None, None)
+    assert origin(None) == (None, None)
