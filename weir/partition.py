@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from weir.log.errors import KafkaStorageError
 from weir.log.log import AppendResult, FileSlice, Log, LogConfig
+from weir.log.transaction_index import AbortedTxn
 from weir.protocol.records import BatchHeader, CorruptBatchError
 from weir.replication.isr import LeaderState
 
@@ -212,6 +213,20 @@ class Partition:
             )
         except (KafkaStorageError, CorruptBatchError, OSError) as exc:
             raise self._disk_failed("read", exc) from exc
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: read_committed consumers read below it (min of the first offset of an
+        undecided transaction and the HW; ``Log.last_stable_offset``)."""
+        return self.log.last_stable_offset(self.high_watermark)
+
+    def aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start, upper bound): a read_committed Fetch's
+        ``aborted_transactions`` (``Log.collect_aborted_transactions``)."""
+        try:
+            return self.log.collect_aborted_transactions(start_offset, upper_bound_offset)
+        except (KafkaStorageError, OSError) as exc:
+            raise self._disk_failed("transaction index read", exc) from exc
 
     # follower path -----------------------------------------------------------------------
     def append_as_follower(self, payload: bytearray, leader_hw: int) -> None:
