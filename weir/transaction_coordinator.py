@@ -295,7 +295,10 @@ class TransactionCoordinator:
         producer_epoch: int = -1,
     ) -> InitProducerIdResult:
         """InitProducerId with a transactional id."""
-        await self._ids.ensure()  # before the shard: it may need a new producer id
+        try:
+            await self._ids.ensure()  # before the shard: it may need a new producer id
+        except ConnectionError:
+            return InitProducerIdResult(ErrorCode.coordinator_not_available)
         found = self._shard_for(transactional_id)
         if isinstance(found, ErrorCode):
             return InitProducerIdResult(found)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from weir.metadata.store import MetadataStore
 from weir.metadata_view import MetadataView
 from weir.replica_manager import ReplicaManager
 from weir.topic_admin import TopicAdmin
-from weir.transaction_coordinator import TransactionCoordinator
+from weir.transaction_coordinator import ProducerIdBlock, TransactionCoordinator
 from weir.transactions import (
     TRANSACTION_STATE_TOPIC,
     InitProducerIdResult,
@@ -105,13 +105,17 @@ class Parts:
         for coordinator in self.coordinators:
             coordinator.on_metadata()
 
-    async def coordinator(self, markers: Markers) -> TransactionCoordinator:
+    async def coordinator(
+        self,
+        markers: Markers,
+        allocate: Callable[[int], Awaitable[range]] | None = None,
+    ) -> TransactionCoordinator:
         """A coordinator that has loaded every ``__transaction_state`` partition."""
         coordinator = TransactionCoordinator(
             view=self.view,
             replicas=self.replicas,
             create_topic=self.admin.auto_create_topic,
-            allocate_producer_ids=self.store.allocate_producer_ids,
+            allocate_producer_ids=allocate or self.store.allocate_producer_ids,
             send_markers=markers,
             time_ms=now_ms,
             txn_config=CONFIG,
@@ -325,3 +329,37 @@ async def test_the_state_topic_configs_are_kafkas(parts: Parts) -> None:
     assert configs["unclean.leader.election.enable"] == "false"
     assert configs["min.insync.replicas"] == "2"  # transaction.state.log.min.isr
     assert await coordinator.ensure_state_topic() is E.none  # exists already
+
+
+async def test_producer_ids_come_from_blocks_fetched_once_for_concurrent_callers() -> None:
+    asked: list[int] = []
+    gate = asyncio.Event()
+
+    async def allocate(count: int) -> range:
+        asked.append(count)
+        await gate.wait()
+        start = 1 + len(asked) * 10_000
+        return range(start, start + 2)
+
+    block = ProducerIdBlock(allocate)
+    with pytest.raises(RuntimeError):
+        block.take()
+    waiting = [asyncio.create_task(block.ensure()) for _ in range(3)]
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.gather(*waiting)
+    assert asked == [1000]  # one block for every waiter
+    assert [block.take(), block.take()] == [10_001, 10_002]
+    await block.ensure()
+    assert block.take() == 20_001
+
+
+async def test_init_producer_id_answers_coordinator_not_available_without_redis(
+    parts: Parts,
+) -> None:
+    async def unreachable(count: int) -> range:
+        raise ConnectionError("redis is away")
+
+    coordinator = await parts.coordinator(Markers(), allocate=unreachable)
+    result = await coordinator.init_producer_id("txn", timeout_ms=60_000)
+    assert result == InitProducerIdResult(E.coordinator_not_available)
