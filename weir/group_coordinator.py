@@ -34,10 +34,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -58,15 +57,11 @@ from weir.coordinator import (
     replay,
 )
 from weir.coordinator.group import append_error_to_response_error
-from weir.log.errors import LogError
+from weir.coordinator_topic import CreateTopic, InternalTopic, append_committed, read_records
 from weir.loop_task import stop_tasks
-from weir.protocol.batch_builder import build_batch
-from weir.protocol.inflate import iter_records
-from weir.protocol.records import iter_batches, validate_batches
-from weir.purgatory import await_commit
 
 if TYPE_CHECKING:
-    from weir.metadata_view import MetadataView, TopicView
+    from weir.metadata_view import MetadataView
     from weir.partition import Partition
     from weir.replica_manager import ReplicaManager
 
@@ -75,7 +70,6 @@ __all__ = ["OFFSETS_TOPIC", "GroupCoordinator", "Shard"]
 log = logging.getLogger("weir.coordinator")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-LOAD_CHUNK_BYTES = 4 * 1024 * 1024
 # How long stop() waits for the shards' tasks to end.
 STOP_TIMEOUT_S = 5.0
 
@@ -103,20 +97,6 @@ class Shard:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
 
-class CreateTopic(Protocol):
-    """Topic auto-creation as ``TopicAdmin.auto_create_topic`` does it: the error and,
-    once the topic is in this broker's metadata, its view."""
-
-    def __call__(
-        self,
-        name: str,
-        *,
-        num_partitions: int,
-        replication_factor: int,
-        configs: dict[str, str],
-    ) -> Awaitable[tuple[ErrorCode, TopicView | None]]: ...
-
-
 @dataclass(eq=False, repr=False, kw_only=True)
 class GroupCoordinator:
     """Every shard this broker hosts, and the operations the handlers call."""
@@ -128,7 +108,17 @@ class GroupCoordinator:
     time_ms: Callable[[], int]
     shards: dict[int, Shard] = field(init=False, default_factory=dict)
     _background: set[asyncio.Task[Any]] = field(init=False, default_factory=set)
-    _creating: asyncio.Task[ErrorCode] | None = field(init=False, default=None)
+    _topic: InternalTopic = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._topic = InternalTopic(
+            name=OFFSETS_TOPIC,
+            view=self.view,
+            create_topic=self.create_topic,
+            partitions_setting="offsets.topic.num.partitions",
+            replication_setting="offsets.topic.replication.factor",
+            configs=self.offsets_topic_configs,
+        )
 
     def now_ms(self) -> int:
         """The coordinator's clock: the ``now_ms`` requests hand the group state machines."""
@@ -157,45 +147,21 @@ class GroupCoordinator:
         }
 
     def partition_of(self, group_id: str) -> int:
-        view = self.view.topic_views().get(OFFSETS_TOPIC)
-        count = len(view.partitions) if view is not None else self.num_partitions
-        return partition_for(group_id, count)
+        return partition_for(group_id, self._topic.partition_count())
 
     # the offsets topic -----------------------------------------------------------------
     async def ensure_offsets_topic(self) -> ErrorCode:
         """Create ``__consumer_offsets`` on first use, as Kafka's FindCoordinator does."""
-        if OFFSETS_TOPIC in self.view.topic_views():
-            return ErrorCode.none
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.create_task(self._create_offsets_topic())
-        return await asyncio.shield(self._creating)
-
-    async def _create_offsets_topic(self) -> ErrorCode:
-        live = len(await self.view.fresh_live_brokers())
-        wanted = int(self.view.config.get("offsets.topic.replication.factor"))
-        error, view = await self.create_topic(
-            OFFSETS_TOPIC,
-            num_partitions=self.num_partitions,
-            replication_factor=max(1, min(wanted, live)),
-            configs=self.offsets_topic_configs(),
-        )
-        if view is None:
-            log.warning("creating %s failed: %s", OFFSETS_TOPIC, error.name)
-            return error
-        return ErrorCode.none
+        return await self._topic.ensure()
 
     # shards follow leadership ------------------------------------------------------------
     def on_metadata(self) -> None:
         """Load shards this broker now leads, unload the ones it stopped leading."""
-        leading: dict[int, Partition] = {}
-        for partition in self.replicas.partitions():
-            if partition.topic == OFFSETS_TOPIC and partition.is_leader:
-                leading[partition.index] = partition
-        for index, shard in list(self.shards.items()):
-            partition = leading.get(index)
-            if partition is None or partition.leader_epoch != shard.leader_epoch:
-                self._unload(shard)
-        for index, partition in leading.items():
+        hosted = {index: shard.leader_epoch for index, shard in self.shards.items()}
+        unload, load = self._topic.leadership(self.replicas, hosted)
+        for index in unload:
+            self._unload(self.shards[index])
+        for index, partition in load.items():
             if index not in self.shards:
                 shard = Shard(index=index, leader_epoch=partition.leader_epoch)
                 self.shards[index] = shard
@@ -208,7 +174,7 @@ class GroupCoordinator:
     async def _load(self, shard: Shard, partition: Partition) -> None:
         started = self.time_ms()
         try:
-            records = list(_read_records(partition))
+            records = list(read_records(partition))
             groups, offsets = replay(
                 records,
                 now_ms=self.time_ms(),
@@ -252,8 +218,9 @@ class GroupCoordinator:
         """Unload every shard and end its tasks for sure (weir.loop_task); bounded."""
         shards = list(self.shards.values())
         tasks = [t for s in shards for t in s.tasks] + list(self._background)
-        if self._creating is not None:
-            tasks.append(self._creating)
+        creation = self._topic.creation()
+        if creation is not None:
+            tasks.append(creation)
         for shard in shards:
             self._unload(shard)
         left = await stop_tasks(tasks, STOP_TIMEOUT_S)
@@ -283,10 +250,7 @@ class GroupCoordinator:
     def coordinator_of(self, group_id: str) -> tuple[int, int]:
         """(partition, leader broker id or -1) of the group's offsets partition."""
         index = self.partition_of(group_id)
-        view = self.view.topic_views().get(OFFSETS_TOPIC)
-        if view is None or index >= len(view.partitions):
-            return index, -1
-        return index, view.partitions[index].leader
+        return index, self._topic.leader_of(index)
 
     def all_groups(self) -> Iterator[tuple[Shard, Group]]:
         for shard in list(self.shards.values()):
@@ -332,24 +296,14 @@ class GroupCoordinator:
     async def append(self, shard: Shard, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
         """Append records to the shard's partition and wait until they are committed."""
         partition = self.replicas.get(OFFSETS_TOPIC, shard.index)
-        if partition is None or not partition.is_leader or shard.unloaded:
+        if partition is None or shard.unloaded:
             return ErrorCode.not_leader_or_follower
-        # Like an acks=all produce (and Kafka's coordinator): below min.insync.replicas the
-        # write is refused *before* it reaches the log, so a refused commit can never
-        # reappear after a failover.
-        min_isr = self.view.topic_config(OFFSETS_TOPIC).min_insync_replicas
-        if len(partition.isr) < min_isr:
-            return ErrorCode.not_enough_replicas
-        payload = build_batch(records, timestamp_ms=self.time_ms())
-        try:
-            outcome = partition.append(payload, validate_batches(payload))
-        except LogError as exc:
-            return ErrorCode(exc.error_code)
-        return await await_commit(
+        return await append_committed(
             partition,
-            shard.leader_epoch,
-            outcome.last_offset + 1,
-            self._commit_timeout_s(),
+            records,
+            leader_epoch=shard.leader_epoch,
+            timestamp_ms=self.time_ms(),
+            timeout_s=self._commit_timeout_s(),
             topic_config=self.view.topic_config,
         )
 
@@ -452,25 +406,3 @@ class GroupCoordinator:
                 OFFSETS_TOPIC,
                 shard.index,
             )
-
-
-def _read_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every (key, value) in the partition from its log start to its LEO, in order."""
-    log_ = partition.log
-    offset = log_.log_start_offset
-    end = log_.log_end_offset
-    while offset < end:
-        slices = log_.read(offset, LOAD_CHUNK_BYTES)
-        if not slices:
-            return
-        data = b"".join(os.pread(s.file.fileno(), s.size, s.position) for s in slices)
-        if not data:
-            return
-        for pos, header in iter_batches(data, check_crc=False):
-            if header.is_control:
-                offset = header.last_offset + 1
-                continue
-            for record in iter_records(data, pos):
-                if record.offset >= offset and record.key is not None:
-                    yield record.key, record.value
-            offset = header.last_offset + 1

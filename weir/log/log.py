@@ -803,10 +803,16 @@ class Log:
         first = self.producer_state.first_unstable_offset()
         return None if first is None else max(first, self.log_start_offset)
 
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """The partition's HW moved (leader and follower alike): completed transactions
+        whose markers are below it become stable and are forgotten. Until it is called
+        (here or through ``last_stable_offset``) they are kept, one small record each."""
+        self.producer_state.on_high_watermark(high_watermark)
+
     def last_stable_offset(self, high_watermark: int) -> int:
         """The LSO: read_committed consumers read below it. ``high_watermark`` also tells
         the log which completed transactions are replicated (and so stable)."""
-        self.producer_state.on_high_watermark(high_watermark)
+        self.on_high_watermark(high_watermark)
         first = self.first_unstable_offset()
         return high_watermark if first is None else min(first, high_watermark)
 

@@ -260,6 +260,9 @@ class ProducerStateManager:
         if not header.has_producer_id:
             return None
         self._check_transactional(header, {})
+        return self._check_sequence(header)
+
+    def _check_sequence(self, header: BatchHeader) -> DuplicateBatch | None:
         if header.base_sequence < 0:
             return None
         entry = self._producers.get(header.producer_id)
@@ -282,7 +285,7 @@ class ProducerStateManager:
                 continue
             previous = pending.get(header.producer_id)
             if previous is None:
-                duplicate = self.check(header)
+                duplicate = self._check_sequence(header)
                 if duplicate is not None:
                     return duplicate
             else:
