@@ -112,6 +112,13 @@ class ReplayRequestSerializer(serializers.Serializer):
     exception = serializers.CharField(
         required=False, allow_null=True, allow_blank=True, max_length=1000
     )
+    q = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=1000,
+        help_text="text in the key or value (ranges and all)",
+    )
     target_topic = serializers.CharField(
         required=False,
         allow_null=True,
@@ -229,6 +236,7 @@ class DlqReplayView(APIView):
             everything=body["all"],
             original_topic=body.get("original_topic") or None,
             exception=body.get("exception") or None,
+            text=body.get("q") or None,
             target_topic=body.get("target_topic") or None,
             purge=body["purge"],
         )

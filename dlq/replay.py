@@ -5,7 +5,8 @@ Theory of operation
 A replay is asked for as a :class:`ReplayRequest`: selected records (partition and offset),
 offset ranges, or everything the DLQ holds now (``all``, turned into ranges up to the high
 watermarks of the moment it was asked, so it is bounded), filters for ranges (original
-topic, exception text), an optional target topic and ``purge``.
+topic, exception text, key/value text: the browser's filters), an optional target topic
+and ``purge``.
 
 Every replay first *plans* (:func:`plan`): it reads the selection once and works out where
 each record goes without producing anything. A record goes to ``target_topic`` when one is
@@ -92,6 +93,7 @@ class ReplayRequest:
         everything: bool = False,
         original_topic: str | None = None,
         exception: str | None = None,
+        text: str | None = None,
         target_topic: str | None = None,
         purge: bool = False,
     ) -> ReplayRequest:
@@ -101,8 +103,8 @@ class ReplayRequest:
         given = sum(bool(x) for x in (records, ranges, everything))
         if given != 1:
             raise BadRequest("give exactly one of records, ranges and all")
-        if records and (original_topic or exception):
-            raise BadRequest("original_topic and exception filter ranges and all, not records")
+        if records and (original_topic or exception or text):
+            raise BadRequest("original_topic, exception and q filter ranges and all, not records")
         if target_topic is not None:
             topic_selectors.topic_get(name=target_topic)
             if target_topic == topic:
@@ -162,7 +164,9 @@ class ReplayRequest:
             topic=topic,
             ranges=spans,
             selected=selected,
-            where=selectors.RecordFilter(original_topic=original_topic, exception=exception),
+            where=selectors.RecordFilter(
+                original_topic=original_topic, exception=exception, text=text
+            ),
             target_topic=target_topic,
             purge=purge,
         )
@@ -179,6 +183,7 @@ class ReplayRequest:
             ),
             "original_topic": self.where.original_topic,
             "exception": self.where.exception,
+            "q": self.where.text,
             "target_topic": self.target_topic,
             "purge": self.purge,
         }
@@ -193,7 +198,9 @@ class ReplayRequest:
                 None if selected is None else {int(p): frozenset(o) for p, o in selected.items()}
             ),
             where=selectors.RecordFilter(
-                original_topic=params.get("original_topic"), exception=params.get("exception")
+                original_topic=params.get("original_topic"),
+                exception=params.get("exception"),
+                text=params.get("q"),
             ),
             target_topic=params.get("target_topic"),
             purge=bool(params.get("purge")),

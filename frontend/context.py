@@ -19,6 +19,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("groups", "Consumer groups", "/groups/"),
     ("mirrors", "Mirrors", "/mirrors/"),
     ("schemas", "Schemas", "/schemas/"),
+    ("dlq", "Dead letters", "/dlq/"),
     ("reassignments", "Reassignments", "/reassignments/"),
     ("jobs", "Jobs", "/jobs/"),
     ("analytics", "Analytics", "/analytics/"),

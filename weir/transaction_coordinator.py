@@ -202,6 +202,7 @@ class TransactionCoordinator:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
         host.tasks.add(task)
         task.add_done_callback(host.tasks.discard)
+        task.add_done_callback(_log_failure)
 
     async def _load(self, host: TxnHost, partition: Partition) -> None:
         started = self.time_ms()
@@ -504,3 +505,9 @@ class TransactionCoordinator:
         while not host.unloaded:
             await asyncio.sleep(interval_ms / 1000)
             self._process(host, work(self.time_ms()))
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    """A shard task that failed is a bug: say so where it happened (it has no awaiter)."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("transaction coordinator task failed", exc_info=exc)

@@ -21,7 +21,7 @@ __all__ = ["urlpatterns"]
 
 class TopicMessagesPage(TopicTabPage):
     template_name = "frontend/topics/messages.html"
-    assets = ("topics.css", "messages.js")
+    assets = ("topics.css", "records.js", "messages.js")
     title = "Messages"
     tab = "messages"
 

@@ -177,6 +177,8 @@ def test_a_dry_run_plans_each_record_back_to_its_original_partition_and_produces
         (4, 1),
     ]
     assert plan["problems"] == [] and plan["purge"] is None
+    narrowed = replay(operator, dlq, {"all": True, "q": "order-4", "dry_run": True}).json()
+    assert [(s["offset"]) for s in narrowed["sample"]] == [4]
     # Elsewhere, by key; and a purge that would delete unreplayed records is a problem.
     other = cp_cluster.create_topic(f"{orders}-retry")
     moved = replay(
@@ -270,6 +272,7 @@ def test_purge_deletes_before_an_offset_and_checks_its_bounds(
         ({}, "exactly one of records, ranges and all"),
         ({"all": True, "records": [{"partition": 0, "offset": 0}]}, "exactly one"),
         ({"records": [{"partition": 0, "offset": 0}], "exception": "x"}, "filter ranges"),
+        ({"records": [{"partition": 0, "offset": 0}], "q": "x"}, "filter ranges"),
         ({"ranges": [{"partition": 0, "start_offset": 2, "end_offset": 2}]}, "is empty"),
         ({"ranges": [{"partition": 0, "start_offset": 0, "end_offset": 60}]}, "out of range"),
         ({"ranges": [{"partition": 5, "start_offset": 0, "end_offset": 1}]}, "no partition 5"),

@@ -35,10 +35,12 @@ PAGES = (
     "/mirrors/",
     "/schemas/",
     "/schemas/{subject}/",
+    "/dlq/",
+    "/dlq/{dlq}/",
 )
 MUTATING = re.compile(
     r"\b(create|delete|produce|reset|execute|rebalance|elect|cancel|add|save|edit|propose|"
-    r"generate|apply|remove|run|commit|register)\b",
+    r"generate|apply|remove|run|commit|register|replay|purge)\b",
     re.IGNORECASE,
 )
 
@@ -48,12 +50,14 @@ def names(cp_cluster: Cluster, dashboard: Dashboard) -> Iterator[dict[str, str]]
     suffix = uuid.uuid4().hex[:8]
     topic, group = f"roles-{suffix}", f"roles-group-{suffix}"
     subject = f"roles-{suffix}-value"
+    dlq = cp_cluster.create_topic(f"{topic}.DLT")  # a dead letter queue by its name
     cp_cluster.create_topic(topic)
     produce_at(cp_cluster, topic, 0, [now_ms()] * 2)
+    produce_at(cp_cluster, dlq, 0, [now_ms()])
     commit(cp_cluster, group, {(topic, 0): 1})
-    wait_high_watermarks({(topic, 0): 2})
+    wait_high_watermarks({(topic, 0): 2, (dlq, 0): 1})
     register(dashboard, subject, avro_order())
-    yield {"topic": topic, "group": group, "subject": subject}
+    yield {"topic": topic, "group": group, "subject": subject, "dlq": dlq}
 
 
 def visible_buttons(page: Page) -> list[str]:

@@ -93,13 +93,10 @@ _S = TransactionState
 _PREPARE = frozenset({_S.PREPARE_COMMIT, _S.PREPARE_ABORT})
 _RESTING = frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT})
 
-# Request versions from which clients understand PRODUCER_FENCED (KIP-588, Kafka 2.7).
-_PRODUCER_FENCED_SINCE = {
-    "InitProducerId": 4,
-    "AddPartitionsToTxn": 2,
-    "AddOffsetsToTxn": 2,
-    "EndTxn": 2,
-}
+# API key -> the request version from which clients understand PRODUCER_FENCED (KIP-588,
+# Kafka 2.7): InitProducerId (22) v4, AddPartitionsToTxn (24), AddOffsetsToTxn (25) and
+# EndTxn (26) v2.
+_PRODUCER_FENCED_SINCE = {22: 4, 24: 2, 25: 2, 26: 2}
 # Marker errors after which Kafka stops sending this transaction's markers: the producer or
 # this coordinator has been fenced, and the shard is about to be unloaded.
 _MARKERS_FENCED = frozenset({_E.invalid_producer_epoch, _E.transaction_coordinator_fenced})
@@ -107,11 +104,11 @@ _MARKERS_FENCED = frozenset({_E.invalid_producer_epoch, _E.transaction_coordinat
 _MARKERS_UNSUPPORTED = frozenset({_E.unsupported_for_message_format})
 
 
-def error_for_version(error: ErrorCode, *, api: str, version: int) -> ErrorCode:
-    """The error a client of ``api`` at ``version`` understands: PRODUCER_FENCED becomes
+def error_for_version(error: ErrorCode, *, api_key: int, version: int) -> ErrorCode:
+    """The error a client of ``api_key`` at ``version`` understands: PRODUCER_FENCED becomes
     INVALID_PRODUCER_EPOCH below InitProducerId v4 and AddPartitionsToTxn / AddOffsetsToTxn /
-    EndTxn v2."""
-    if error is _E.producer_fenced and version < _PRODUCER_FENCED_SINCE[api]:
+    EndTxn v2, as Kafka's request handlers answer."""
+    if error is _E.producer_fenced and version < _PRODUCER_FENCED_SINCE.get(api_key, 0):
         return _E.invalid_producer_epoch
     return error
 

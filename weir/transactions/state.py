@@ -10,17 +10,14 @@ any other move: that is a coordinator bug, never a client's fault, so it raises
 
 ::
 
-    Empty / Complete* ──AddPartitions/AddOffsets──▶ Ongoing ──EndTxn(commit)──▶ PrepareCommit
-      ▲      ▲                                      │  │                          │ markers
-      │      └── InitProducerId (epoch bump)        │  │                          ▼
-      │                                             │  │                    CompleteCommit
-      │          EndTxn(abort), timeout ────────────┘  └─ InitProducerId: PrepareEpochFence
-      │                  ▼                                          │ (never written)
-      │            PrepareAbort ◀───────────────────────────────────┘
-      │                  │ markers
-      │                  ▼
-      │            CompleteAbort
-    Empty / Complete* ─transactional.id.expiration.ms─▶ Dead (a tombstone; the id is forgotten)
+    Empty ──────────── AddPartitionsToTxn / AddOffsetsToTxn ────────────▶ Ongoing
+    CompleteCommit ◀── markers ── PrepareCommit ◀── EndTxn(commit) ──────────┤
+    CompleteAbort  ◀── markers ── PrepareAbort  ◀── EndTxn(abort) ───────────┤
+                                       ▲                                     │ InitProducerId,
+                                       └──── PrepareEpochFence (epoch + 1) ◀─┘ timeout
+    Empty / CompleteCommit / CompleteAbort ── InitProducerId ──▶ Empty (epoch + 1)
+                                           ── AddPartitionsToTxn ──▶ Ongoing
+                                           ── transactional.id.expiration.ms ──▶ Dead
 
 ``PrepareEpochFence`` is never written: it is the pending state of an InitProducerId that
 found an Ongoing transaction, and turns straight into PrepareAbort with the bumped epoch.

@@ -4,7 +4,8 @@
     manage.py dlq records TOPIC [--partition P] [--start OFFSET] [--limit N]
                                 [--original-topic T] [--exception TEXT] [--grep TEXT]
     manage.py dlq replay TOPIC (--all | --range P:START:END ... | --record P:OFFSET ...)
-                               [--original-topic T] [--exception TEXT] [--target-topic T]
+                               [--original-topic T] [--exception TEXT] [--grep TEXT]
+                               [--target-topic T]
                                [--dry-run] [--purge]
     manage.py dlq purge TOPIC --before P:OFFSET [P:OFFSET ...]
 
@@ -47,7 +48,6 @@ class Command(BaseCommand):
         records.add_argument("--partition", type=int, default=0)
         records.add_argument("--start", type=int, help="default: the log start offset")
         records.add_argument("--limit", type=int, default=selectors.DEFAULT_LIMIT)
-        records.add_argument("--grep", help="text in the key or value")
         again = actions.add_parser("replay", help="produce records back to their topics")
         again.add_argument("topic", metavar="TOPIC")
         which = again.add_mutually_exclusive_group(required=True)
@@ -60,6 +60,7 @@ class Command(BaseCommand):
         for sub in (records, again):
             sub.add_argument("--original-topic", help="only dead letters of this topic")
             sub.add_argument("--exception", help="text in the exception class or message")
+            sub.add_argument("--grep", help="text in the key or value")
         purge = actions.add_parser("purge", help="delete records before offsets")
         purge.add_argument("topic", metavar="TOPIC")
         purge.add_argument("--before", nargs="+", required=True, metavar="P:OFFSET")
@@ -120,6 +121,7 @@ class Command(BaseCommand):
             everything=options["all"],
             original_topic=options["original_topic"],
             exception=options["exception"],
+            text=options["grep"],
             target_topic=options["target_topic"],
             purge=options["purge"],
         )

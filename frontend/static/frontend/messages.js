@@ -13,31 +13,7 @@
   const MAX_MATCHES = 500;
 
   // -- rendering -----------------------------------------------------------------------------
-  function data(d) {
-    if (d == null) return '<span class="null">null</span>';
-    const shown = d.format === "binary" ? d.hex : d.text;
-    const long = shown.length > 600 || shown.split("\n").length > 8;
-    // A Confluent-framed record decoded through the schema registry names its schema.
-    const schema = d.schema
-      ? `<span class="badge schema" title="schema id ${d.schema.id}">${esc(d.schema.type)} · ${esc(d.schema.subjects.join(", ") || "id " + d.schema.id)} (id ${d.schema.id})</span>`
-      : "";
-    const meta = `<div class="data-meta"><span class="badge fmt ${d.format}">${d.format}</span>${schema}
-      <span>${fmt.bytes(d.size)}</span>${d.truncated ? "<span>(truncated)</span>" : ""}
-      ${long ? '<button type="button" class="link expand">expand</button>' : ""}</div>`;
-    if (d.format === "binary") {
-      return `${meta}<div class="data"><pre class="hex">${esc(d.hex)}</pre>
-        <details><summary>base64</summary><pre class="b64">${esc(d.base64)}</pre></details></div>`;
-    }
-    return `${meta}<div class="data"><pre class="${d.format}">${esc(d.text)}</pre></div>`;
-  }
-
-  function small(d) {
-    // Keys and header values: text inline, binary as hex, without the frame.
-    if (d == null) return '<span class="null">null</span>';
-    if (d.format === "binary") return `<span class="mono" title="binary, ${d.size} bytes">0x${esc(d.hex.replaceAll(" ", ""))}</span>`;
-    const title = d.schema ? ` title="${esc(d.schema.type)} schema id ${d.schema.id}"` : "";
-    return `<span class="mono"${title}>${esc(d.text)}</span>`;
-  }
+  const { data, small, key } = Weir.records;
 
   function row(r, fresh) {
     const headers = r.headers.length
@@ -46,20 +22,11 @@
     return `<tr data-offset="${r.offset}" class="${fresh ? "fresh" : ""}">
       <td class="num offset">${r.offset}</td>
       <td class="ts">${fmt.time(r.timestamp)}<span class="muted">${esc(r.timestamp_type || "")}</span></td>
-      <td class="key">${r.key && r.key.format !== "binary" && r.key.size < 200 ? small(r.key) : data(r.key)}</td>
+      <td class="key">${key(r.key)}</td>
       <td class="value">${data(r.value)}</td>
       <td class="hdrs">${headers}</td>
     </tr>`;
   }
-
-  // "expand" / "collapse" on long keys and values (any records table).
-  document.addEventListener("click", (event) => {
-    const button = event.target.closest("button.expand");
-    if (!button) return;
-    const box = button.closest(".data-meta").nextElementSibling;
-    box.classList.toggle("expanded");
-    button.textContent = box.classList.contains("expanded") ? "collapse" : "expand";
-  });
 
   function emptyRow(text) { return `<tr><td colspan="5" class="empty">${esc(text)}</td></tr>`; }
 

@@ -18,6 +18,8 @@ from weir.transactions import (
 )
 
 E = ErrorCode
+INIT_PRODUCER_ID = 22
+END_TXN = 26
 S = TransactionState
 OK = E.none
 
@@ -139,10 +141,10 @@ def test_kip360_stale_epoch_or_unknown_producer_id_is_fenced() -> None:
     assert driver.init(producer_id=pid + 1, producer_epoch=1) == InitProducerIdResult(
         E.producer_fenced
     )
-    assert error_for_version(E.producer_fenced, api="InitProducerId", version=3) is (
+    assert error_for_version(E.producer_fenced, api_key=INIT_PRODUCER_ID, version=3) is (
         E.invalid_producer_epoch
     )
-    assert error_for_version(E.producer_fenced, api="InitProducerId", version=4) is (
+    assert error_for_version(E.producer_fenced, api_key=INIT_PRODUCER_ID, version=4) is (
         E.producer_fenced
     )
 
@@ -169,7 +171,7 @@ def test_init_fences_a_zombies_ongoing_transaction() -> None:
     assert driver.meta().producer_epoch == 1
     assert driver.add("txn", zombie, ("t", 2)) is E.producer_fenced
     assert driver.end("txn", zombie, commit=True) is E.producer_fenced
-    assert error_for_version(E.producer_fenced, api="EndTxn", version=1) is (
+    assert error_for_version(E.producer_fenced, api_key=END_TXN, version=1) is (
         E.invalid_producer_epoch
     )
     # The transaction is aborted with the new epoch; the new producer is told to retry.

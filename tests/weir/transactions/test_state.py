@@ -6,8 +6,10 @@ import itertools
 
 import pytest
 
+from weir.config import BrokerConfig
 from weir.transactions import (
     InvalidTransition,
+    TransactionConfig,
     TransactionState,
     check_transition,
     is_epoch_exhausted,
@@ -95,3 +97,14 @@ def test_partition_for_places_ids_as_kafka_does() -> None:
     # Java's "polygenelubricants".hashCode() is Integer.MIN_VALUE; Utils.abs maps it to 0.
     assert partition_for("polygenelubricants") == 0
     assert partition_for("my-txn-id", 7) == partition_for("my-txn-id", 7) < 7
+
+
+def test_config_reads_kafkas_settings_and_defaults() -> None:
+    config = TransactionConfig.from_broker_config(BrokerConfig(broker_id=1))
+    assert config == TransactionConfig(
+        max_timeout_ms=900_000,
+        id_expiration_ms=604_800_000,
+        abort_timed_out_interval_ms=10_000,
+        remove_expired_interval_ms=3_600_000,
+        num_partitions=50,
+    )

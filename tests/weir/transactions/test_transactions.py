@@ -18,6 +18,9 @@ from weir.transactions import (
 )
 
 E = ErrorCode
+ADD_PARTITIONS_TO_TXN = 24
+ADD_OFFSETS_TO_TXN = 25
+END_TXN = 26
 S = TransactionState
 OK = E.none
 
@@ -67,10 +70,10 @@ def test_add_partitions_errors() -> None:
     assert driver.add("unknown", producer, ("t", 0)) is E.invalid_producer_id_mapping
     assert driver.add("txn", other, ("t", 0)) is E.invalid_producer_id_mapping
     assert driver.add("txn", stale, ("t", 0)) is E.producer_fenced
-    assert error_for_version(E.producer_fenced, api="AddPartitionsToTxn", version=1) is (
+    assert error_for_version(E.producer_fenced, api_key=ADD_PARTITIONS_TO_TXN, version=1) is (
         E.invalid_producer_epoch
     )
-    assert error_for_version(E.producer_fenced, api="AddPartitionsToTxn", version=2) is (
+    assert error_for_version(E.producer_fenced, api_key=ADD_PARTITIONS_TO_TXN, version=2) is (
         E.producer_fenced
     )
     driver.add("txn", producer, ("t", 0))
@@ -94,7 +97,7 @@ def test_add_offsets_adds_the_groups_offsets_partition() -> None:
     )
     assert driver.answer(reply) is OK
     assert driver.meta().partitions == {("__consumer_offsets", group_partition_for("payments", 7))}
-    assert error_for_version(E.producer_fenced, api="AddOffsetsToTxn", version=1) is (
+    assert error_for_version(E.producer_fenced, api_key=ADD_OFFSETS_TO_TXN, version=1) is (
         E.invalid_producer_epoch
     )
 
@@ -181,7 +184,7 @@ def test_end_txn_retries_and_wrong_states() -> None:
     assert driver.end("txn", producer, commit=False) is E.invalid_txn_state
     assert driver.end("", producer, commit=True) is E.invalid_request
     assert driver.end("nope", producer, commit=True) is E.invalid_producer_id_mapping
-    assert error_for_version(E.producer_fenced, api="EndTxn", version=2) is E.producer_fenced
+    assert error_for_version(E.producer_fenced, api_key=END_TXN, version=2) is E.producer_fenced
 
 
 def test_end_txn_in_prepare_without_pending_answers_per_outcome() -> None:
