@@ -186,6 +186,30 @@ class Partition:
             log_append_time=result.log_append_time,
         )
 
+    def append_control_marker(
+        self, *, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> AppendOutcome:
+        """Append a transaction's COMMIT or ABORT marker as leader (WriteTxnMarkers); raises
+        the log's errors (a stale producer or coordinator epoch)."""
+        try:
+            result = self.log.append_control_marker(
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                leader_epoch=self.leader_epoch,
+            )
+        except (KafkaStorageError, OSError) as exc:
+            raise self._disk_failed("append", exc) from exc
+        if self.leader_state is not None:
+            self.leader_state.maybe_advance_hw(self.log.log_end_offset)
+        self.notify()
+        return AppendOutcome(
+            base_offset=result.base_offset,
+            last_offset=result.last_offset,
+            log_append_time=result.log_append_time,
+        )
+
     def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
         """A follower fetched from ``fetch_offset`` (its LEO): move the HW if it can."""
         if self.leader_state is None:
