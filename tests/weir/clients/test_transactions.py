@@ -1,17 +1,21 @@
-"""Transactions with confluent-kafka (librdkafka) against one in-process broker: commit and
-abort across partitions, read_committed against read_uncommitted, the LSO holding consumers
-at an open transaction, and a zombie fenced by a new producer with the same id.
+"""Transactions with real clients against one in-process broker: with confluent-kafka
+(librdkafka) commit and abort across partitions, read_committed against read_uncommitted,
+the LSO holding consumers at an open transaction, and a zombie fenced by a new producer with
+the same id; with aiokafka a transactional producer and a read_committed consumer.
 
 One broker, so ``__transaction_state`` is created with RF 1 and min ISR 1 (Kafka refuses
 the defaults, 3 and 2, on a smaller cluster just the same)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as AioPartition
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -146,3 +150,56 @@ def test_a_new_producer_with_the_same_id_fences_the_old_one_and_aborts_its_trans
         zombie.commit_transaction(10)
     assert raised.value.args[0].fatal(), raised.value.args[0]  # fenced: this producer is done
     assert read(broker, name, 1, "read_committed") == [b"successor"]
+
+
+def test_aiokafka_commits_and_aborts_and_its_read_committed_consumer_sees_only_commits(
+    broker: ThreadedBroker,
+) -> None:
+    name = topic(broker)
+
+    async def run() -> tuple[list[bytes], list[bytes]]:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.bootstrap, transactional_id=f"aio-{uuid.uuid4().hex[:6]}"
+        )
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(3):
+                    await producer.send_and_wait(name, b"aio-kept-%d" % i, partition=i % 2)
+            await producer.begin_transaction()
+            await producer.send_and_wait(name, b"aio-dropped", partition=0)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+        seen: dict[str, list[bytes]] = {}
+        for isolation in ("read_committed", "read_uncommitted"):
+            consumer = AIOKafkaConsumer(
+                bootstrap_servers=broker.bootstrap,
+                isolation_level=isolation,
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+            )
+            await consumer.start()
+            try:
+                parts = [AioPartition(name, p) for p in range(2)]
+                consumer.assign(parts)
+                await consumer.seek_to_beginning(*parts)
+                ends = await consumer.end_offsets(parts)
+                values: list[bytes] = []
+                deadline = asyncio.get_running_loop().time() + 20
+                while True:
+                    positions = [await consumer.position(p) for p in parts]
+                    if all(at >= ends[p] for at, p in zip(positions, parts, strict=True)):
+                        break
+                    assert asyncio.get_running_loop().time() < deadline, (isolation, values)
+                    batch = await consumer.getmany(timeout_ms=500)
+                    values += [m.value for messages in batch.values() for m in messages]
+                seen[isolation] = sorted(values)
+            finally:
+                await consumer.stop()
+        return seen["read_committed"], seen["read_uncommitted"]
+
+    committed, uncommitted = asyncio.run(run())
+    kept = [b"aio-kept-%d" % i for i in range(3)]
+    assert committed == kept
+    assert uncommitted == sorted([*kept, b"aio-dropped"])
