@@ -220,6 +220,9 @@ class Partition:
             leader_leo=self.log.log_end_offset,
             now_ms=now_ms,
         ):
+            # Transactions completed below the new HW are stable now (weir.log: the list of
+            # those waiting for it stays short on a leader no consumer reads).
+            self.log.on_high_watermark(self.high_watermark)
             self.notify()
 
     def read(
@@ -264,6 +267,7 @@ class Partition:
     def update_follower_hw(self, leader_hw: int) -> None:
         if leader_hw >= 0:
             self._follower_hw = min(leader_hw, self.log.log_end_offset)
+            self.log.on_high_watermark(self._follower_hw)
 
     def truncate_to(self, offset: int) -> None:
         try:
