@@ -418,6 +418,8 @@ class OffsetStore:
         records: list[OffsetCommitRecord] = []
         to_delete: list[str] = []
         retention = self.config.retention_ms
+        # Kafka's ``hasOffsets`` counts pending transactional offsets: such a group stays.
+        pending_groups = self.pending_group_ids() if self._pending else frozenset()
         for group_id, offsets in sorted(self._offsets.items()):
             group = groups.get(group_id)
             base = _expiry_base(group)
@@ -437,7 +439,12 @@ class OffsetStore:
                     records.append(OffsetCommitRecord(group_id, topic, partition, None))
                 else:
                     all_expired = False
-            if all_expired and group is not None and group.is_empty:
+            if (
+                all_expired
+                and group is not None
+                and group.is_empty
+                and group_id not in pending_groups
+            ):
                 to_delete.append(group_id)
         return ExpiryOutcome(tuple(records), tuple(to_delete))
 

@@ -207,6 +207,19 @@ def test_failed_append_withdraws_only_its_own_pending_offsets() -> None:
     assert not store.has_pending("payments", "orders", 0)
 
 
+def test_an_empty_group_with_pending_offsets_is_not_deleted_by_expiry() -> None:
+    store = OffsetStore()
+    store.apply(record(10), 0)
+    store.add_pending(PID, [record(42, partition=1)], 5)
+    group = Group("payments", now_ms=NOW)
+    later = NOW + store.config.retention_ms + 1
+    outcome = store.expire({"payments": group}, now_ms=later)
+    assert outcome.records == (record(None),)  # the committed offset expires
+    assert outcome.groups_to_delete == ()  # but the group stays for its open transaction
+    store.complete_transaction(PID, commit=False)
+    assert store.expire({"payments": group}, now_ms=later).groups_to_delete == ("payments",)
+
+
 # -- loading ---------------------------------------------------------------------------------
 
 
