@@ -408,17 +408,28 @@ class GroupCoordinator:
             shard.offsets.drop_pending(producer_id, records, at[0])
         return _commit_error(error)
 
-    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
-        """The COMMIT (``commit``) or ABORT marker of ``producer_id`` was just appended to
-        ``__consumer_offsets`` partition ``offsets_partition`` here: apply or drop the
-        producer's pending offsets in that shard.
+    def complete_transaction(
+        self,
+        offsets_partition: int,
+        producer_id: int,
+        commit: bool,
+        marker_offset: int | None = None,
+    ) -> None:
+        """The COMMIT (``commit``) or ABORT marker of ``producer_id`` was appended to
+        ``__consumer_offsets`` partition ``offsets_partition`` here (WriteTxnMarkers): apply
+        or drop the producer's pending offsets in that shard.
 
-        Call it right after the append, before anything else runs on the event loop. A shard
-        not loaded yet needs nothing: its load reads the marker from the log."""
+        ``marker_offset``, the marker's offset, confines it to offsets written before it
+        (without it, every pending offset of the producer is completed: right while the
+        transaction coordinator refuses the producer's next AddOffsetsToTxn until every
+        marker is written, as it does). A shard not loaded yet needs nothing: its load
+        reads the marker from the log."""
         shard = self.shards.get(offsets_partition)
         if shard is None or not shard.loaded or shard.unloaded:
             return
-        applied = shard.offsets.complete_transaction(producer_id, commit=commit)
+        applied = shard.offsets.complete_transaction(
+            producer_id, commit=commit, marker_offset=marker_offset
+        )
         for group_id in sorted({r.group_id for r in applied} - shard.groups.keys()):
             # As after loading: offsets without a group make an Empty (simple) group.
             self.new_group(shard, group_id)

@@ -239,11 +239,24 @@ class OffsetStore:
         if not pending:
             del self._pending[producer_id]
 
-    def complete_transaction(self, producer_id: int, *, commit: bool) -> list[OffsetCommitRecord]:
+    def complete_transaction(
+        self, producer_id: int, *, commit: bool, marker_offset: int | None = None
+    ) -> list[OffsetCommitRecord]:
         """``producer_id``'s COMMIT or ABORT marker: apply or drop its pending offsets.
-        Returns the offsets a commit made visible."""
+        Returns the offsets a commit made visible.
+
+        ``marker_offset`` (where the marker is in the log) limits the marker to offsets
+        appended before it, should the producer's next transaction have written some since;
+        None (replay, in log order) takes them all."""
         pending = self._pending.pop(producer_id, None)
-        if not pending or not commit:
+        if pending is None:
+            return []
+        if marker_offset is not None:
+            later = {k: e for k, e in pending.items() if e.log_offset > marker_offset}
+            if later:
+                self._pending[producer_id] = later
+                pending = {k: e for k, e in pending.items() if e.log_offset < marker_offset}
+        if not commit:
             return []
         applied: list[OffsetCommitRecord] = []
         for (group_id, topic, partition), entry in sorted(

@@ -197,6 +197,18 @@ def test_between_two_transactions_the_later_offset_in_the_log_wins() -> None:
     assert offset(store) == 60
 
 
+def test_a_marker_leaves_the_next_transactions_offsets_pending() -> None:
+    store = OffsetStore()
+    store.add_pending(PID, [record(42)], 5)
+    store.add_pending(PID, [record(7, partition=1)], 9)  # written after the marker at 8
+    assert store.complete_transaction(PID, commit=True, marker_offset=8) == [record(42)]
+    assert offset(store) == 42
+    assert store.has_pending("payments", "orders", 1)
+    store.complete_transaction(PID, commit=False, marker_offset=10)
+    assert store.committed("payments", "orders", 1) is None
+    assert store.pending_producer_ids() == frozenset()
+
+
 def test_failed_append_withdraws_only_its_own_pending_offsets() -> None:
     store = OffsetStore()
     store.add_pending(PID, [record(42)], 5)
