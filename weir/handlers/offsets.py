@@ -387,6 +387,8 @@ async def handle_offset_delete(
 HANDLERS = {
     ApiKey.OFFSET_COMMIT: ((2, 8), handle_offset_commit),
     ApiKey.OFFSET_FETCH: ((1, 8), handle_offset_fetch),
-    ApiKey.TXN_OFFSET_COMMIT: ((0, 4), handle_txn_offset_commit),
+    # v4+ belong to KIP-890 (TRANSACTION_ABORTABLE, then implicit AddOffsetsToTxn), which
+    # the transaction APIs do not advertise either.
+    ApiKey.TXN_OFFSET_COMMIT: ((0, 3), handle_txn_offset_commit),
     ApiKey.OFFSET_DELETE: ((0, 0), handle_offset_delete),
 }

@@ -13,6 +13,7 @@ share with the group driver of ``tests/weir/coordinator/harness.py``.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from kio.schema.txn_offset_commit.v3.request import (
 )
 
 from tests.weir.coordinator.harness import Driver
+from weir.client import encode_request
 from weir.config import BrokerConfig
 from weir.controller_channel import ControllerChannel
 from weir.controller_lease import ControllerLease
@@ -50,7 +52,7 @@ from weir.metadata.registration import BrokerRegistration
 from weir.metadata.store import MetadataStore
 from weir.metadata_view import MetadataView
 from weir.protocol.api_keys import ApiKey
-from weir.protocol.codec import Request
+from weir.protocol.codec import Request, decode_request, encode_response
 from weir.replica_manager import ReplicaManager
 from weir.security.acl import (
     AclBinding,
@@ -299,8 +301,48 @@ def visible(answer: dict[int, tuple[int, ErrorCode]]) -> dict[int, int]:
 UNSTABLE = (-1, E.unstable_offset_commit)
 
 
-def test_txn_offset_commit_is_advertised_v0_to_v4() -> None:
-    assert supported_versions()[ApiKey.TXN_OFFSET_COMMIT] == (0, 4)
+def test_txn_offset_commit_is_advertised_v0_to_v3() -> None:
+    assert supported_versions()[ApiKey.TXN_OFFSET_COMMIT] == (0, 3)
+
+
+async def test_every_advertised_version_crosses_the_wire(parts: Parts) -> None:
+    """v0-v2 carry no group metadata; each version decodes, commits and encodes an answer."""
+    groups = await parts.coordinator()
+    for version in range(4):
+        schema = importlib.import_module(f"kio.schema.txn_offset_commit.v{version}.request")
+        extra = (
+            {"generation_id": -1, "member_id": "", "group_instance_id": None}
+            if version >= 3
+            else {}
+        )
+        body = schema.TxnOffsetCommitRequest(
+            transactional_id="txn-1",
+            group_id=GROUP,
+            producer_id=100 + version,
+            producer_epoch=EPOCH,
+            topics=(
+                schema.TxnOffsetCommitRequestTopic(
+                    name=TOPIC,
+                    partitions=(
+                        schema.TxnOffsetCommitRequestPartition(
+                            partition_index=version % 3,
+                            committed_offset=10 + version,
+                            committed_metadata=None,
+                        ),
+                    ),
+                ),
+            ),
+            **extra,
+        )
+        decoded = decode_request(encode_request(body, 9, "wire")[4:], supported_versions())
+        assert decoded.api_version == version
+        response = await offsets.handle_txn_offset_commit(
+            connection(), decoded, metadata=parts.view, access=Access(), groups=groups
+        )
+        assert response.topics[0].partitions[0].error_code == E.none
+        assert encode_response(ApiKey.TXN_OFFSET_COMMIT, version, 9, response)
+        parts.marker(groups, 100 + version, commit=True)
+    assert visible(await fetch(groups, require_stable=True)) == {0: 13, 1: 11, 2: 12}
 
 
 async def test_pending_offsets_are_invisible_until_commit_and_visible_after(parts: Parts) -> None:
