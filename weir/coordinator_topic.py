@@ -13,12 +13,17 @@ records. What they share with respect to that topic lives here, so both do it on
 * ``InternalTopic.leadership``: which partitions this broker leads now, compared with the
   shards it hosts, says which shards to unload (leadership lost or a new leader epoch) and
   which partitions to load.
-* ``read_records``: a partition's (key, value) records from log start to LEO, control
-  batches skipped, for loading a shard.
+* ``read_log``: a partition's batches from log start to LEO (records, producer id,
+  transactional bit, the COMMIT/ABORT marker of a control batch), for a shard that must
+  know which records belong to which transaction; ``read_records`` keeps only the (key,
+  value) records, control batches skipped.
 * ``append_committed``: append records through the leader path and wait, as an ``acks=all``
   produce does, until the high watermark passes them; below ``min.insync.replicas`` the
   write is refused before it reaches the log, so a refused write never reappears after a
-  failover.
+  failover. ``append_as_leader`` is its first half, for a caller that must act on the
+  batch's offset before the wait (the group coordinator's transactional offset commits);
+  a batch may carry a producer id and epoch and the transactional bit, with base sequence
+  -1 as Kafka's coordinators write theirs.
 """
 
 from __future__ import annotations
@@ -33,18 +38,27 @@ from typing import TYPE_CHECKING, Protocol
 from kio.schema.errors import ErrorCode
 
 from weir.log.errors import LogError
-from weir.protocol.batch_builder import build_batch
+from weir.protocol.batch_builder import NO_PRODUCER_ID, build_batch
+from weir.protocol.control_records import EndTxnMarker, parse_end_txn_marker
 from weir.protocol.inflate import iter_records
-from weir.protocol.records import iter_batches, validate_batches
+from weir.protocol.records import TRANSACTIONAL_MASK, iter_batches, validate_batches
 from weir.purgatory import await_commit
 
 if TYPE_CHECKING:
     from weir.config import TopicConfig
     from weir.metadata_view import MetadataView, TopicView
-    from weir.partition import Partition
+    from weir.partition import AppendOutcome, Partition
     from weir.replica_manager import ReplicaManager
 
-__all__ = ["CreateTopic", "InternalTopic", "append_committed", "read_records"]
+__all__ = [
+    "CreateTopic",
+    "InternalTopic",
+    "LoggedBatch",
+    "append_as_leader",
+    "append_committed",
+    "read_log",
+    "read_records",
+]
 
 log = logging.getLogger("weir.coordinator")
 
@@ -141,8 +155,21 @@ class InternalTopic:
         return unload, load
 
 
-def read_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every keyed (key, value) in the partition from its log start to its LEO, in order."""
+@dataclass(frozen=True, slots=True)
+class LoggedBatch:
+    """One batch of an internal topic's partition, as a loading coordinator needs it."""
+
+    producer_id: int
+    """The batch's producer id; NO_PRODUCER_ID (-1) for a coordinator's plain writes."""
+    transactional: bool
+    marker: EndTxnMarker | None
+    """A control batch's COMMIT/ABORT marker (None for data batches and other controls)."""
+    records: list[tuple[int, bytes, bytes | None]]
+    """The keyed records (offset, key, value) of a data batch; empty for a control batch."""
+
+
+def read_log(partition: Partition) -> Iterator[LoggedBatch]:
+    """Every batch in the partition from its log start to its LEO, in order."""
     log_ = partition.log
     offset = log_.log_start_offset
     end = log_.log_end_offset
@@ -154,13 +181,54 @@ def read_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
         if not data:
             return
         for pos, header in iter_batches(data, check_crc=False):
+            transactional = header.is_transactional
             if header.is_control:
-                offset = header.last_offset + 1
-                continue
-            for record in iter_records(data, pos):
-                if record.offset >= offset and record.key is not None:
-                    yield record.key, record.value
+                marker = parse_end_txn_marker(data, pos) if header.base_offset >= offset else None
+                yield LoggedBatch(header.producer_id, transactional, marker, [])
+            else:
+                records = [
+                    (record.offset, record.key, record.value)
+                    for record in iter_records(data, pos)
+                    if record.offset >= offset and record.key is not None
+                ]
+                yield LoggedBatch(header.producer_id, transactional, None, records)
             offset = header.last_offset + 1
+
+
+def read_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every keyed (key, value) in the partition from its log start to its LEO, in order."""
+    for batch in read_log(partition):
+        for _, key, value in batch.records:
+            yield key, value
+
+
+def append_as_leader(
+    partition: Partition,
+    records: list[tuple[bytes, bytes | None]],
+    *,
+    leader_epoch: int,
+    timestamp_ms: int,
+    topic_config: Callable[[str], TopicConfig],
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    transactional: bool = False,
+) -> AppendOutcome | ErrorCode:
+    """Append ``records`` as one uncompressed batch (not yet committed), or say why not."""
+    if not partition.is_leader or partition.leader_epoch != leader_epoch:
+        return ErrorCode.not_leader_or_follower
+    if len(partition.isr) < topic_config(partition.topic).min_insync_replicas:
+        return ErrorCode.not_enough_replicas
+    payload = build_batch(
+        records,
+        timestamp_ms=timestamp_ms,
+        attributes=TRANSACTIONAL_MASK if transactional else 0,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+    )
+    try:
+        return partition.append(payload, validate_batches(payload))
+    except LogError as exc:
+        return ErrorCode(exc.error_code)
 
 
 async def append_committed(
@@ -173,15 +241,15 @@ async def append_committed(
     topic_config: Callable[[str], TopicConfig],
 ) -> ErrorCode:
     """Append ``records`` as one uncompressed batch and wait until the HW passes it."""
-    if not partition.is_leader or partition.leader_epoch != leader_epoch:
-        return ErrorCode.not_leader_or_follower
-    if len(partition.isr) < topic_config(partition.topic).min_insync_replicas:
-        return ErrorCode.not_enough_replicas
-    payload = build_batch(records, timestamp_ms=timestamp_ms)
-    try:
-        outcome = partition.append(payload, validate_batches(payload))
-    except LogError as exc:
-        return ErrorCode(exc.error_code)
+    outcome = append_as_leader(
+        partition,
+        records,
+        leader_epoch=leader_epoch,
+        timestamp_ms=timestamp_ms,
+        topic_config=topic_config,
+    )
+    if isinstance(outcome, ErrorCode):
+        return outcome
     return await await_commit(
         partition, leader_epoch, outcome.last_offset + 1, timeout_s, topic_config=topic_config
     )
