@@ -232,7 +232,10 @@ async def _write_marker(
     )
     if error is ErrorCode.none and topic == OFFSETS_TOPIC:
         groups.complete_transaction(
-            index, marker.producer_id, commit=bool(marker.transaction_result)
+            index,
+            marker.producer_id,
+            commit=bool(marker.transaction_result),
+            marker_offset=outcome.base_offset,
         )
     return error
 

@@ -203,3 +203,50 @@ def test_aiokafka_commits_and_aborts_and_its_read_committed_consumer_sees_only_c
     kept = [b"aio-kept-%d" % i for i in range(3)]
     assert committed == kept
     assert uncommitted == sorted([*kept, b"aio-dropped"])
+
+
+def test_consume_transform_produce_commits_output_and_offsets_together(
+    broker: ThreadedBroker,
+) -> None:
+    source, sink = topic(broker, partitions=1), topic(broker, partitions=1)
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        plain.produce(source, value=b"in-%d" % i, partition=0)
+    plain.flush(10)
+    group = f"etl-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe([source])
+    txn = producer(broker, f"etl-{uuid.uuid4().hex[:6]}")
+
+    def step(count: int, commit: bool) -> None:
+        got = []
+        while len(got) < count:
+            got += [m for m in consumer.consume(count - len(got), timeout=10) if not m.error()]
+        txn.begin_transaction()
+        for message in got:
+            txn.produce(sink, value=message.value().replace(b"in", b"out"), partition=0)
+        txn.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 20
+        )
+        if commit:
+            txn.commit_transaction(20)
+        else:
+            txn.flush(10)
+            txn.abort_transaction(20)
+
+    step(6, commit=True)
+    step(4, commit=False)  # output and offsets of these four are thrown away together
+    consumer.close()
+    assert read(broker, sink, 1, "read_committed") == sorted(b"out-%d" % i for i in range(6))
+    checker = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    (committed,) = checker.committed([TopicPartition(source, 0)], timeout=10)
+    checker.close()
+    assert committed.offset == 6  # the aborted transaction's offsets never counted
