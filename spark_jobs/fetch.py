@@ -62,6 +62,9 @@ def consumer_config(options: SourceOptions) -> dict[str, object]:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "enable.partition.eof": True,
+            # Spark's Kafka source reads read_uncommitted unless told otherwise; librdkafka's
+            # own default (read_committed) would stop a reader at an open transaction.
+            "isolation.level": "read_uncommitted",
             # "error" surfaces OFFSET_OUT_OF_RANGE to us instead of silently skipping data.
             "auto.offset.reset": "error" if options.fail_on_data_loss else "earliest",
             # One partition per consumer: let each fetch bring back a lot of it (librdkafka's

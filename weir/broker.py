@@ -99,6 +99,8 @@ from weir.security.tls import TLS_PROTOCOLS, server_ssl_context, tls_config
 from weir.server import KafkaServer
 from weir.state_publisher import StatePublisher
 from weir.topic_admin import TopicAdmin
+from weir.transaction_coordinator import TransactionCoordinator
+from weir.txn_markers import MarkerChannel
 
 __all__ = ["Broker", "BrokerEndpoint", "BrokerSettings", "PartitionView", "TopicView"]
 
@@ -295,6 +297,17 @@ class Broker:
             create_topic=self.admin.auto_create_topic,
             time_ms=wall_clock_ms,
         )
+        self.markers = MarkerChannel(
+            broker_id=settings.broker_id, view=self.view, security=self.inter_broker_security
+        )
+        self.transactions = TransactionCoordinator(
+            view=self.view,
+            replicas=self.replicas,
+            create_topic=self.admin.auto_create_topic,
+            allocate_producer_ids=self.store.allocate_producer_ids,
+            send_markers=self.markers,
+            time_ms=wall_clock_ms,
+        )
         self.fetchers = ReplicaFetcherManager(
             broker_id=settings.broker_id,
             endpoint=self.view.endpoint_of,
@@ -318,6 +331,7 @@ class Broker:
             replicas=self.replicas,
             authorizer=build_authorizer(config, self.acls),
             groups=self.groups,
+            transactions=self.transactions,
             controller=self.controller,
             channel=self.channel,
             admin=self.admin,
@@ -473,6 +487,7 @@ class Broker:
             self.metadata.remove_listener(self._on_metadata)
         await _bounded(self.controller.stop(), "stopping the controller")
         await _bounded(self.groups.stop(), "stopping the group coordinator")
+        await _bounded(self.transactions.stop(), "stopping the transaction coordinator")
         await _bounded(self.fetchers.stop(), "stopping the replica fetchers")
         await _bounded(self.acls.stop(), "stopping the ACL cache")
         if self.commands is not None:
@@ -486,6 +501,7 @@ class Broker:
         await _bounded(self.isr.stop(), "ending ISR proposals")
         self.replicas.close()
         await _bounded(self.channel.close(), "closing controller connections")
+        await _bounded(self.markers.close(), "closing transaction marker connections")
         await _bounded(self.lease.resign(), "resigning the controller lease")
         if self.registration is not None:
             await _bounded(self.registration.deregister(), "deregistering")
@@ -588,6 +604,7 @@ class Broker:
         self.connection_quotas.changed()
         self.replicas.update_configs()
         self.groups.on_metadata()
+        self.transactions.on_metadata()
         self.controller.poke()
         self.view.announce()
 

@@ -1719,7 +1719,10 @@ _TOPIC_DEFS: tuple[ConfigDef, ...] = (
 
 # -- what Weir does with each config ---------------------------------------------------------
 _THREADS = "Weir serves a broker from one asyncio event loop; it has no such thread pool"
-_TRANSACTIONS = "Weir has no transaction coordinator (transactional producers are refused)"
+_TRANSACTIONS = (
+    "Weir does not yet verify that a partition was added to a transaction before a "
+    "transactional write (KIP-890's verification); it behaves as Kafka with this set to false"
+)
 _PREALLOCATE = "Weir does not preallocate segment files: they grow as batches are appended"
 _CLEANER_MEMORY = (
     "Weir's log cleaner keeps its key map and buffers as Python objects sized by the dirty "
@@ -1730,14 +1733,6 @@ _REFUSED_BROKER: Mapping[str, str] = {
     "num.network.threads": _THREADS,
     "background.threads": _THREADS,
     "delegation.token.secret.key": "Weir has no delegation tokens",
-    "transactional.id.expiration.ms": _TRANSACTIONS,
-    "transaction.max.timeout.ms": _TRANSACTIONS,
-    "transaction.state.log.num.partitions": _TRANSACTIONS,
-    "transaction.state.log.replication.factor": _TRANSACTIONS,
-    "transaction.state.log.min.isr": _TRANSACTIONS,
-    "transaction.state.log.segment.bytes": _TRANSACTIONS,
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": _TRANSACTIONS,
-    "transaction.remove.expired.transaction.cleanup.interval.ms": _TRANSACTIONS,
     "transaction.partition.verification.enable": _TRANSACTIONS,
     "log.preallocate": _PREALLOCATE,
     "log.retention.check.interval.ms": (

@@ -20,6 +20,14 @@ a home in the broker, the way Kafka's ``GroupCoordinator`` wraps ``GroupMetadata
   ``acks=all`` produce requests do, until the high watermark passes them. Only then are
   offsets applied (a committed offset is never visible before it is replicated) and
   ``Group.persisted`` told; append errors map to coordinator errors as in Kafka.
+* **Transactions.** A TxnOffsetCommit's records are appended as the producer's transactional
+  batch (its producer id and epoch, base sequence -1, as Kafka's coordinator writes them),
+  acks=all too, and become *pending* offsets of that producer the moment they are in the
+  log (OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them). The
+  WriteTxnMarkers handler appends the COMMIT/ABORT marker to the shard's partition and then
+  calls ``complete_transaction``: a commit applies the producer's pending offsets, an abort
+  drops them. Loading replays the same from the log (``read_log``), so records of a
+  transaction still open at its end stay pending until their marker arrives.
 * **Time.** One timer task per shard sleeps until the earliest ``next_deadline()`` of its
   groups (woken early whenever a request may have moved a deadline) and ticks the due groups;
   session expiry, join and sync deadlines all come from there. Offset expiry
@@ -34,10 +42,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -51,6 +58,8 @@ from weir.coordinator import (
     OffsetStore,
     PersistGroup,
     SyncCompletion,
+    TxnMarker,
+    TxnRecord,
     encode,
     encode_group_metadata,
     encode_group_tombstone,
@@ -58,15 +67,19 @@ from weir.coordinator import (
     replay,
 )
 from weir.coordinator.group import append_error_to_response_error
-from weir.log.errors import LogError
+from weir.coordinator_topic import (
+    CreateTopic,
+    InternalTopic,
+    LoggedBatch,
+    append_as_leader,
+    read_log,
+)
 from weir.loop_task import stop_tasks
-from weir.protocol.batch_builder import build_batch
-from weir.protocol.inflate import iter_records
-from weir.protocol.records import iter_batches, validate_batches
+from weir.protocol.batch_builder import NO_PRODUCER_ID
 from weir.purgatory import await_commit
 
 if TYPE_CHECKING:
-    from weir.metadata_view import MetadataView, TopicView
+    from weir.metadata_view import MetadataView
     from weir.partition import Partition
     from weir.replica_manager import ReplicaManager
 
@@ -75,7 +88,6 @@ __all__ = ["OFFSETS_TOPIC", "GroupCoordinator", "Shard"]
 log = logging.getLogger("weir.coordinator")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-LOAD_CHUNK_BYTES = 4 * 1024 * 1024
 # How long stop() waits for the shards' tasks to end.
 STOP_TIMEOUT_S = 5.0
 
@@ -103,20 +115,6 @@ class Shard:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
 
-class CreateTopic(Protocol):
-    """Topic auto-creation as ``TopicAdmin.auto_create_topic`` does it: the error and,
-    once the topic is in this broker's metadata, its view."""
-
-    def __call__(
-        self,
-        name: str,
-        *,
-        num_partitions: int,
-        replication_factor: int,
-        configs: dict[str, str],
-    ) -> Awaitable[tuple[ErrorCode, TopicView | None]]: ...
-
-
 @dataclass(eq=False, repr=False, kw_only=True)
 class GroupCoordinator:
     """Every shard this broker hosts, and the operations the handlers call."""
@@ -128,7 +126,17 @@ class GroupCoordinator:
     time_ms: Callable[[], int]
     shards: dict[int, Shard] = field(init=False, default_factory=dict)
     _background: set[asyncio.Task[Any]] = field(init=False, default_factory=set)
-    _creating: asyncio.Task[ErrorCode] | None = field(init=False, default=None)
+    _topic: InternalTopic = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._topic = InternalTopic(
+            name=OFFSETS_TOPIC,
+            view=self.view,
+            create_topic=self.create_topic,
+            partitions_setting="offsets.topic.num.partitions",
+            replication_setting="offsets.topic.replication.factor",
+            configs=self.offsets_topic_configs,
+        )
 
     def now_ms(self) -> int:
         """The coordinator's clock: the ``now_ms`` requests hand the group state machines."""
@@ -157,45 +165,21 @@ class GroupCoordinator:
         }
 
     def partition_of(self, group_id: str) -> int:
-        view = self.view.topic_views().get(OFFSETS_TOPIC)
-        count = len(view.partitions) if view is not None else self.num_partitions
-        return partition_for(group_id, count)
+        return partition_for(group_id, self._topic.partition_count())
 
     # the offsets topic -----------------------------------------------------------------
     async def ensure_offsets_topic(self) -> ErrorCode:
         """Create ``__consumer_offsets`` on first use, as Kafka's FindCoordinator does."""
-        if OFFSETS_TOPIC in self.view.topic_views():
-            return ErrorCode.none
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.create_task(self._create_offsets_topic())
-        return await asyncio.shield(self._creating)
-
-    async def _create_offsets_topic(self) -> ErrorCode:
-        live = len(await self.view.fresh_live_brokers())
-        wanted = int(self.view.config.get("offsets.topic.replication.factor"))
-        error, view = await self.create_topic(
-            OFFSETS_TOPIC,
-            num_partitions=self.num_partitions,
-            replication_factor=max(1, min(wanted, live)),
-            configs=self.offsets_topic_configs(),
-        )
-        if view is None:
-            log.warning("creating %s failed: %s", OFFSETS_TOPIC, error.name)
-            return error
-        return ErrorCode.none
+        return await self._topic.ensure()
 
     # shards follow leadership ------------------------------------------------------------
     def on_metadata(self) -> None:
         """Load shards this broker now leads, unload the ones it stopped leading."""
-        leading: dict[int, Partition] = {}
-        for partition in self.replicas.partitions():
-            if partition.topic == OFFSETS_TOPIC and partition.is_leader:
-                leading[partition.index] = partition
-        for index, shard in list(self.shards.items()):
-            partition = leading.get(index)
-            if partition is None or partition.leader_epoch != shard.leader_epoch:
-                self._unload(shard)
-        for index, partition in leading.items():
+        hosted = {index: shard.leader_epoch for index, shard in self.shards.items()}
+        unload, load = self._topic.leadership(self.replicas, hosted)
+        for index in unload:
+            self._unload(self.shards[index])
+        for index, partition in load.items():
             if index not in self.shards:
                 shard = Shard(index=index, leader_epoch=partition.leader_epoch)
                 self.shards[index] = shard
@@ -208,7 +192,7 @@ class GroupCoordinator:
     async def _load(self, shard: Shard, partition: Partition) -> None:
         started = self.time_ms()
         try:
-            records = list(_read_records(partition))
+            records = list(_replay_items(read_log(partition)))
             groups, offsets = replay(
                 records,
                 now_ms=self.time_ms(),
@@ -252,8 +236,9 @@ class GroupCoordinator:
         """Unload every shard and end its tasks for sure (weir.loop_task); bounded."""
         shards = list(self.shards.values())
         tasks = [t for s in shards for t in s.tasks] + list(self._background)
-        if self._creating is not None:
-            tasks.append(self._creating)
+        creation = self._topic.creation()
+        if creation is not None:
+            tasks.append(creation)
         for shard in shards:
             self._unload(shard)
         left = await stop_tasks(tasks, STOP_TIMEOUT_S)
@@ -283,10 +268,7 @@ class GroupCoordinator:
     def coordinator_of(self, group_id: str) -> tuple[int, int]:
         """(partition, leader broker id or -1) of the group's offsets partition."""
         index = self.partition_of(group_id)
-        view = self.view.topic_views().get(OFFSETS_TOPIC)
-        if view is None or index >= len(view.partitions):
-            return index, -1
-        return index, view.partitions[index].leader
+        return index, self._topic.leader_of(index)
 
     def all_groups(self) -> Iterator[tuple[Shard, Group]]:
         for shard in list(self.shards.values()):
@@ -329,22 +311,42 @@ class GroupCoordinator:
             shard, group, group.persisted(persist.token, now_ms=self.time_ms(), error=error)
         )
 
-    async def append(self, shard: Shard, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
-        """Append records to the shard's partition and wait until they are committed."""
+    async def append(
+        self,
+        shard: Shard,
+        records: list[tuple[bytes, bytes | None]],
+        *,
+        appended: Callable[[int], None] | None = None,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = -1,
+    ) -> ErrorCode:
+        """Append records to the shard's partition and wait until they are committed.
+
+        ``appended`` hears the batch's base offset as soon as it is in the log; a
+        ``producer_id`` makes the batch that producer's transactional write."""
         partition = self.replicas.get(OFFSETS_TOPIC, shard.index)
-        if partition is None or not partition.is_leader or shard.unloaded:
+        if partition is None or shard.unloaded:
             return ErrorCode.not_leader_or_follower
-        # Like an acks=all produce (and Kafka's coordinator): below min.insync.replicas the
-        # write is refused *before* it reaches the log, so a refused commit can never
-        # reappear after a failover.
-        min_isr = self.view.topic_config(OFFSETS_TOPIC).min_insync_replicas
-        if len(partition.isr) < min_isr:
-            return ErrorCode.not_enough_replicas
-        payload = build_batch(records, timestamp_ms=self.time_ms())
-        try:
-            outcome = partition.append(payload, validate_batches(payload))
-        except LogError as exc:
-            return ErrorCode(exc.error_code)
+        if producer_id != NO_PRODUCER_ID:
+            # Base sequence -1 skips the log's idempotence checks, the epoch check with
+            # them; Kafka fences a zombie's coordinator write by epoch all the same.
+            entry = partition.log.producer_state.last_entry(producer_id)
+            if entry is not None and producer_epoch < entry.producer_epoch:
+                return ErrorCode.invalid_producer_epoch
+        outcome = append_as_leader(
+            partition,
+            records,
+            leader_epoch=shard.leader_epoch,
+            timestamp_ms=self.time_ms(),
+            topic_config=self.view.topic_config,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=producer_id != NO_PRODUCER_ID,
+        )
+        if isinstance(outcome, ErrorCode):
+            return outcome
+        if appended is not None:
+            appended(outcome.base_offset)
         return await await_commit(
             partition,
             shard.leader_epoch,
@@ -353,20 +355,84 @@ class GroupCoordinator:
             topic_config=self.view.topic_config,
         )
 
+    async def write_offsets(
+        self,
+        shard: Shard,
+        records: tuple[OffsetCommitRecord, ...],
+        more: list[tuple[bytes, bytes | None]] | None = None,
+    ) -> ErrorCode:
+        """Append offset records (and ``more`` records in the same batch); apply the offset
+        records once committed, at their log offset (``OffsetStore.apply``)."""
+        at: list[int] = []
+        encoded = [encode(r) for r in records]
+        error = await self.append(shard, encoded + more if more else encoded, appended=at.append)
+        if error is ErrorCode.none:
+            for record in records:
+                shard.offsets.apply(record, at[0])
+        return error
+
     async def commit_offsets(
         self, shard: Shard, records: tuple[OffsetCommitRecord, ...]
     ) -> ErrorCode:
         """Append offset records; apply them once committed. The error clients should see."""
         if not records:
             return ErrorCode.none
-        error = await self.append(shard, [encode(r) for r in records])
-        if error is ErrorCode.none:
-            for record in records:
-                shard.offsets.apply(record)
-            return error
-        if error is ErrorCode.message_too_large:
-            return ErrorCode.invalid_commit_offset_size
-        return append_error_to_response_error(error)
+        return _commit_error(await self.write_offsets(shard, records))
+
+    async def commit_txn_offsets(
+        self,
+        shard: Shard,
+        records: tuple[OffsetCommitRecord, ...],
+        *,
+        producer_id: int,
+        producer_epoch: int,
+    ) -> ErrorCode:
+        """TxnOffsetCommit's write: the producer's transactional batch, pending from the
+        moment it is in the log until ``complete_transaction``. The error clients see."""
+        if not records:
+            return ErrorCode.none
+        at: list[int] = []
+
+        def appended(offset: int) -> None:
+            at.append(offset)
+            shard.offsets.add_pending(producer_id, records, offset)
+
+        error = await self.append(
+            shard,
+            [encode(r) for r in records],
+            appended=appended,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+        if error is not ErrorCode.none and at and not shard.unloaded:
+            shard.offsets.drop_pending(producer_id, records, at[0])
+        return _commit_error(error)
+
+    def complete_transaction(
+        self,
+        offsets_partition: int,
+        producer_id: int,
+        commit: bool,
+        marker_offset: int | None = None,
+    ) -> None:
+        """The COMMIT (``commit``) or ABORT marker of ``producer_id`` was appended to
+        ``__consumer_offsets`` partition ``offsets_partition`` here (WriteTxnMarkers): apply
+        or drop the producer's pending offsets in that shard.
+
+        ``marker_offset``, the marker's offset, confines it to offsets written before it
+        (without it, every pending offset of the producer is completed: right while the
+        transaction coordinator refuses the producer's next AddOffsetsToTxn until every
+        marker is written, as it does). A shard not loaded yet needs nothing: its load
+        reads the marker from the log."""
+        shard = self.shards.get(offsets_partition)
+        if shard is None or not shard.loaded or shard.unloaded:
+            return
+        applied = shard.offsets.complete_transaction(
+            producer_id, commit=commit, marker_offset=marker_offset
+        )
+        for group_id in sorted({r.group_id for r in applied} - shard.groups.keys()):
+            # As after loading: offsets without a group make an Empty (simple) group.
+            self.new_group(shard, group_id)
 
     async def delete_group(self, shard: Shard, group_id: str) -> ErrorCode:
         """DeleteGroups for one group: tombstones for its offsets and its metadata."""
@@ -378,12 +444,9 @@ class GroupCoordinator:
             if error is not ErrorCode.none:
                 return error
         tombstones = shard.offsets.delete_group(group_id)
-        records = [encode(r) for r in tombstones] + [encode_group_tombstone(group_id)]
-        error = await self.append(shard, records)
+        error = await self.write_offsets(shard, tombstones, [encode_group_tombstone(group_id)])
         if error is not ErrorCode.none:
             return append_error_to_response_error(error)
-        for record in tombstones:
-            shard.offsets.apply(record)
         group = shard.groups.pop(group_id, None)
         if group is not None:
             group.delete(self.time_ms())
@@ -429,18 +492,18 @@ class GroupCoordinator:
             await asyncio.sleep(interval / 1000)
             shard.offsets.config = self.offset_config()
             outcome = shard.offsets.expire(shard.groups, now_ms=self.time_ms())
-            records = [encode(r) for r in outcome.records]
-            records += [encode_group_tombstone(g) for g in outcome.groups_to_delete]
-            if not records:
+            if not outcome.records and not outcome.groups_to_delete:
                 continue
-            error = await self.append(shard, records)
+            error = await self.write_offsets(
+                shard,
+                outcome.records,
+                [encode_group_tombstone(g) for g in outcome.groups_to_delete],
+            )
             if error is not ErrorCode.none:
                 log.warning(
                     "expiring offsets of %s-%d failed: %s", OFFSETS_TOPIC, shard.index, error.name
                 )
                 continue
-            for record in outcome.records:
-                shard.offsets.apply(record)
             for group_id in outcome.groups_to_delete:
                 group = shard.groups.pop(group_id, None)
                 if group is not None:
@@ -454,23 +517,24 @@ class GroupCoordinator:
             )
 
 
-def _read_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every (key, value) in the partition from its log start to its LEO, in order."""
-    log_ = partition.log
-    offset = log_.log_start_offset
-    end = log_.log_end_offset
-    while offset < end:
-        slices = log_.read(offset, LOAD_CHUNK_BYTES)
-        if not slices:
-            return
-        data = b"".join(os.pread(s.file.fileno(), s.size, s.position) for s in slices)
-        if not data:
-            return
-        for pos, header in iter_batches(data, check_crc=False):
-            if header.is_control:
-                offset = header.last_offset + 1
-                continue
-            for record in iter_records(data, pos):
-                if record.offset >= offset and record.key is not None:
-                    yield record.key, record.value
-            offset = header.last_offset + 1
+def _commit_error(error: ErrorCode) -> ErrorCode:
+    """What a failed offset write tells the committer (Kafka's ``storeOffsets`` callback)."""
+    if error is ErrorCode.message_too_large:
+        return ErrorCode.invalid_commit_offset_size
+    return append_error_to_response_error(error)
+
+
+def _replay_items(
+    batches: Iterable[LoggedBatch],
+) -> Iterator[tuple[bytes, bytes | None] | TxnRecord | TxnMarker]:
+    """What ``replay`` reads, from the partition's batches: plain (key, value) records,
+    transactional records with their producer and log offset, and markers."""
+    for batch in batches:
+        if batch.marker is not None:
+            yield TxnMarker(batch.producer_id, batch.marker.commit)
+        elif batch.transactional:
+            for offset, key, value in batch.records:
+                yield TxnRecord(batch.producer_id, offset, key, value)
+        else:
+            for _, key, value in batch.records:
+                yield key, value

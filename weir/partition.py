@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from weir.log.errors import KafkaStorageError
 from weir.log.log import AppendResult, FileSlice, Log, LogConfig
+from weir.log.transaction_index import AbortedTxn
 from weir.protocol.records import BatchHeader, CorruptBatchError
 from weir.replication.isr import LeaderState
 
@@ -185,6 +186,30 @@ class Partition:
             log_append_time=result.log_append_time,
         )
 
+    def append_control_marker(
+        self, *, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> AppendOutcome:
+        """Append a transaction's COMMIT or ABORT marker as leader (WriteTxnMarkers); raises
+        the log's errors (a stale producer or coordinator epoch)."""
+        try:
+            result = self.log.append_control_marker(
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                leader_epoch=self.leader_epoch,
+            )
+        except (KafkaStorageError, OSError) as exc:
+            raise self._disk_failed("append", exc) from exc
+        if self.leader_state is not None:
+            self.leader_state.maybe_advance_hw(self.log.log_end_offset)
+        self.notify()
+        return AppendOutcome(
+            base_offset=result.base_offset,
+            last_offset=result.last_offset,
+            log_append_time=result.log_append_time,
+        )
+
     def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
         """A follower fetched from ``fetch_offset`` (its LEO): move the HW if it can."""
         if self.leader_state is None:
@@ -195,6 +220,9 @@ class Partition:
             leader_leo=self.log.log_end_offset,
             now_ms=now_ms,
         ):
+            # Transactions completed below the new HW are stable now (weir.log: the list of
+            # those waiting for it stays short on a leader no consumer reads).
+            self.log.on_high_watermark(self.high_watermark)
             self.notify()
 
     def read(
@@ -213,6 +241,20 @@ class Partition:
         except (KafkaStorageError, CorruptBatchError, OSError) as exc:
             raise self._disk_failed("read", exc) from exc
 
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: read_committed consumers read below it (min of the first offset of an
+        undecided transaction and the HW; ``Log.last_stable_offset``)."""
+        return self.log.last_stable_offset(self.high_watermark)
+
+    def aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start, upper bound): a read_committed Fetch's
+        ``aborted_transactions`` (``Log.collect_aborted_transactions``)."""
+        try:
+            return self.log.collect_aborted_transactions(start_offset, upper_bound_offset)
+        except (KafkaStorageError, OSError) as exc:
+            raise self._disk_failed("transaction index read", exc) from exc
+
     # follower path -----------------------------------------------------------------------
     def append_as_follower(self, payload: bytearray, leader_hw: int) -> None:
         if payload:
@@ -225,6 +267,7 @@ class Partition:
     def update_follower_hw(self, leader_hw: int) -> None:
         if leader_hw >= 0:
             self._follower_hw = min(leader_hw, self.log.log_end_offset)
+            self.log.on_high_watermark(self._follower_hw)
 
     def truncate_to(self, offset: int) -> None:
         try:

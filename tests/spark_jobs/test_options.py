@@ -82,6 +82,11 @@ def test_starting_timestamp_wins_over_starting_offsets() -> None:
             "startingOffsets",
         ),
         ({**BOOT, "subscribe": "t", "startingTimestamp": "soon"}, False, "startingTimestamp"),
+        (
+            {**BOOT, "subscribe": "t", "kafka.isolation.level": "read_committed"},
+            False,
+            "kafka.isolation.level",
+        ),
     ],
 )
 def test_bad_options_name_the_option(options: dict, streaming: bool, names: str) -> None:
@@ -112,3 +117,14 @@ def test_json_offsets_round_trip() -> None:
     as_json = to_json_offsets(offsets)
     assert as_json == {"a": {"0": 5, "10": 7}, "b": {"1": 0}}
     assert from_json_offsets(as_json) == offsets
+
+
+def test_readers_are_read_uncommitted_as_sparks_are() -> None:
+    from spark_jobs.fetch import consumer_config
+
+    options = SourceOptions.parse({**BOOT, "subscribe": "t"}, streaming=False)
+    assert consumer_config(options)["isolation.level"] == "read_uncommitted"
+    explicit = {**BOOT, "subscribe": "t", "kafka.isolation.level": "read_uncommitted"}
+    assert SourceOptions.parse(explicit, streaming=False).kafka["isolation.level"] == (
+        "read_uncommitted"
+    )

@@ -62,6 +62,8 @@ from weir.replication.throttle import ReplicationThrottle
 from weir.security.acl_store import AclCache
 from weir.server import ConnectionContext, Handler
 from weir.topic_admin import TopicAdmin
+from weir.transaction_coordinator import TransactionCoordinator
+from weir.txn_markers import MarkerChannel
 
 BROKER_ID = 1
 TOPIC = "events"
@@ -143,6 +145,14 @@ async def parts(redis_server: str, cluster_id: str, tmp_path: Path) -> AsyncIter
         authorizer=None,
         groups=GroupCoordinator(
             view=view, replicas=replicas, create_topic=admin.auto_create_topic, time_ms=now_ms
+        ),
+        transactions=TransactionCoordinator(
+            view=view,
+            replicas=replicas,
+            create_topic=admin.auto_create_topic,
+            allocate_producer_ids=store.allocate_producer_ids,
+            send_markers=MarkerChannel(broker_id=BROKER_ID, view=view, security=None),
+            time_ms=now_ms,
         ),
         controller=controller,
         channel=channel,

@@ -14,7 +14,8 @@ layer owns, per ``__consumer_offsets`` partition it leads, a ``dict[str, Group]`
 * Writes: ``PersistGroup`` asks for the group's metadata record (``records.encode_group_metadata``)
   to be appended; report the result with ``Group.persisted(token, ...)``. Offset writes are
   the ``OffsetCommitRecord`` values an ``OffsetStore`` call returns; ``OffsetStore.apply``
-  them once appended.
+  them once appended. A TxnOffsetCommit's are the producer's transactional batch:
+  ``add_pending`` them once in the log, ``complete_transaction`` at the producer's marker.
 * Time: ``Group.next_deadline()`` is the earliest ``now_ms`` at which ``Group.tick`` has work;
   sleep until the minimum over all groups, then tick. Offsets expire with
   ``OffsetStore.expire`` every ``offsets.retention.check.interval.ms``.
@@ -38,9 +39,12 @@ from weir.coordinator.offsets import (
     OffsetStore,
     PartitionCommit,
     PartitionResult,
+    PendingOffset,
 )
 from weir.coordinator.records import (
     GroupMetadataRecord,
+    TxnMarker,
+    TxnRecord,
     decode,
     encode,
     encode_group_metadata,
@@ -97,9 +101,12 @@ __all__ = [
     "PartitionCommit",
     "PartitionResult",
     "Pending",
+    "PendingOffset",
     "PersistGroup",
     "SyncCompletion",
     "SyncResponse",
+    "TxnMarker",
+    "TxnRecord",
     "decode",
     "encode",
     "encode_group_metadata",

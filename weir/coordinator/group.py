@@ -668,10 +668,22 @@ class Group(RebalanceCycle):
     # -- offsets support -------------------------------------------------------------------
 
     def validate_offset_commit(
-        self, *, member_id: str, group_instance_id: str | None, generation_id: int, now_ms: int
+        self,
+        *,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        now_ms: int,
+        transactional: bool = False,
     ) -> ErrorCode:
-        """Kafka's ``validateOffsetCommit`` for OffsetCommit v1+; a valid commit from a member
-        of a Stable or rebalancing group also refreshes its session, as in Kafka."""
+        """Kafka's ``validateOffsetCommit`` for OffsetCommit v1+ and TxnOffsetCommit
+        (``transactional``); a valid OffsetCommit from a member of a Stable or rebalancing
+        group also refreshes its session, as in Kafka.
+
+        A transactional commit without member id and generation (TxnOffsetCommit v0-v2, or a
+        producer that does not pass its consumer's group metadata) is accepted in any state,
+        and none is refused during CompletingRebalance: the transaction, not the rebalance,
+        decides whether its offsets count (Kafka's ``ClassicGroup.validateOffsetCommit``)."""
         self._begin(now_ms)
         if self._state is _S.DEAD:
             return _E.coordinator_not_available
@@ -684,8 +696,10 @@ class Group(RebalanceCycle):
                 return error
             if generation_id != self._generation_id:
                 return _E.illegal_generation
-        elif self._state is not _S.EMPTY:
+        elif not transactional and self._state is not _S.EMPTY:
             return _E.unknown_member_id
+        if transactional:
+            return _E.none
         if self._state is _S.COMPLETING_REBALANCE:
             return _E.rebalance_in_progress
         member = self._m.members.get(member_id)

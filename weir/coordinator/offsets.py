@@ -26,6 +26,18 @@ so what a client sees acknowledged is always what a new coordinator will replay.
 * **Delete** (OffsetDelete). Refused per topic with GROUP_SUBSCRIBED_TO_TOPIC while a member's
   consumer-protocol subscription names the topic (see ``Group.is_subscribed_to_topic``), and
   for the whole group with NON_EMPTY_GROUP when a non-consumer group has members.
+* **Transactional commits** (TxnOffsetCommit, KIP-98/447). Validated like OffsetCommit
+  (``Group.validate_offset_commit(transactional=True)``: generation, member and instance id
+  checked when the request carries them), but the records are appended as the producer's
+  transactional batch and stay *pending* per producer id: OffsetFetch does not see them
+  (with ``require_stable`` it answers UNSTABLE_OFFSET_COMMIT for such a partition) until
+  ``complete_transaction(producer_id, commit=True)`` (the COMMIT marker) applies them;
+  an ABORT drops them. ``add_pending`` takes the batch's log offset because the latest
+  record in log order wins, a transactional one counting once committed (Kafka's
+  ``recordOffset`` rule): a plain commit or tombstone of the same partition appended after
+  a pending offset supersedes it, and so does another producer's later offset committed
+  first. Loading replays the same calls in log order, so a new coordinator ends where the
+  old one was, transactions still open at the end of the log staying pending.
 * **Expiry** (``offsets.retention.minutes``, Kafka's ``OffsetExpirationCondition``): offsets of
   an Empty group expire once the group has been Empty for the retention period; offsets of a
   simple group (no protocol type) once their last commit is that old; a Stable consumer
@@ -36,7 +48,7 @@ so what a client sees acknowledged is always what a new coordinator will replay.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kio.schema.errors import ErrorCode
 
@@ -54,6 +66,7 @@ __all__ = [
     "OffsetStore",
     "PartitionCommit",
     "PartitionResult",
+    "PendingOffset",
 ]
 
 _E = ErrorCode
@@ -134,6 +147,18 @@ class DeleteOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingOffset:
+    """A transactional offset waiting for its transaction's marker."""
+
+    log_offset: int
+    """Where its batch is in ``__consumer_offsets``: the latest record in log order wins."""
+    value: OffsetAndMetadata
+    superseded: bool = False
+    """A later plain commit (or another transaction's later offset) already took its place;
+    the partition still counts as unstable until the marker."""
+
+
+@dataclass(frozen=True, slots=True)
 class ExpiryOutcome:
     """Tombstones for expired offsets, and the Empty groups left with no offsets at all
     (Kafka then deletes those groups: ``Group.delete`` plus a group tombstone)."""
@@ -148,11 +173,19 @@ class OffsetStore:
     def __init__(self, config: OffsetConfig | None = None) -> None:
         self.config = config or OffsetConfig()
         self._offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        # Transactional offsets by producer id, then (group, topic, partition).
+        self._pending: dict[int, dict[tuple[str, str, int], PendingOffset]] = {}
 
     # -- state ---------------------------------------------------------------------------
 
-    def apply(self, record: OffsetCommitRecord) -> None:
-        """Make an appended (or replayed) record take effect; later records win."""
+    def apply(self, record: OffsetCommitRecord, log_offset: int | None = None) -> None:
+        """Make an appended (or replayed) record take effect; later records win.
+
+        ``log_offset`` is where the record's batch is; pending transactional offsets of the
+        partition appended before it are superseded (None, as when replaying in log order:
+        every pending one is older)."""
+        if self._pending:
+            self._supersede((record.group_id, record.topic, record.partition), log_offset)
         key = (record.topic, record.partition)
         if record.value is None:
             offsets = self._offsets.get(record.group_id)
@@ -173,6 +206,92 @@ class OffsetStore:
     def has_offsets(self, group_id: str) -> bool:
         return bool(self._offsets.get(group_id))
 
+    # -- transactions --------------------------------------------------------------------
+
+    def add_pending(
+        self, producer_id: int, records: Iterable[OffsetCommitRecord], log_offset: int
+    ) -> None:
+        """Records of ``producer_id``'s transactional batch at ``log_offset``, appended (or
+        replayed): pending until the transaction's marker. A tombstone withdraws the
+        producer's pending offset of that partition, as in Kafka."""
+        pending = self._pending.setdefault(producer_id, {})
+        for record in records:
+            key = (record.group_id, record.topic, record.partition)
+            if record.value is None:
+                pending.pop(key, None)
+            else:
+                pending[key] = PendingOffset(log_offset, record.value)
+        if not pending:
+            del self._pending[producer_id]
+
+    def drop_pending(
+        self, producer_id: int, records: Iterable[OffsetCommitRecord], log_offset: int
+    ) -> None:
+        """The append of the batch at ``log_offset`` failed: forget what it added."""
+        pending = self._pending.get(producer_id)
+        if pending is None:
+            return
+        for record in records:
+            key = (record.group_id, record.topic, record.partition)
+            entry = pending.get(key)
+            if entry is not None and entry.log_offset == log_offset:
+                del pending[key]
+        if not pending:
+            del self._pending[producer_id]
+
+    def complete_transaction(
+        self, producer_id: int, *, commit: bool, marker_offset: int | None = None
+    ) -> list[OffsetCommitRecord]:
+        """``producer_id``'s COMMIT or ABORT marker: apply or drop its pending offsets.
+        Returns the offsets a commit made visible.
+
+        ``marker_offset`` (where the marker is in the log) limits the marker to offsets
+        appended before it, should the producer's next transaction have written some since;
+        None (replay, in log order) takes them all."""
+        pending = self._pending.pop(producer_id, None)
+        if pending is None:
+            return []
+        if marker_offset is not None:
+            later = {k: e for k, e in pending.items() if e.log_offset > marker_offset}
+            if later:
+                self._pending[producer_id] = later
+                pending = {k: e for k, e in pending.items() if e.log_offset < marker_offset}
+        if not commit:
+            return []
+        applied: list[OffsetCommitRecord] = []
+        for (group_id, topic, partition), entry in sorted(
+            pending.items(), key=lambda item: item[1].log_offset
+        ):
+            if entry.superseded:
+                continue
+            record = OffsetCommitRecord(group_id, topic, partition, entry.value)
+            self.apply(record, entry.log_offset)
+            applied.append(record)
+        return applied
+
+    def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        """Does an open transaction hold an offset of the partition (UNSTABLE_OFFSET_COMMIT)?"""
+        key = (group_id, topic, partition)
+        return any(key in pending for pending in self._pending.values())
+
+    def pending_group_ids(self) -> frozenset[str]:
+        """Groups with an offset in an open transaction."""
+        return frozenset(key[0] for pending in self._pending.values() for key in pending)
+
+    def pending_producer_ids(self) -> frozenset[int]:
+        """Producers with an open transaction holding offsets here."""
+        return frozenset(self._pending)
+
+    def _supersede(self, key: tuple[str, str, int], before: int | None) -> None:
+        for pending in self._pending.values():
+            entry = pending.get(key)
+            if (
+                entry is not None
+                and not entry.superseded
+                and (before is None or entry.log_offset < before)
+            ):
+                pending[key] = replace(entry, superseded=True)
+
     # -- OffsetCommit --------------------------------------------------------------------
 
     def commit(
@@ -187,8 +306,10 @@ class OffsetStore:
         api_version: int,
         now_ms: int,
         retention_time_ms: int = _DEFAULT_RETENTION_TIME,
+        transactional: bool = False,
     ) -> CommitOutcome:
-        """Validate an OffsetCommit and build its records (v0: generation -1, member "").
+        """Validate an OffsetCommit (or a TxnOffsetCommit: ``transactional``) and build its
+        records (v0: generation -1, member "").
 
         ``group`` is None when the coordinator has no such group. A simple commit
         (generation < 0) is then accepted, and Kafka creates an Empty group for it: the
@@ -207,6 +328,7 @@ class OffsetStore:
                 group_instance_id=group_instance_id,
                 generation_id=generation_id,
                 now_ms=now_ms,
+                transactional=transactional,
             )
         if error is not _E.none:
             return CommitOutcome(
@@ -230,15 +352,26 @@ class OffsetStore:
     # -- OffsetFetch ---------------------------------------------------------------------
 
     def fetch(
-        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None
+        self,
+        group_id: str,
+        partitions: Iterable[tuple[str, int]] | None = None,
+        *,
+        require_stable: bool = False,
     ) -> tuple[FetchedOffset, ...]:
-        """Committed offsets of ``partitions`` (all of the group's when None)."""
+        """Committed offsets of ``partitions`` (all of the group's when None). With
+        ``require_stable`` (OffsetFetch v7+), a partition an open transaction holds an
+        offset of answers UNSTABLE_OFFSET_COMMIT, so the consumer retries after the marker."""
         offsets = self._offsets.get(group_id, {})
         keys = sorted(offsets) if partitions is None else list(partitions)
+        unstable = require_stable and bool(self._pending)
         fetched: list[FetchedOffset] = []
         for topic, partition in keys:
             value = offsets.get((topic, partition))
-            if value is None:
+            if unstable and self.has_pending(group_id, topic, partition):
+                fetched.append(
+                    FetchedOffset(topic, partition, -1, -1, "", _E.unstable_offset_commit)
+                )
+            elif value is None:
                 fetched.append(FetchedOffset(topic, partition, -1, -1, ""))
             else:
                 fetched.append(
@@ -298,6 +431,8 @@ class OffsetStore:
         records: list[OffsetCommitRecord] = []
         to_delete: list[str] = []
         retention = self.config.retention_ms
+        # Kafka's ``hasOffsets`` counts pending transactional offsets: such a group stays.
+        pending_groups = self.pending_group_ids() if self._pending else frozenset()
         for group_id, offsets in sorted(self._offsets.items()):
             group = groups.get(group_id)
             base = _expiry_base(group)
@@ -317,7 +452,12 @@ class OffsetStore:
                     records.append(OffsetCommitRecord(group_id, topic, partition, None))
                 else:
                     all_expired = False
-            if all_expired and group is not None and group.is_empty:
+            if (
+                all_expired
+                and group is not None
+                and group.is_empty
+                and group_id not in pending_groups
+            ):
                 to_delete.append(group_id)
         return ExpiryOutcome(tuple(records), tuple(to_delete))
 

@@ -7,6 +7,9 @@ the leader of partition ``partition_for(group_id)``. Each record's key says what
 and its value is that thing's latest state, so compaction keeps exactly what a new
 coordinator needs, and a null value (tombstone) deletes. A new coordinator rebuilds its
 groups and offsets with ``replay`` over the partition, in offset order; later records win.
+Offset records of a transactional batch (TxnOffsetCommit) come to ``replay`` as ``TxnRecord``
+and stay pending until their producer's ``TxnMarker``: COMMIT applies them, ABORT drops
+them (``OffsetStore.add_pending`` / ``complete_transaction``).
 
 Keys and values start with an int16 schema version. Kafka's generated ``*Key``/``*Value``
 messages (``group-coordinator/src/main/resources/common/message``) are not in kio, and these
@@ -53,6 +56,8 @@ __all__ = [
     "GroupMetadataRecord",
     "Record",
     "RecordFormatError",
+    "TxnMarker",
+    "TxnRecord",
     "UnknownRecord",
     "decode",
     "encode",
@@ -239,22 +244,50 @@ def _decode_group_value(group_id: str, value: bytes) -> GroupSnapshot:
 # -- loading ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """A record of a transactional batch: pending until its producer's marker."""
+
+    producer_id: int
+    log_offset: int
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A COMMIT (``commit``) or ABORT marker of ``producer_id``'s transaction."""
+
+    producer_id: int
+    commit: bool
+
+
 def replay(
-    records: Iterable[tuple[bytes, bytes | None]],
+    records: Iterable[tuple[bytes, bytes | None] | TxnRecord | TxnMarker],
     *,
     now_ms: int,
     group_config: GroupConfig | None = None,
     offset_config: OffsetConfig | None = None,
 ) -> tuple[dict[str, Group], OffsetStore]:
-    """Rebuild a partition's groups and offsets from its records, in log order.
+    """Rebuild a partition's groups and offsets from its records, in log order: (key, value)
+    for a plain record, ``TxnRecord`` / ``TxnMarker`` for transactions.
 
-    Groups that have offsets but no metadata record (simple consumers) come back as Empty
-    groups, as in Kafka. Sessions of loaded members start at ``now_ms``.
+    Groups that have offsets (committed or pending) but no metadata record (simple
+    consumers) come back as Empty groups, as in Kafka. Sessions of loaded members start at
+    ``now_ms``. Transactions with no marker yet stay pending in the store.
     """
     store = OffsetStore(offset_config)
     snapshots: dict[str, GroupSnapshot] = {}
-    for key, value in records:
-        record = decode(key, value)
+    for item in records:
+        if isinstance(item, TxnMarker):
+            store.complete_transaction(item.producer_id, commit=item.commit)
+            continue
+        if isinstance(item, TxnRecord):
+            txn_record = decode(item.key, item.value)
+            if isinstance(txn_record, OffsetCommitRecord):
+                store.add_pending(item.producer_id, [txn_record], item.log_offset)
+            continue
+        record = decode(*item)
         if isinstance(record, OffsetCommitRecord):
             store.apply(record)
         elif isinstance(record, GroupMetadataRecord):
@@ -266,7 +299,7 @@ def replay(
         group_id: Group.from_snapshot(snapshot, now_ms=now_ms, config=group_config)
         for group_id, snapshot in snapshots.items()
     }
-    for group_id in sorted(store.group_ids() - groups.keys()):
+    for group_id in sorted((store.group_ids() | store.pending_group_ids()) - groups.keys()):
         groups[group_id] = Group(group_id, now_ms=now_ms, config=group_config)
     return groups, store
 

@@ -36,6 +36,7 @@ from weir.handlers import (
     sasl,
     scram_credentials,
     topics,
+    transactions,
 )
 from weir.handlers import groups as group_api
 from weir.handlers import metadata as metadata_api
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from weir.security.acl_store import AclCache
     from weir.server import Handler
     from weir.topic_admin import TopicAdmin
+    from weir.transaction_coordinator import TransactionCoordinator
 
 __all__ = ["bind", "registry", "supported_versions"]
 
@@ -79,6 +81,7 @@ _MODULES = (
     scram_credentials,
     acl_api,
     client_quotas,
+    transactions,
 )
 
 
@@ -96,6 +99,7 @@ def registry(
     replicas: ReplicaManager,
     authorizer: Authorizer | None,
     groups: GroupCoordinator,
+    transactions: TransactionCoordinator,
     controller: Controller,
     channel: ControllerChannel,
     admin: TopicAdmin,
@@ -117,6 +121,7 @@ def registry(
         "leaders": Leaders(metadata, replicas),
         "access": Access(authorizer),
         "groups": groups,
+        "transactions": transactions,
         "controller": controller,
         "channel": channel,
         "admin": admin,

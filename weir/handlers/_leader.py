@@ -74,13 +74,13 @@ def partition_leader_handler(
     topic_result: str,
     partition_result: str,
     operation: AclOperation,
-    answer: Callable[[Leaders, str, Any], Mapping[str, Any]],
+    answer: Callable[[Leaders, str, Any, Any], Mapping[str, Any]],
     denied: Mapping[str, Any],
 ) -> Callable[..., Awaitable[Any]]:
     """The handler of an API that each partition's leader answers on its own (ListOffsets,
     DeleteRecords): per requested topic, ``denied`` for every partition without ``operation``
-    on the topic, else ``answer(leaders, topic, partition)`` per partition, as the response's
-    ``topic_result`` and ``partition_result`` entries."""
+    on the topic, else ``answer(leaders, topic, partition, request body)`` per partition, as
+    the response's ``topic_result`` and ``partition_result`` entries."""
 
     async def handle(
         ctx: ConnectionContext, request: Request, *, leaders: Leaders, access: Access
@@ -91,7 +91,7 @@ def partition_leader_handler(
             topic_cls=getattr(types, topic_result),
             partition_cls=getattr(types, partition_result),
             allowed=lambda name: access.on_topic(ctx, operation, name),
-            answer=lambda name, p: answer(leaders, name, p),
+            answer=lambda name, p: answer(leaders, name, p, request.body),
             denied=denied,
         )
         return respond(request, topics=topics)

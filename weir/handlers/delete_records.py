@@ -23,7 +23,7 @@ def _result(error: ErrorCode, low_watermark: int = -1) -> dict[str, Any]:
     return {"error_code": error, "low_watermark": low_watermark}
 
 
-def _delete(leaders: Leaders, topic: str, p: Any) -> dict[str, Any]:
+def _delete(leaders: Leaders, topic: str, p: Any, _body: Any) -> dict[str, Any]:
     error, partition = leaders.led(topic, p.partition_index)
     if partition is None:
         return _result(error)

@@ -17,6 +17,11 @@ stuck behind a batch larger than its limits.
 Batches are CRC-verified once before the first time they are served (``LogSegment.read``);
 a corrupt one takes the partition offline here and answers KAFKA_STORAGE_ERROR.
 
+Transactions: every answer carries the partition's last stable offset (LSO). A
+read_committed consumer (``isolation_level`` 1) reads only below it, and gets the aborted
+transactions that overlap what it may read (``Log.collect_aborted_transactions``) so it can
+drop their records, as Kafka's consumers do; read_uncommitted gets null there.
+
 Records are returned as ``RecordsRegion``s: the server sends them with sendfile. Weir does not
 keep incremental fetch sessions (KIP-227): it answers session id 0, which every client
 handles by sending full fetch requests.
@@ -50,6 +55,7 @@ if TYPE_CHECKING:
 
 
 _EMPTY = b""
+READ_COMMITTED = 1  # isolation_level: 0 read_uncommitted, 1 read_committed
 
 
 @dataclass(slots=True)
@@ -62,6 +68,9 @@ class _PartitionRead:
     records: bytes
     size: int
     throttled: bool = False
+    # The LSO (-1: not known, as for errors); aborted transactions for read_committed.
+    last_stable_offset: int = -1
+    aborted: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(slots=True)
@@ -103,8 +112,10 @@ async def handle(
     if replica_id >= 0:
         _record_follower_positions(replicas, isr, time_ms(), replica_id, wanted)
 
+    read_committed = replica_id < 0 and getattr(body, "isolation_level", 0) == READ_COMMITTED
+
     def read_all() -> list[_PartitionRead]:
-        return _read_all(leaders, throttle, wanted, max_bytes, replica_id)
+        return _read_all(leaders, throttle, wanted, max_bytes, replica_id, read_committed)
 
     reads = read_all()
     max_wait_s = body.max_wait.total_seconds()
@@ -214,6 +225,7 @@ def _read_all(
     wanted: list[tuple[str, Any]],
     max_bytes: int,
     replica_id: int,
+    read_committed: bool = False,
 ) -> list[_PartitionRead]:
     budget = max_bytes
     allowance = _ThrottleBudget()
@@ -228,6 +240,7 @@ def _read_all(
             first=budget == max_bytes,
             replica_id=replica_id,
             allowance=allowance,
+            read_committed=read_committed,
         )
         budget = max(0, budget - read.size)
         reads.append(read)
@@ -244,6 +257,7 @@ def _read_one(
     first: bool,
     replica_id: int,
     allowance: _ThrottleBudget,
+    read_committed: bool = False,
 ) -> _PartitionRead:
     index = p.partition
     error, partition = leaders.led(topic, index, getattr(p, "current_leader_epoch", -1))
@@ -251,17 +265,19 @@ def _read_one(
         return _PartitionRead(topic, index, error, -1, -1, _EMPTY, 0)
     hw = partition.high_watermark
     start = partition.log_start_offset
+    lso = partition.last_stable_offset
     limit = min(p.partition_max_bytes, budget)
     if limit <= 0 and not first:
-        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
-    # Followers read up to the LEO; consumers only what the ISR has (below the HW).
-    max_offset = None if replica_id >= 0 else hw
+        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0, False, lso)
+    # Followers read up to the LEO; consumers only what the ISR has (below the HW), and
+    # read_committed consumers only what every transaction has decided (below the LSO).
+    max_offset = None if replica_id >= 0 else (lso if read_committed else hw)
     throttled = replica_id >= 0 and throttle.throttled(topic, index, replica_id)
     min_one_batch = first or limit > 0
     if throttled:
         allowed = allowance.take(throttle)
         if allowed <= 0:
-            return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
+            return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0, False, lso)
         limit = min(limit, allowed)
         min_one_batch = True  # a batch larger than the allowance must still move
     try:
@@ -274,12 +290,27 @@ def _read_one(
         # The replica just went offline here (Partition): never serve what it holds.
         return _PartitionRead(topic, index, ErrorCode.kafka_storage_error, -1, -1, _EMPTY, 0)
     if not slices:
-        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0)
+        return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0, False, lso)
     region = RecordsRegion(slices)
     if throttled:
         allowance.remaining = (allowance.remaining or 0) - region.total
+    aborted = None
+    if read_committed:
+        # Kafka's collectAbortedTransactions up to the LSO: the client drops the records of
+        # these producers from each first offset until it meets their ABORT marker.
+        found = partition.aborted_transactions(p.fetch_offset, lso)
+        aborted = tuple((txn.producer_id, txn.first_offset) for txn in found)
     return _PartitionRead(
-        topic, index, ErrorCode.none, hw, start, region, region.total, throttled=throttled
+        topic,
+        index,
+        ErrorCode.none,
+        hw,
+        start,
+        region,
+        region.total,
+        throttled=throttled,
+        last_stable_offset=lso,
+        aborted=aborted,
     )
 
 
@@ -345,9 +376,20 @@ def _response(request: Request, reads: list[_PartitionRead]) -> Any:
                         partition_index=r.index,
                         error_code=r.error,
                         high_watermark=r.high_watermark,
-                        last_stable_offset=r.high_watermark,
+                        last_stable_offset=r.last_stable_offset,
                         log_start_offset=r.log_start_offset,
-                        aborted_transactions=(),
+                        aborted_transactions=(
+                            None
+                            if r.aborted is None
+                            else tuple(
+                                make(
+                                    types.AbortedTransaction,
+                                    producer_id=producer_id,
+                                    first_offset=first_offset,
+                                )
+                                for producer_id, first_offset in r.aborted
+                            )
+                        ),
                         preferred_read_replica=-1,
                         records=r.records,
                     ),

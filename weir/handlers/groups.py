@@ -24,6 +24,7 @@ from weir.coordinator import (
 from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import make, respond, types_of
 from weir.handlers._group import group_shard, member_group
+from weir.handlers.transactions import may_use_transactional_id
 from weir.protocol.api_keys import ApiKey
 from weir.quotas import not_request_time
 from weir.security.acl import (
@@ -39,9 +40,11 @@ if TYPE_CHECKING:
     from weir.metadata_view import MetadataView
     from weir.protocol.codec import Request
     from weir.server import ConnectionContext
+    from weir.transaction_coordinator import TransactionCoordinator
 
 
 _GROUP_KEY_TYPE = 0
+_TRANSACTION_KEY_TYPE = 1
 
 
 def _ms(value: timedelta | int | None) -> int:
@@ -64,12 +67,15 @@ async def handle_find_coordinator(
     metadata: MetadataView,
     access: Access,
     groups: GroupCoordinator,
+    transactions: TransactionCoordinator,
 ) -> Any:
     body = request.body
     batched = request.api_version >= 4  # KIP-699: many keys in one request
     key_type = getattr(body, "key_type", _GROUP_KEY_TYPE)
     keys = list(body.coordinator_keys) if batched else [body.key]
-    answers = [await _find(access, groups, metadata, ctx, key_type, key) for key in keys]
+    answers = [
+        await _find(access, groups, transactions, metadata, ctx, key_type, key) for key in keys
+    ]
     if batched:
         types = types_of(request)
         coordinators = (
@@ -95,24 +101,32 @@ def _coordinator(
 async def _find(
     access: Access,
     groups: GroupCoordinator,
+    transactions: TransactionCoordinator,
     metadata: MetadataView,
     ctx: ConnectionContext,
     key_type: int,
     key: str,
 ) -> dict[str, Any]:
-    if key_type == _GROUP_KEY_TYPE and not access.on_group(ctx, AclOperation.DESCRIBE, key):
-        return _coordinator(ErrorCode.group_authorization_failed)
-    if key_type != _GROUP_KEY_TYPE:
-        return _coordinator(
-            ErrorCode.coordinator_not_available,
-            "transactions are not supported by this Weir version",
-        )
-    if not key:
-        return _coordinator(ErrorCode.invalid_request, "the group id must not be empty")
-    error = await groups.ensure_offsets_topic()
-    if error is not ErrorCode.none:
-        return _coordinator(ErrorCode.coordinator_not_available)
-    _, leader = groups.coordinator_of(key)
+    if key_type == _TRANSACTION_KEY_TYPE:
+        if not may_use_transactional_id(access, ctx, AclOperation.DESCRIBE, key):
+            return _coordinator(ErrorCode.transactional_id_authorization_failed)
+        if not key:
+            return _coordinator(ErrorCode.invalid_request, "the transactional id must not be empty")
+        error = await transactions.ensure_state_topic()
+        if error is not ErrorCode.none:
+            return _coordinator(ErrorCode.coordinator_not_available)
+        _, leader = transactions.coordinator_of(key)
+    elif key_type == _GROUP_KEY_TYPE:
+        if not access.on_group(ctx, AclOperation.DESCRIBE, key):
+            return _coordinator(ErrorCode.group_authorization_failed)
+        if not key:
+            return _coordinator(ErrorCode.invalid_request, "the group id must not be empty")
+        error = await groups.ensure_offsets_topic()
+        if error is not ErrorCode.none:
+            return _coordinator(ErrorCode.coordinator_not_available)
+        _, leader = groups.coordinator_of(key)
+    else:
+        return _coordinator(ErrorCode.invalid_request, f"unknown coordinator key type {key_type}")
     endpoint = next((b for b in metadata.live_brokers() if b.broker_id == leader), None)
     if endpoint is None:
         return _coordinator(ErrorCode.coordinator_not_available)

@@ -1,9 +1,10 @@
 """InitProducerId (API 22): hand idempotent producers a cluster-unique producer id.
 
-Ids come from a counter in Redis, so they never repeat across brokers or restarts. A
-producer that re-initialises with its current id and epoch (KIP-360, v3+) gets the epoch
-bumped. Transactional ids need a transaction coordinator, which Weir does not have yet: they
-are refused with a clear error instead of half-working.
+Idempotent producers: ids come from a counter in Redis, so they never repeat across brokers
+or restarts; a producer that re-initialises with its current id and epoch (KIP-360, v3+)
+gets the epoch bumped. A transactional id goes to its transaction coordinator (the leader of
+its ``__transaction_state`` partition, ``weir.transaction_coordinator``), which fences the
+id's previous producer, after Write on the TransactionalId resource.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from weir.handlers._build import respond
+from weir.handlers.transactions import may_use_transactional_id
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
 from weir.security.acl import AclOperation
 from weir.server import ConnectionContext
+from weir.transactions import error_for_version
 
 if TYPE_CHECKING:
     from weir.handlers._authz import Access
     from weir.metadata_view import MetadataView
+    from weir.transaction_coordinator import TransactionCoordinator
 
 
 _MAX_EPOCH = 32767
@@ -42,6 +46,7 @@ async def handle(
     metadata: MetadataView,
     access: Access,
     allocate_producer_id: Callable[[], Awaitable[int]],
+    transactions: TransactionCoordinator,
 ) -> Any:
     body = request.body
 
@@ -54,7 +59,17 @@ async def handle(
         )
 
     if body.transactional_id is not None:
-        return reply(ErrorCode.transactional_id_authorization_failed)
+        tid = body.transactional_id
+        if not may_use_transactional_id(access, ctx, AclOperation.WRITE, tid):
+            return reply(ErrorCode.transactional_id_authorization_failed)
+        found = await transactions.init_producer_id(
+            tid,
+            timeout_ms=int(body.transaction_timeout.total_seconds() * 1000),
+            producer_id=getattr(body, "producer_id", -1),
+            producer_epoch=getattr(body, "producer_epoch", -1),
+        )
+        error = error_for_version(found.error, api_key=request.api_key, version=request.api_version)
+        return reply(error, found.producer_id, found.producer_epoch)
     if not _may_write_idempotently(metadata, access, ctx):
         return reply(ErrorCode.cluster_authorization_failed)
     producer_id = getattr(body, "producer_id", -1)

@@ -2,9 +2,10 @@
 
 Special timestamps: -2 earliest (the log start offset), -1 latest (the HW, which is the log
 end offset as consumers see it; never a batch's base offset, DESIGN §5), -3 the record with
-the largest timestamp (KIP-734). Any other value finds the first record whose timestamp is at
-least the one asked for, using the records' own timestamps (or the append time on
-LogAppendTime topics); none → offset -1.
+the largest timestamp (KIP-734). With ``isolation_level`` read_committed, latest is the
+last stable offset (what a read_committed consumer can reach). Any other value finds the
+first record whose timestamp is at least the one asked for, using the records' own
+timestamps (or the append time on LogAppendTime topics); none → offset -1.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+READ_COMMITTED = 1
 
 
 def _result(
@@ -38,7 +40,7 @@ def _result(
     }
 
 
-def _lookup(leaders: Leaders, topic: str, p: Any) -> tuple[ErrorCode, int, int, int]:
+def _lookup(leaders: Leaders, topic: str, p: Any, body: Any) -> tuple[ErrorCode, int, int, int]:
     error, partition = leaders.led(topic, p.partition_index, getattr(p, "current_leader_epoch", -1))
     if partition is None:
         return error, -1, -1, -1
@@ -48,7 +50,8 @@ def _lookup(leaders: Leaders, topic: str, p: Any) -> tuple[ErrorCode, int, int, 
         offset = partition.log_start_offset
         return ErrorCode.none, offset, -1, _epoch(epochs, offset)
     if target == LATEST:
-        offset = partition.high_watermark
+        committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
+        offset = partition.last_stable_offset if committed else partition.high_watermark
         return ErrorCode.none, offset, -1, _epoch(epochs, offset)
     if target == MAX_TIMESTAMP:
         found = partition.log.max_timestamp_offset()
@@ -69,7 +72,7 @@ handle = partition_leader_handler(
     topic_result="ListOffsetsTopicResponse",
     partition_result="ListOffsetsPartitionResponse",
     operation=AclOperation.DESCRIBE,
-    answer=lambda leaders, name, p: _result(*_lookup(leaders, name, p)),
+    answer=lambda leaders, name, p, body: _result(*_lookup(leaders, name, p, body)),
     denied=_result(ErrorCode.topic_authorization_failed),
 )
 

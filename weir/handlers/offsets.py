@@ -1,8 +1,11 @@
-"""Committed offsets: OffsetCommit (8), OffsetFetch (9), OffsetDelete (47).
+"""Committed offsets: OffsetCommit (8), OffsetFetch (9), TxnOffsetCommit (28),
+OffsetDelete (47).
 
 Offsets live in ``__consumer_offsets`` on the group's coordinator (``weir.group_coordinator``):
 a commit is validated by the group state machine, appended as offset records, and applied
-(visible to OffsetFetch) only once the in-sync replicas have it.
+(visible to OffsetFetch) only once the in-sync replicas have it. A TxnOffsetCommit's offsets
+are the producer's transactional write: pending until the transaction's COMMIT marker
+(OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them meanwhile).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from weir.group_coordinator import CoordinatorError
 from weir.handlers._build import by_topic, make, respond, types_of
 from weir.handlers._group import group_shard
 from weir.protocol.api_keys import ApiKey
-from weir.security.acl import AclOperation
+from weir.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from weir.group_coordinator import GroupCoordinator
@@ -37,17 +40,37 @@ async def handle_offset_commit(
     groups: GroupCoordinator,
 ) -> Any:
     body = request.body
-    version = request.api_version
-    types = types_of(request)
     requested = [(t.name, p) for t in body.topics for p in t.partitions]
     errors: dict[tuple[str, int], ErrorCode] = {}
+    group_ok = access.on_group(ctx, AclOperation.READ, body.group_id)
+    denied = None if group_ok else ErrorCode.group_authorization_failed
+    commits = _checked_commits(ctx, metadata, access, requested, errors, denied)
+    try:
+        if group_ok:
+            await _commit(groups, body, request.api_version, commits, errors)
+    except CoordinatorError as exc:
+        for c in commits:
+            errors[(c.topic, c.partition)] = exc.error
+    return _commit_response(request, "OffsetCommit", requested, errors)
+
+
+def _checked_commits(
+    ctx: ConnectionContext,
+    metadata: MetadataView,
+    access: Access,
+    requested: list[tuple[str, Any]],
+    errors: dict[tuple[str, int], ErrorCode],
+    denied: ErrorCode | None,
+) -> list[PartitionCommit]:
+    """The partitions of a commit that may be written: ``denied`` (a group- or request-level
+    authorization error) answers every partition; then Read on each topic, and the partition
+    must exist. Refused partitions get their error in ``errors``."""
     commits: list[PartitionCommit] = []
     views = metadata.topic_views()
-    group_ok = access.on_group(ctx, AclOperation.READ, body.group_id)
     for topic, p in requested:
         view = views.get(topic)
-        if not group_ok:
-            errors[(topic, p.partition_index)] = ErrorCode.group_authorization_failed
+        if denied is not None:
+            errors[(topic, p.partition_index)] = denied
             continue
         if not access.on_topic(ctx, AclOperation.READ, topic):
             errors[(topic, p.partition_index)] = ErrorCode.topic_authorization_failed
@@ -64,12 +87,19 @@ async def handle_offset_commit(
                 metadata=p.committed_metadata,
             )
         )
-    try:
-        if group_ok:
-            await _commit(groups, body, version, commits, errors)
-    except CoordinatorError as exc:
-        for c in commits:
-            errors[(c.topic, c.partition)] = exc.error
+    return commits
+
+
+def _commit_response(
+    request: Request,
+    api: str,
+    requested: list[tuple[str, Any]],
+    errors: dict[tuple[str, int], ErrorCode],
+) -> Any:
+    """An OffsetCommit or TxnOffsetCommit (``api``) response: every requested partition."""
+    types = types_of(request)
+    partition_type = getattr(types, f"{api}ResponsePartition")
+    topic_type = getattr(types, f"{api}ResponseTopic")
     return respond(
         request,
         topics=by_topic(
@@ -77,14 +107,14 @@ async def handle_offset_commit(
                 (
                     topic,
                     make(
-                        types.OffsetCommitResponsePartition,
+                        partition_type,
                         partition_index=p.partition_index,
                         error_code=errors.get((topic, p.partition_index), ErrorCode.none),
                     ),
                 )
                 for topic, p in requested
             ),
-            lambda name, parts: make(types.OffsetCommitResponseTopic, name=name, partitions=parts),
+            lambda name, parts: make(topic_type, name=name, partitions=parts),
         ),
     )
 
@@ -128,6 +158,73 @@ async def _commit(
         groups.new_group(shard, body.group_id)
 
 
+# TxnOffsetCommit ------------------------------------------------------------------------------
+async def handle_txn_offset_commit(
+    ctx: ConnectionContext,
+    request: Request,
+    *,
+    metadata: MetadataView,
+    access: Access,
+    groups: GroupCoordinator,
+) -> Any:
+    """Kafka's ``handleTxnOffsetCommitRequest``: Write on the transactional id, then Read on
+    the group (each refusal answers every partition), then Read on each topic. v3+ carry the
+    consumer's generation, member id and instance id (KIP-447), checked as OffsetCommit's."""
+    body = request.body
+    requested = [(t.name, p) for t in body.topics for p in t.partitions]
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    denied = None
+    if not access.authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+    ):
+        denied = ErrorCode.transactional_id_authorization_failed
+    elif not access.on_group(ctx, AclOperation.READ, body.group_id):
+        denied = ErrorCode.group_authorization_failed
+    commits = _checked_commits(ctx, metadata, access, requested, errors, denied)
+    try:
+        if denied is None:
+            await _txn_commit(groups, body, request.api_version, commits, errors)
+    except CoordinatorError as exc:
+        for c in commits:
+            errors[(c.topic, c.partition)] = exc.error
+    return _commit_response(request, "TxnOffsetCommit", requested, errors)
+
+
+async def _txn_commit(
+    groups: GroupCoordinator,
+    body: Any,
+    version: int,
+    commits: list[PartitionCommit],
+    errors: dict[tuple[str, int], ErrorCode],
+) -> None:
+    shard = groups.shard_for(body.group_id)
+    group = shard.groups.get(body.group_id)
+    outcome = shard.offsets.commit(
+        group_id=body.group_id,
+        group=group,
+        # v0-v2 carry no group metadata: -1 / "" / None, which skip the checks.
+        member_id=getattr(body, "member_id", ""),
+        group_instance_id=getattr(body, "group_instance_id", None),
+        generation_id=getattr(body, "generation_id", -1),
+        partitions=commits,
+        api_version=version,
+        now_ms=groups.now_ms(),
+        transactional=True,
+    )
+    for result in outcome.partitions:
+        if result.error is not ErrorCode.none:
+            errors[(result.topic, result.partition)] = result.error
+    error = await groups.commit_txn_offsets(
+        shard, outcome.records, producer_id=body.producer_id, producer_epoch=body.producer_epoch
+    )
+    if error is not ErrorCode.none:
+        for record in outcome.records:
+            errors[(record.topic, record.partition)] = error
+    elif outcome.records and group is None and body.group_id not in shard.groups:
+        # As for a simple OffsetCommit: Kafka creates the (Empty) group.
+        groups.new_group(shard, body.group_id)
+
+
 # OffsetFetch ----------------------------------------------------------------------------------
 async def handle_offset_fetch(
     ctx: ConnectionContext, request: Request, *, access: Access, groups: GroupCoordinator
@@ -135,6 +232,8 @@ async def handle_offset_fetch(
     body = request.body
     version = request.api_version
     types = types_of(request)
+    # v7+: answer UNSTABLE_OFFSET_COMMIT for offsets an open transaction holds.
+    stable = bool(getattr(body, "require_stable", False))
     if version >= 8:
         answers = [
             make(
@@ -149,6 +248,7 @@ async def handle_offset_fetch(
                     types,
                     "OffsetFetchResponseTopics",
                     "OffsetFetchResponsePartitions",
+                    require_stable=stable,
                 ),
             )
             for g in body.groups
@@ -164,6 +264,7 @@ async def handle_offset_fetch(
         "OffsetFetchResponseTopic",
         "OffsetFetchResponsePartition",
         per_partition_errors=version < 2,
+        require_stable=stable,
     )
     return respond(request, **fetched)
 
@@ -179,6 +280,7 @@ def _fetch_group(
     partition_type: str,
     *,
     per_partition_errors: bool = False,
+    require_stable: bool = False,
 ) -> dict[str, Any]:
     """``topics`` and ``error_code`` of one group's OffsetFetch answer."""
     wanted = (
@@ -192,7 +294,7 @@ def _fetch_group(
             return {"topics": (), "error_code": shard}
         rows = [(t, p, -1, -1, "", shard) for t, p in wanted]
         return {"topics": _topics(types, topic_type, partition_type, rows), "error_code": shard}
-    fetched = shard.offsets.fetch(group_id, wanted)
+    fetched = shard.offsets.fetch(group_id, wanted, require_stable=require_stable)
     rows = [(f.topic, f.partition, f.offset, f.leader_epoch, f.metadata, f.error) for f in fetched]
     if access.enabled:
         rows = _describable(access, ctx, rows, listing_all=wanted is None)
@@ -285,5 +387,8 @@ async def handle_offset_delete(
 HANDLERS = {
     ApiKey.OFFSET_COMMIT: ((2, 8), handle_offset_commit),
     ApiKey.OFFSET_FETCH: ((1, 8), handle_offset_fetch),
+    # v4+ belong to KIP-890 (TRANSACTION_ABORTABLE, then implicit AddOffsetsToTxn), which
+    # the transaction APIs do not advertise either.
+    ApiKey.TXN_OFFSET_COMMIT: ((0, 3), handle_txn_offset_commit),
     ApiKey.OFFSET_DELETE: ((0, 0), handle_offset_delete),
 }

@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from weir.handlers._build import NO_THROTTLE, make, response_class, response_types
 from weir.handlers._leader import led_partition
 from weir.handlers._quota import charge
+from weir.handlers.transactions import may_use_transactional_id
 from weir.log.errors import LogError
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.codec import Request
@@ -58,6 +59,9 @@ async def handle(
     acks = body.acks
     results: list[tuple[str, list[list[Any]]]] = []
     waits: list[tuple[list[Any], Partition, int, int]] = []
+    may_write_transactionally = body.transactional_id is None or may_use_transactional_id(
+        access, ctx, AclOperation.WRITE, body.transactional_id
+    )
     for topic_data in body.topic_data:
         rows = []
         allowed = access.on_topic(ctx, AclOperation.WRITE, topic_data.name)
@@ -74,6 +78,7 @@ async def handle(
                 partition_data.records,
                 acks,
                 body.transactional_id,
+                may_write_transactionally,
             )
             row = [partition_data.index, error, base_offset, append_time, log_start, message]
             rows.append(row)
@@ -143,17 +148,18 @@ def _append_one(
     records: memoryview | bytes | None,
     acks: int,
     transactional_id: str | None,
+    may_write_transactionally: bool = True,
 ) -> tuple[ErrorCode, int, int, int, str | None]:
     """Append one partition's payload; returns (error, base offset, append time, LSO, msg)."""
     if acks not in (-1, 0, 1):
         return ErrorCode.invalid_required_acks, -1, -1, -1, f"acks={acks} is not -1, 0 or 1"
-    if transactional_id is not None:
+    if transactional_id is not None and not may_write_transactionally:
         return (
             ErrorCode.transactional_id_authorization_failed,
             -1,
             -1,
             -1,
-            "transactions are not supported by this Weir version",
+            f"no Write permission on transactional id {transactional_id!r}",
         )
     if topic in INTERNAL_TOPICS:
         # Only the broker itself writes there (the group coordinator), as in Kafka.
@@ -176,14 +182,9 @@ def _append_one(
         return ErrorCode.corrupt_message, -1, -1, -1, str(exc)
     # max.message.bytes is the log's rule, checked once when it appends (MESSAGE_TOO_LARGE).
     for _, header in batches:
-        if header.is_transactional or header.is_control:
-            return (
-                ErrorCode.invalid_record,
-                -1,
-                -1,
-                -1,
-                "transactional batches are not supported by this Weir version",
-            )
+        if header.is_control:
+            # Markers are the transaction coordinator's (WriteTxnMarkers), never a client's.
+            return ErrorCode.invalid_record, -1, -1, -1, "clients may not write control batches"
     if acks == -1 and replicas.in_sync_replica_count(topic, index) < config.min_insync_replicas:
         return (
             ErrorCode.not_enough_replicas,

@@ -2,8 +2,9 @@
 
 ``Log`` is the entry point (one per partition); the other modules are its parts, each
 named after the Kafka class it mirrors: ``LogSegment``, ``OffsetIndex``, ``TimeIndex``,
-``LeaderEpochCache``, ``ProducerStateManager``, the checkpoint files and the loader that
-recovers a directory after a crash, and the ``cleaner`` that compacts a log by key.
+``LeaderEpochCache``, ``ProducerStateManager``, ``TransactionIndex``, the checkpoint files
+and the loader that recovers a directory after a crash, and the ``cleaner`` that compacts
+a log by key.
 """
 
 from weir.log.cleaner import (
@@ -17,9 +18,11 @@ from weir.log.cleaner import (
     prepare_clean,
 )
 from weir.log.errors import LogError, OffsetOutOfRangeError
-from weir.log.log import AppendResult, FileSlice, Log, LogConfig
+from weir.log.log import AbortedTxn, ActiveProducer, AppendResult, FileSlice, Log, LogConfig
 
 __all__ = [
+    "AbortedTxn",
+    "ActiveProducer",
     "AppendResult",
     "CleanAbortedError",
     "CleanStats",

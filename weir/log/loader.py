@@ -34,7 +34,14 @@ LEO and a producer state that matches the log:
    rather than serve the hole as if those offsets never existed.
 5. Load the producer state: the latest snapshot at or below the recovery point, then a
    replay of the batch headers from there to the LEO (an unreadable snapshot is deleted and
-   the next older one tried).
+   the next older one tried); a control batch's one record is read too (commit or abort).
+   The replay also rebuilds the aborted-transaction indexes (``.txnindex``) that may lack
+   entries: those of the segments pass 4 scanned (written after the last flush) and of
+   completed swaps, and any that failed pass 3's check (reset). Entries below the replay's
+   start were fsynced before the recovery point passed them and are kept; a reset index
+   makes the replay start at or below its segment's base offset, so every transaction it
+   records is seen from its first batch (Kafka rebuilds the producer state as of the
+   segment's base for the same reason).
 6. Truncate the leader-epoch cache to [log start offset, LEO] (rebuilding it from the batch
    headers first if its checkpoint was unreadable or missing).
 
@@ -61,7 +68,7 @@ from pathlib import Path
 from weir.log.checkpoint import fsync_directory
 from weir.log.errors import CheckpointError, CorruptIndexError, KafkaStorageError
 from weir.log.leader_epoch import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache
-from weir.log.producer_state import ProducerStateManager
+from weir.log.producer_state import CompletedTxn, ProducerStateManager
 from weir.log.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -70,6 +77,8 @@ from weir.log.segment import (
     offset_from_file_name,
     segment_file_stem,
 )
+from weir.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
+from weir.protocol.control_records import EndTxnMarker, parse_end_txn_marker
 from weir.protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
@@ -77,7 +86,14 @@ from weir.protocol.records import (
     parse_header,
 )
 
-__all__ = ["CLEAN_SHUTDOWN_FILE", "LoadedLog", "LogLoader", "replay_producer_state"]
+__all__ = [
+    "CLEAN_SHUTDOWN_FILE",
+    "LoadedLog",
+    "LogLoader",
+    "index_completed_txn",
+    "read_marker",
+    "replay_producer_state",
+]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +102,8 @@ SWAP_SUFFIX = ".swap"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 TMP_SUFFIX = ".tmp"
+# Every file a segment may have beside its data file.
+SEGMENT_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +118,41 @@ class LoadedLog:
     producer_state: ProducerStateManager
 
 
+def index_completed_txn(segment: LogSegment, completed: CompletedTxn | None) -> None:
+    """Kafka's ``LogSegment.updateTxnIndex``: index ``completed`` in ``segment`` (the one
+    holding its marker) if it was aborted."""
+    if completed is not None and completed.aborted:
+        segment.txn_index.append(
+            AbortedTxn(
+                completed.producer_id,
+                completed.first_offset,
+                completed.last_offset,
+                completed.last_stable_offset,
+            )
+        )
+
+
+def read_marker(batch: bytes | bytearray | memoryview, position: int = 0) -> EndTxnMarker | None:
+    """The transaction marker of a stored control batch; None (with a warning) when its
+    record is not one: such a batch completes nothing, as an emptied one does in Kafka."""
+    try:
+        return parse_end_txn_marker(batch, position)
+    except CorruptBatchError as exc:
+        log.warning("ignoring a control batch that is not a transaction marker: %s", exc)
+        return None
+
+
 def replay_producer_state(
     producer_state: ProducerStateManager,
     segments: tuple[LogSegment, ...] | list[LogSegment],
     *,
     from_offset: int,
     log_end_offset: int,
+    rebuild_txn_indexes: frozenset[int] = frozenset(),
 ) -> None:
-    """Feed every batch header in [from_offset, LEO) to the producer state."""
+    """Feed every batch in [from_offset, LEO) to the producer state: the headers, and the
+    one record of each control batch. The segments whose base offsets are in
+    ``rebuild_txn_indexes`` get a transaction index entry for each abort replayed."""
     for segment in segments:
         if segment.size == 0:
             continue
@@ -117,9 +162,16 @@ def replay_producer_state(
             if found is None:
                 continue  # every batch of this segment is below from_offset
             start = found[0]
-        for _, header in segment.iter_headers(start):
-            if header.has_producer_id and header.last_offset >= from_offset:
-                producer_state.update(header, header.base_offset)
+        rebuild = segment.base_offset in rebuild_txn_indexes
+        for position, header in segment.iter_headers(start):
+            if not header.has_producer_id or header.last_offset < from_offset:
+                continue
+            marker = None
+            if header.is_control:
+                marker = read_marker(segment.read_batch(position, header))
+            completed = producer_state.update(header, header.base_offset, marker=marker)
+            if rebuild:
+                index_completed_txn(segment, completed)
     producer_state.map_end_offset = log_end_offset
 
 
@@ -184,6 +236,10 @@ class LogLoader:
     _swapped: set[int] = field(init=False, default_factory=set)
     # Every segment opened, so a failed load closes them all.
     _opened: list[LogSegment] = field(init=False, default_factory=list)
+    # Base offsets of segments whose transaction index pass 5 completes from the replay
+    # start on, and of those whose index was reset (rebuilt from their base offset).
+    _txn_rebuild: set[int] = field(init=False, default_factory=set)
+    _txn_reset: set[int] = field(init=False, default_factory=set)
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         segment = LogSegment(
@@ -365,7 +421,7 @@ class LogLoader:
                 swaps.append((base, path))
             elif name.endswith(SWAP_SUFFIX):
                 deleted.append(name)
-                path.unlink()  # index swaps: indexes are rebuilt from the log
+                path.unlink()  # index swaps: indexes are rebuilt from the log (pass 3, 5)
         completed: list[str] = []
         for base, swap in sorted(swaps):
             end = _next_offset_of_file(swap, base)
@@ -375,13 +431,14 @@ class LogLoader:
                 if offset is not None and base <= offset < max(end, base + 1):
                     replaced.append(path.name)
                     stem = segment_file_stem(offset)
-                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                    for suffix in (LOG_SUFFIX, *SEGMENT_INDEX_SUFFIXES):
                         (self.directory / f"{stem}{suffix}").unlink(missing_ok=True)
             target = self.directory / f"{segment_file_stem(base)}{LOG_SUFFIX}"
-            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for suffix in SEGMENT_INDEX_SUFFIXES:
                 (self.directory / f"{segment_file_stem(base)}{suffix}").unlink(missing_ok=True)
             os.replace(swap, target)
             self._swapped.add(base)
+            self._txn_reset.add(base)
             completed.append(
                 f"{swap.name} -> {target.name} (replacing {', '.join(sorted(replaced)) or 'none'})"
             )
@@ -408,7 +465,7 @@ class LogLoader:
                 if base is None or name != f"{segment_file_stem(base)}{LOG_SUFFIX}":
                     raise KafkaStorageError(f"cannot parse the base offset of segment {path}")
                 bases.append(base)
-            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+            elif name.endswith(SEGMENT_INDEX_SUFFIXES):
                 indexes.append(path)
         known = {segment_file_stem(b) for b in bases}
         for path in indexes:
@@ -452,6 +509,7 @@ class LogLoader:
         """Check the indexes and tails of ``segments[:first_unflushed]``; returns the
         segments kept and the index pass 4 scans from."""
         for i, segment in enumerate(segments[:first_unflushed]):
+            self._check_txn_index(segment)
             missing = segment.offset_index.newly_created or segment.time_index.newly_created
             if missing:
                 if segment.size == 0:
@@ -477,9 +535,20 @@ class LogLoader:
             if segment.base_offset not in self._swapped:
                 self._rebuilt_indexes.append((segment.log_path, reason))
             truncated = segment.recover()
+            self._txn_rebuild.add(segment.base_offset)
             if truncated:
                 return self._truncated(segments, i, truncated), i + 1
         return segments, first_unflushed
+
+    def _check_txn_index(self, segment: LogSegment, *, torn_tail_ok: bool = False) -> None:
+        """Reset a transaction index that fails its check; pass 5 rebuilds it whole.
+        ``torn_tail_ok``: a partial last entry is no fault (an unflushed index)."""
+        try:
+            segment.txn_index.sanity_check(torn_tail_ok=torn_tail_ok)
+        except CorruptIndexError as exc:
+            self._rebuilt_indexes.append((segment.txn_index.path, str(exc)))
+            segment.txn_index.reset()
+            self._txn_reset.add(segment.base_offset)
 
     @staticmethod
     def _time_index_problem(segment: LogSegment) -> str | None:
@@ -509,6 +578,7 @@ class LogLoader:
 
         for i in range(first, len(segments)):
             truncated = segments[i].recover(on_batch)
+            self._txn_rebuild.add(segments[i].base_offset)
             if truncated:
                 return self._truncated(segments, i, truncated)
         return segments
@@ -520,9 +590,22 @@ class LogLoader:
     ) -> ProducerStateManager:
         state = ProducerStateManager(self.directory)
         state.delete_snapshots_after(log_end_offset)
-        snapshot = state.load_latest_snapshot(recovery_point)
+        rebuild = [s for s in segments if s.base_offset in self._txn_rebuild | self._txn_reset]
+        for segment in rebuild:
+            if segment.base_offset not in self._txn_reset:
+                self._check_txn_index(segment, torn_tail_ok=True)
+        reset = [s.base_offset for s in rebuild if s.base_offset in self._txn_reset]
+        snapshot = state.load_latest_snapshot(min([recovery_point, *reset]))
         start = segments[0].base_offset if snapshot is None else snapshot
-        replay_producer_state(state, segments, from_offset=start, log_end_offset=log_end_offset)
+        for segment in rebuild:
+            segment.txn_index.truncate_to(start)
+        replay_producer_state(
+            state,
+            segments,
+            from_offset=start,
+            log_end_offset=log_end_offset,
+            rebuild_txn_indexes=frozenset(s.base_offset for s in rebuild),
+        )
         return state
 
     # -- pass 6 ----------------------------------------------------------------------------

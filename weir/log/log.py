@@ -27,6 +27,14 @@ log at once, and ``flush_if_due`` -- called by the broker's flusher every
 (``flush.ms``). Both default to never (Long.MAX_VALUE): durability comes from replication,
 and the periodic recovery-point checkpoint flushes too.
 
+Transactions (KIP-98): transactional batches open a transaction for their producer and a
+control batch (a COMMIT or ABORT marker, written by ``append_control_marker`` on the
+coordinator's behalf or replicated) closes it; these are the only batches whose record is
+ever decoded on an append path, and each holds one record. The producer state tracks the
+open transactions, which give the *last stable offset* (``last_stable_offset``); each ABORT
+marker adds an entry to its segment's ``.txnindex`` (``transaction_index``), from which
+``collect_aborted_transactions`` answers read_committed fetches.
+
 A write the disk refuses (ENOSPC, EIO, EROFS, EFBIG; a roll's new files included) raises
 ``KafkaStorageError`` with nothing of the payload left in the file and no offset moved
 (``_write``); the partition above takes the replica offline.
@@ -70,10 +78,16 @@ from weir.log.loader import (
     SWAP_SUFFIX,
     LoadedLog,
     LogLoader,
+    index_completed_txn,
+    read_marker,
     replay_producer_state,
 )
+from weir.log.producer_state import ActiveProducer
 from weir.log.segment import BatchInfo, FileSlice, LogSegment
 from weir.log.time_index import NO_TIMESTAMP
+from weir.log.transaction_index import AbortedTxn
+from weir.protocol.batch_builder import end_txn_marker_batch
+from weir.protocol.control_records import EndTxnMarker
 from weir.protocol.deflate import CODEC_OF_COMPRESSION_TYPE, recompress_batches
 from weir.protocol.inflate import iter_offsets_and_timestamps
 from weir.protocol.records import (
@@ -86,6 +100,8 @@ from weir.protocol.records import (
 )
 
 __all__ = [
+    "AbortedTxn",
+    "ActiveProducer",
     "AppendResult",
     "FileSlice",
     "Log",
@@ -388,6 +404,13 @@ class Log:
                 f"replaced ones at {old[0].base_offset}"
             )
         step = on_step or (lambda _: None)
+        if not new.txn_index.entries:
+            # Until the cleaner removes aborted data (and writes its own entries), the new
+            # segment keeps every marker of the old ones, so it keeps their entries too.
+            for segment in old:
+                for entry in segment.txn_index.entries:
+                    new.txn_index.append(entry)
+            new.txn_index.flush()
         new.change_file_suffix(SWAP_SUFFIX)
         fsync_directory(self.directory)
         step("swap-renamed")
@@ -422,7 +445,12 @@ class Log:
     # -- appending -------------------------------------------------------------------------
 
     def _check_sizes(
-        self, payload_size: int, headers: Sequence[BatchHeader], *, leader: bool
+        self,
+        payload_size: int,
+        headers: Sequence[BatchHeader],
+        *,
+        leader: bool,
+        control_ok: bool = False,
     ) -> None:
         if payload_size > self.config.segment_bytes:
             raise RecordBatchTooLargeError(
@@ -434,7 +462,7 @@ class Log:
         if not leader:
             return
         for header in headers:
-            if header.is_control:
+            if header.is_control and not control_ok:
                 raise InvalidRecordError("clients may not write control batches")
             if header.size > self.config.max_message_bytes:
                 # Clients see this message (MESSAGE_TOO_LARGE): no data directory in it.
@@ -493,10 +521,52 @@ class Log:
         Raises RecordTooLargeError / RecordBatchTooLargeError / InvalidRecordError and the
         producer-state errors; returns the original offsets for an idempotent retry.
         """
+        return self._append_as_leader(payload, batches, leader_epoch=leader_epoch)
+
+    def append_control_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int,
+        timestamp_ms: int | None = None,
+    ) -> AppendResult:
+        """Write a COMMIT or ABORT marker ending ``producer_id``'s transaction (the
+        leader's part of WriteTxnMarkers), through the leader's append path.
+
+        Raises InvalidProducerEpochError for an epoch older than the producer's and
+        TransactionCoordinatorFencedError for a coordinator epoch older than the last
+        marker's. A producer with no open transaction still gets its marker (as in Kafka:
+        the coordinator may resend one after a failover)."""
+        self._check_open()
+        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        payload = end_txn_marker_batch(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            timestamp_ms=self._time_ms() if timestamp_ms is None else timestamp_ms,
+        )
+        batches = validate_batches(payload)
+        marker = EndTxnMarker(commit=commit, coordinator_epoch=coordinator_epoch)
+        return self._append_as_leader(payload, batches, leader_epoch=leader_epoch, marker=marker)
+
+    def _append_as_leader(
+        self,
+        payload: bytearray | memoryview,
+        batches: list[tuple[int, BatchHeader]],
+        *,
+        leader_epoch: int,
+        marker: EndTxnMarker | None = None,
+    ) -> AppendResult:
+        """``append``; with ``marker``, ``payload`` is that marker's one control batch (the
+        broker's own, so it is not recompressed)."""
         self._check_open()
         config = self.config
         headers = [header for _, header in batches]
-        self._check_sizes(len(payload), headers, leader=True)
+        self._check_sizes(len(payload), headers, leader=True, control_ok=marker is not None)
         log_append_time = config.message_timestamp_type == LOG_APPEND_TIME
         if not log_append_time:
             self._check_timestamps(payload, batches)
@@ -510,8 +580,9 @@ class Log:
                 offset_of_max_timestamp=duplicate.last_offset,
                 duplicate=True,
             )
-        payload, batches = self._recompressed(payload, batches)
-        headers = [header for _, header in batches]
+        if marker is None:
+            payload, batches = self._recompressed(payload, batches)
+            headers = [header for _, header in batches]
         self._close_retired()
         now = self._time_ms()
         first_offset = next_offset = self.log_end_offset
@@ -540,11 +611,13 @@ class Log:
             self.leader_epoch_cache.assign(leader_epoch, first_offset)
         for header, info in zip(headers, infos, strict=True):
             if header.has_producer_id:
-                self.producer_state.update(
+                completed = self.producer_state.update(
                     header,
                     info.last_offset - header.last_offset_delta,
                     timestamp=info.max_timestamp,
+                    marker=marker if header.is_control else None,
                 )
+                index_completed_txn(self.active_segment, completed)
         self.producer_state.map_end_offset = next_offset
         self._flush_if_many_unflushed()
         return AppendResult(
@@ -626,13 +699,16 @@ class Log:
         self._write(payload, infos, max_timestamp, first_offset, last_offset, self._time_ms())
         self.log_end_offset = last_offset + 1
         self.size_bytes += len(payload)
-        for header in headers:
+        for position, header in batches:
             epoch = header.partition_leader_epoch
             latest_epoch = self.leader_epoch_cache.latest_epoch
             if epoch >= 0 and (latest_epoch is None or epoch > latest_epoch):
                 self.leader_epoch_cache.assign(epoch, header.base_offset)
             if header.has_producer_id:
-                self.producer_state.update(header, header.base_offset)
+                # A control batch (a marker) is the one kind whose record is decoded here.
+                marker = read_marker(payload, position) if header.is_control else None
+                completed = self.producer_state.update(header, header.base_offset, marker=marker)
+                index_completed_txn(self.active_segment, completed)
         self.producer_state.map_end_offset = self.log_end_offset
         self._flush_if_many_unflushed()
         return AppendResult(
@@ -717,6 +793,49 @@ class Log:
         if best is None or best.largest_timestamp == NO_TIMESTAMP:
             return None
         return best.find_max_timestamp_record()
+
+    # -- transactions ----------------------------------------------------------------------
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction that is open, or completed with its
+        marker not yet below the high watermark last given to ``last_stable_offset``
+        (Kafka's ``firstUnstableOffset``), never below the log start; None: no such one."""
+        first = self.producer_state.first_unstable_offset()
+        return None if first is None else max(first, self.log_start_offset)
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """The partition's HW moved (leader and follower alike): completed transactions
+        whose markers are below it become stable and are forgotten. Until it is called
+        (here or through ``last_stable_offset``) they are kept, one small record each."""
+        self.producer_state.on_high_watermark(high_watermark)
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The LSO: read_committed consumers read below it. ``high_watermark`` also tells
+        the log which completed transactions are replicated (and so stable)."""
+        self.on_high_watermark(high_watermark)
+        first = self.first_unstable_offset()
+        return high_watermark if first is None else min(first, high_watermark)
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """Every aborted transaction overlapping [start_offset, upper_bound_offset), oldest
+        marker first: what a read_committed Fetch returns beside the data it reads
+        (Kafka's ``collectAbortedTransactions``). Entries live with their markers, so the
+        walk starts at the segment holding ``start_offset`` and goes on until an entry's
+        LSO shows no later abort can overlap (see ``transaction_index``)."""
+        self._check_open()
+        found: list[AbortedTxn] = []
+        for segment in self._segments[self._floor_index(start_offset) :]:
+            entries, complete = segment.txn_index.collect(start_offset, upper_bound_offset)
+            found.extend(entries)
+            if complete:
+                break
+        return found
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every producer the partition remembers (DescribeProducers), by producer id."""
+        return [entry.describe() for _, entry in sorted(self.producer_state.producers.items())]
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: ``(epoch, end offset)``, see ``LeaderEpochCache``."""

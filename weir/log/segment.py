@@ -5,8 +5,10 @@ Disk format
 ``<base offset as 20 digits>.log`` holds v2 record batches back to back, byte for byte as
 the producer (or the leader) sent them, except for the fields the broker stamps
 (``baseOffset``, ``partitionLeaderEpoch`` and, for LogAppendTime topics, ``maxTimestamp``).
-Beside it live ``<base>.index`` (offset -> position) and ``<base>.timeindex``
-(timestamp -> offset); see ``offset_index`` and ``time_index``.
+Beside it live ``<base>.index`` (offset -> position), ``<base>.timeindex``
+(timestamp -> offset) and, once the segment holds an ABORT marker, ``<base>.txnindex``
+(the aborted transactions it ended); see ``offset_index``, ``time_index`` and
+``transaction_index``.
 A segment being built by the cleaner carries a suffix after each name (``.cleaned``, then
 ``.swap``) until ``Log.replace_segments`` renames it into place (``change_file_suffix``).
 
@@ -54,6 +56,7 @@ from typing import BinaryIO
 from weir.log.errors import KafkaStorageError
 from weir.log.offset_index import INT32_MAX, OffsetIndex
 from weir.log.time_index import NO_TIMESTAMP, TimeIndex
+from weir.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from weir.protocol.inflate import iter_offsets_and_timestamps
 from weir.protocol.records import (
     BATCH_HEADER_SIZE,
@@ -150,6 +153,11 @@ class LogSegment:
         )
         self.time_index = TimeIndex(
             directory / f"{stem}{TIME_INDEX_SUFFIX}{file_suffix}", base_offset, max_index_size
+        )
+        # Not rebuilt by ``recover``: its entries need the producer state, so the loader
+        # rebuilds them while replaying it (see ``loader``).
+        self.txn_index = TransactionIndex(
+            directory / f"{stem}{TXN_INDEX_SUFFIX}{file_suffix}", base_offset
         )
         self.file: BinaryIO = open(self.log_path, "a+b", buffering=0)  # noqa: SIM115
         self._fd = self.file.fileno()
@@ -367,7 +375,8 @@ class LogSegment:
             end = pos + header.size
         return end
 
-    def _read_batch(self, position: int, header: BatchHeader) -> bytes:
+    def read_batch(self, position: int, header: BatchHeader) -> bytes:
+        """The bytes of the batch at ``position`` (as ``iter_headers`` found it)."""
         return self._pread(position, header.size)
 
     @property
@@ -404,7 +413,7 @@ class LogSegment:
         for pos, header in self.iter_headers(position):
             if header.max_timestamp < timestamp or header.last_offset < starting_offset:
                 continue
-            for offset, record_ts in iter_offsets_and_timestamps(self._read_batch(pos, header)):
+            for offset, record_ts in iter_offsets_and_timestamps(self.read_batch(pos, header)):
                 if record_ts >= timestamp and offset >= starting_offset:
                     return offset, record_ts
         return None
@@ -421,7 +430,7 @@ class LogSegment:
             if header.is_log_append_time:
                 return header.base_offset, timestamp
             for record_offset, record_ts in iter_offsets_and_timestamps(
-                self._read_batch(pos, header)
+                self.read_batch(pos, header)
             ):
                 if record_ts == timestamp:
                     return record_offset, timestamp
@@ -629,6 +638,7 @@ class LogSegment:
         position, _ = found
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         truncated = self.size - position
         os.ftruncate(self._fd, position)
         self.size = position
@@ -667,10 +677,11 @@ class LogSegment:
         self.trim_indexes()
 
     def flush(self) -> None:
-        """fsync the data file and both indexes."""
+        """fsync the data file and the indexes."""
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Record the max timestamp, trim the indexes, close every file."""
@@ -693,7 +704,7 @@ class LogSegment:
         self.file.close()
 
     def change_file_suffix(self, suffix: str) -> None:
-        """Rename the three files to carry ``suffix`` after their usual names (Kafka's
+        """Rename the segment's files to carry ``suffix`` after their usual names (Kafka's
         ``changeFileSuffixes``; the cleaner moves ``.cleaned`` -> ``.swap`` -> ``""``).
 
         The indexes go first and the data file last, so a ``.log`` under its final name
@@ -708,6 +719,7 @@ class LogSegment:
             target = directory / f"{stem}{suffix_of_kind}{suffix}"
             os.replace(index.path, target)
             index.path = target
+        self.txn_index.rename(directory / f"{stem}{TXN_INDEX_SUFFIX}{suffix}")
         target = directory / f"{stem}{LOG_SUFFIX}{suffix}"
         os.replace(self.log_path, target)
         self.log_path = target
@@ -719,6 +731,7 @@ class LogSegment:
         self._closed = True
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self.log_path.unlink(missing_ok=True)
         if close_data_file:
             self.file.close()
