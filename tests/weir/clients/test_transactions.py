@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -250,3 +252,33 @@ def test_consume_transform_produce_commits_output_and_offsets_together(
     (committed,) = checker.committed([TopicPartition(source, 0)], timeout=10)
     checker.close()
     assert committed.offset == 6  # the aborted transaction's offsets never counted
+
+
+def test_kafka_python_commits_and_aborts(broker: ThreadedBroker) -> None:
+    from tests.weir.clients.helpers import kafka  # imported with its schema warnings shielded
+
+    name = topic(broker)
+    with warnings.catch_warnings():
+        # kafka-python 3.0 loads the transaction APIs' JSON schemas on first use through
+        # importlib.resources.read_text, deprecated in Python 3.11 (see helpers.py).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        _kafka_python_transactions(kafka.KafkaProducer, broker.bootstrap, name)
+    kept = [b"kp-kept-%d" % i for i in range(3)]
+    assert read(broker, name, 2, "read_committed") == kept
+    assert read(broker, name, 2, "read_uncommitted") == sorted([*kept, b"kp-dropped"])
+
+
+def _kafka_python_transactions(make: Any, bootstrap: str, name: str) -> None:
+    txn = make(bootstrap_servers=bootstrap, transactional_id=f"kp-{uuid.uuid4().hex[:6]}")
+    try:
+        txn.init_transactions()
+        txn.begin_transaction()
+        for i in range(3):
+            txn.send(name, value=b"kp-kept-%d" % i, partition=i % 2)
+        txn.commit_transaction()
+        txn.begin_transaction()
+        txn.send(name, value=b"kp-dropped", partition=1)
+        txn.flush()
+        txn.abort_transaction()
+    finally:
+        txn.close(timeout=10)
