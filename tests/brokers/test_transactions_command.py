@@ -1,0 +1,202 @@
+"""``manage.py transactions`` (kafka-transactions.sh parity) against one in-process broker,
+with an open transaction left by a confluent-kafka producer: ``list``, ``describe`` and
+``describe-producers`` show it with Kafka's columns; ``abort --start-offset`` writes its ABORT
+marker, so read_committed consumers read past it; errors read as Kafka's tool prints them.
+
+One broker, so ``__transaction_state`` is created with RF 1 and min ISR 1."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.suite.commands import failed_cleanly, manage, succeeded
+from tests.weir.inprocess import ThreadedBroker, threaded_broker
+
+pytestmark = pytest.mark.integration
+
+TXN_CONFIGS = (
+    "transaction.state.log.replication.factor=1",
+    "transaction.state.log.min.isr=1",
+    "transaction.state.log.num.partitions=4",
+)
+
+
+@pytest.fixture(scope="module")
+def broker(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedBroker]:
+    directory: Path = tmp_path_factory.mktemp("txn-tool-broker")
+    with threaded_broker(
+        data_dir=directory / "broker-1", redis_url=redis_server, configs=TXN_CONFIGS
+    ) as found:
+        yield found
+
+
+def transactions(broker: ThreadedBroker, *args: str) -> list[str]:
+    return ["transactions", "--bootstrap-server", broker.bootstrap, *args]
+
+
+def rows(output: str) -> list[list[str]]:
+    """A table Kafka's way (padded, tab separated) as lists of cells, header first."""
+    return [[cell.strip() for cell in line.split("\t")[:-1]] for line in output.splitlines()]
+
+
+def new_topic(broker: ThreadedBroker) -> str:
+    name = f"txn-tool-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(10)
+    return name
+
+
+def open_transaction(broker: ThreadedBroker, name: str, tid: str) -> Producer:
+    """After ``before`` (from an idempotent producer) a transaction left open, then ``behind``."""
+    plain = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+    plain.produce(name, value=b"before", partition=0)
+    plain.flush(10)
+    txn = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "transactional.id": tid,
+            "transaction.timeout.ms": 300_000,
+        }
+    )
+    txn.init_transactions(20)
+    txn.begin_transaction()
+    txn.produce(name, value=b"open", partition=0)
+    txn.flush(10)  # on the broker, never committed
+    plain.produce(name, value=b"behind", partition=0)
+    plain.flush(10)
+    return txn
+
+
+def read_committed(broker: ThreadedBroker, name: str) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(name, 0, 0)])
+    values = []
+    try:
+        while True:
+            message = consumer.poll(10)
+            assert message is not None, f"no end of partition after {values}"
+            if message.error():
+                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+                return values
+            values.append(message.value())
+    finally:
+        consumer.close()
+
+
+def test_an_open_transaction_is_listed_described_and_aborted(broker: ThreadedBroker) -> None:
+    name = new_topic(broker)
+    tid = f"tool-{uuid.uuid4().hex[:6]}"
+    open_transaction(broker, name, tid)
+    assert read_committed(broker, name) == [b"before"]  # held at the open transaction
+
+    listed = rows(succeeded(manage(*transactions(broker, "list"))))
+    assert listed[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    (mine,) = [r for r in listed[1:] if r[0] == tid]
+    assert mine[1] == str(broker.broker_id) and mine[3] == "Ongoing"
+    producer_id = mine[2]
+    ongoing = rows(succeeded(manage(*transactions(broker, "list", "--state", "Ongoing"))))
+    assert tid in [r[0] for r in ongoing[1:]]
+    empty = rows(succeeded(manage(*transactions(broker, "list", "--state", "CompleteAbort"))))
+    assert tid not in [r[0] for r in empty[1:]]
+
+    described = rows(
+        succeeded(manage(*transactions(broker, "describe", "--transactional-id", tid)))
+    )
+    assert described[0] == [
+        "CoordinatorId",
+        "TransactionalId",
+        "ProducerId",
+        "ProducerEpoch",
+        "TransactionState",
+        "TransactionTimeoutMs",
+        "CurrentTransactionStartTimeMs",
+        "TransactionDurationMs",
+        "TopicPartitions",
+    ]
+    (row,) = described[1:]
+    assert row[:3] == [str(broker.broker_id), tid, producer_id]
+    assert row[4:6] == ["Ongoing", "300000"]
+    assert int(row[6]) > 0 and int(row[7]) >= 0
+    assert row[8] == f"{name}-0"
+
+    producers = rows(
+        succeeded(
+            manage(*transactions(broker, "describe-producers", "--topic", name, "--partition", "0"))
+        )
+    )
+    assert producers[0] == [
+        "ProducerId",
+        "ProducerEpoch",
+        "LatestCoordinatorEpoch",
+        "LastSequence",
+        "LastTimestamp",
+        "CurrentTransactionStartOffset",
+    ]
+    by_id = {r[0]: r for r in producers[1:]}
+    assert by_id[producer_id][5] == "1"  # "before" is offset 0, the transaction starts at 1
+    idempotent = [r for r in producers[1:] if r[0] != producer_id]
+    assert idempotent and all(r[5] == "None" for r in idempotent)
+
+    wrong = failed_cleanly(
+        manage(
+            *transactions(broker, "abort", "--topic", name, "--partition", "0"),
+            *("--start-offset", "0"),
+        )
+    )
+    assert f"Could not find any open transactions starting at offset 0 on partition {name}-0" in (
+        wrong
+    )
+    assert read_committed(broker, name) == [b"before"]
+
+    aborted = manage(
+        *transactions(broker, "abort", "--topic", name, "--partition", "0"),
+        *("--start-offset", "1"),
+    )
+    succeeded(aborted)
+    # The LSO moved: the aborted record is skipped, the record behind it is read.
+    assert read_committed(broker, name) == [b"before", b"behind"]
+    after = rows(
+        succeeded(
+            manage(*transactions(broker, "describe-producers", "--topic", name, "--partition", "0"))
+        )
+    )
+    assert {r[0]: r for r in after[1:]}[producer_id][5] == "None"
+
+
+def test_errors_name_the_kafka_error_or_the_flag(broker: ThreadedBroker) -> None:
+    unknown = failed_cleanly(
+        manage(*transactions(broker, "describe", "--transactional-id", "never-used"))
+    )
+    assert "Failed to describe transaction state of transactional-id `never-used`" in unknown
+    assert "TRANSACTIONAL_ID_NOT_FOUND" in unknown
+
+    missing = failed_cleanly(
+        manage(*transactions(broker, "describe-producers", "--topic", "no-such-topic"))
+    )
+    assert "--partition" in missing
+
+    no_topic = failed_cleanly(
+        manage(
+            *transactions(broker, "describe-producers", "--topic", "no-such-topic"),
+            *("--partition", "0"),
+        )
+    )
+    assert "Failed to describe producers for partition no-such-topic-0 on leader" in no_topic
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in no_topic
+
+    bad_state = failed_cleanly(manage(*transactions(broker, "list", "--state", "Sleeping")))
+    assert "--state" in bad_state and "Sleeping" in bad_state
