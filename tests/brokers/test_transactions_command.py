@@ -7,13 +7,19 @@ One broker, so ``__transaction_state`` is created with RF 1 and min ISR 1."""
 
 from __future__ import annotations
 
+import asyncio
+import struct
+import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
+import crc32c
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
 
 from tests.suite.commands import failed_cleanly, manage, succeeded
 from tests.weir.inprocess import ThreadedBroker, threaded_broker
@@ -25,6 +31,8 @@ TXN_CONFIGS = (
     "transaction.state.log.min.isr=1",
     "transaction.state.log.num.partitions=4",
 )
+TRANSACTIONAL = 0x10  # record batch attribute bit
+CRC_AT, BASE_SEQUENCE_AT = 17, 53  # byte offsets in a magic-v2 batch header
 
 
 @pytest.fixture(scope="module")
@@ -200,3 +208,104 @@ def test_errors_name_the_kafka_error_or_the_flag(broker: ThreadedBroker) -> None
 
     bad_state = failed_cleanly(manage(*transactions(broker, "list", "--state", "Sleeping")))
     assert "--state" in bad_state and "Sleeping" in bad_state
+
+
+def write_hanging_batch(broker: ThreadedBroker, name: str) -> int:
+    """A transactional batch from an idempotent producer id the coordinator never saw (no
+    AddPartitionsToTxn; Weir, like Kafka without KIP-890's verification, takes it): Kafka's
+    classic hanging transaction. Its producer id."""
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.schema.produce.v9.request import (
+        PartitionProduceData,
+        ProduceRequest,
+        TopicProduceData,
+    )
+
+    from weir.client import BrokerClient
+    from weir.protocol.batch_builder import build_batch
+
+    async def run() -> int:
+        client = BrokerClient("127.0.0.1", broker.port, client_id="hanging-writer")
+        try:
+            init = await client.request(
+                InitProducerIdRequest(
+                    transactional_id=None,
+                    transaction_timeout=timedelta(milliseconds=-1),
+                    producer_id=-1,
+                    producer_epoch=-1,
+                )
+            )
+            assert init.error_code == ErrorCode.none
+            batch = build_batch(
+                [(None, b"hanging")],
+                timestamp_ms=int(time.time() * 1000),
+                attributes=TRANSACTIONAL,
+                producer_id=init.producer_id,
+                producer_epoch=init.producer_epoch,
+            )
+            struct.pack_into(">i", batch, BASE_SEQUENCE_AT, 0)  # the producer's first batch
+            struct.pack_into(">I", batch, CRC_AT, crc32c.crc32c(bytes(batch[CRC_AT + 4 :])))
+            produced = await client.request(
+                ProduceRequest(
+                    transactional_id=None,
+                    acks=-1,
+                    timeout=timedelta(seconds=5),
+                    topic_data=(
+                        TopicProduceData(
+                            name=name,
+                            partition_data=(PartitionProduceData(index=0, records=bytes(batch)),),
+                        ),
+                    ),
+                )
+            )
+            answer = produced.responses[0].partition_responses[0]
+            assert answer.error_code == ErrorCode.none, answer
+            return int(init.producer_id)
+        finally:
+            await client.close()
+
+    return asyncio.run(run())
+
+
+def test_find_hanging_lists_what_no_coordinator_will_finish(broker: ThreadedBroker) -> None:
+    name = new_topic(broker)
+    open_transaction(broker, name, f"tool-{uuid.uuid4().hex[:6]}")  # known to its coordinator
+    hanging_pid = write_hanging_batch(broker, name)
+    time.sleep(0.01)  # older than the 0-minute timeout below
+
+    found = rows(
+        succeeded(
+            manage(
+                *transactions(broker, "find-hanging", "--broker-id", str(broker.broker_id)),
+                *("--max-transaction-timeout", "0"),
+            )
+        )
+    )
+    assert found[0] == [
+        "Topic",
+        "Partition",
+        "ProducerId",
+        "ProducerEpoch",
+        "CoordinatorEpoch",
+        "StartOffset",
+        "LastTimestamp",
+        "Duration(min)",
+    ]
+    mine = [r for r in found[1:] if r[0] == name]
+    assert [(r[1], r[2], r[5]) for r in mine] == [("0", str(hanging_pid), "3")]
+
+    # The default 15 minutes: too young to count as hanging.
+    young = rows(
+        succeeded(
+            manage(*transactions(broker, "find-hanging", "--broker-id", str(broker.broker_id)))
+        )
+    )
+    assert [r for r in young[1:] if r[0] == name] == []
+
+    succeeded(
+        manage(
+            *transactions(broker, "abort", "--topic", name, "--partition", "0"),
+            *("--start-offset", "3"),
+        )
+    )
+    assert read_committed(broker, name) == [b"before"]  # still held by the known transaction
