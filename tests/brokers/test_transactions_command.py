@@ -1,9 +1,12 @@
 """``manage.py transactions`` (kafka-transactions.sh parity) against one in-process broker,
 with an open transaction left by a confluent-kafka producer: ``list``, ``describe`` and
 ``describe-producers`` show it with Kafka's columns; ``abort --start-offset`` writes its ABORT
-marker, so read_committed consumers read past it; errors read as Kafka's tool prints them.
+marker, so read_committed consumers read past it; ``find-hanging`` lists a transactional batch
+no coordinator knows and not the open transaction its coordinator does; errors read as Kafka's
+tool prints them.
 
-One broker, so ``__transaction_state`` is created with RF 1 and min ISR 1."""
+The broker fixture is ``tests/weir/clients/test_transactions.py``'s (module-scoped, so this
+module gets a broker of its own): one broker, ``__transaction_state`` with RF 1, min ISR 1."""
 
 from __future__ import annotations
 
@@ -11,37 +14,23 @@ import asyncio
 import struct
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import crc32c
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
 from tests.suite.commands import failed_cleanly, manage, succeeded
-from tests.weir.inprocess import ThreadedBroker, threaded_broker
+from tests.weir.clients.test_transactions import broker, read, topic
+from tests.weir.inprocess import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 
-TXN_CONFIGS = (
-    "transaction.state.log.replication.factor=1",
-    "transaction.state.log.min.isr=1",
-    "transaction.state.log.num.partitions=4",
-)
+__all__ = ["broker"]  # the fixture (one broker, RF 1 state topic), used by name below
+
 TRANSACTIONAL = 0x10  # record batch attribute bit
 CRC_AT, BASE_SEQUENCE_AT = 17, 53  # byte offsets in a magic-v2 batch header
-
-
-@pytest.fixture(scope="module")
-def broker(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedBroker]:
-    directory: Path = tmp_path_factory.mktemp("txn-tool-broker")
-    with threaded_broker(
-        data_dir=directory / "broker-1", redis_url=redis_server, configs=TXN_CONFIGS
-    ) as found:
-        yield found
 
 
 def transactions(broker: ThreadedBroker, *args: str) -> list[str]:
@@ -51,13 +40,6 @@ def transactions(broker: ThreadedBroker, *args: str) -> list[str]:
 def rows(output: str) -> list[list[str]]:
     """A table Kafka's way (padded, tab separated) as lists of cells, header first."""
     return [[cell.strip() for cell in line.split("\t")[:-1]] for line in output.splitlines()]
-
-
-def new_topic(broker: ThreadedBroker) -> str:
-    name = f"txn-tool-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(name, 1, 1)])[name].result(10)
-    return name
 
 
 def open_transaction(broker: ThreadedBroker, name: str, tid: str) -> Producer:
@@ -82,27 +64,11 @@ def open_transaction(broker: ThreadedBroker, name: str, tid: str) -> Producer:
 
 
 def read_committed(broker: ThreadedBroker, name: str) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(name, 0, 0)])
-    values = []
-    try:
-        while True:
-            message = consumer.poll(10)
-            assert message is not None, f"no end of partition after {values}"
-            if message.error():
-                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-                return values
-            values.append(message.value())
-    finally:
-        consumer.close()
+    return read(broker, name, 1, "read_committed")
+
+
+def new_topic(broker: ThreadedBroker) -> str:
+    return topic(broker, partitions=1)
 
 
 def test_an_open_transaction_is_listed_described_and_aborted(broker: ThreadedBroker) -> None:

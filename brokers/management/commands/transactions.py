@@ -43,6 +43,7 @@ from brokers.management.protocol_admin import (
     send_to_any_broker,
     send_to_broker,
 )
+from weir.topic_names import INTERNAL_TOPICS
 
 TRANSACTION_KEY = 1  # FindCoordinator key type of a transactional id
 COORDINATOR_RETRIES = 10  # the state topic may still be loading or being created
@@ -287,7 +288,7 @@ class Command(BaseCommand):
             (name, index)
             for name, replicas in info.topics.items()
             for index, nodes in replicas.items()
-            if broker in nodes and not name.startswith("__")
+            if broker in nodes and name not in INTERNAL_TOPICS  # as Kafka's listTopics()
         )
         now_ms = int(time.time() * 1000)
         open_txns = []  # (topic, index, producer state)
