@@ -24,6 +24,7 @@ __all__ = [
     "ClusterInfo",
     "cluster_info",
     "send_to_any_broker",
+    "send_to_broker",
     "send_to_controller",
     "send_to_coordinator",
 ]
@@ -37,6 +38,11 @@ class ClusterInfo:
         self.controller_id = response.controller_id
         self.topics: dict[str, dict[int, list[int]]] = {
             t.name: {p.partition_index: list(p.replica_nodes) for p in t.partitions}
+            for t in response.topics
+            if t.error_code == 0
+        }
+        self.leaders: dict[str, dict[int, int]] = {
+            t.name: {p.partition_index: p.leader_id for p in t.partitions}
             for t in response.topics
             if t.error_code == 0
         }
@@ -104,6 +110,19 @@ async def _send(target: ToolTarget, body: Any, timeout: float) -> Any:
 def send_to_controller(target: ToolTarget, body: Any, *, timeout: float = 30.0) -> Any:
     """Send a kio request to the controller and return its response."""
     return asyncio.run(_send(target, body, timeout))
+
+
+async def _send_node(target: ToolTarget, node_id: int, body: Any, timeout: float) -> Any:
+    info = await _metadata(target)
+    endpoint = info.brokers.get(node_id)
+    if endpoint is None:
+        raise CommandError(f"broker {node_id} is not in the cluster's metadata")
+    return await _request(target, *endpoint, body, timeout)
+
+
+def send_to_broker(target: ToolTarget, node_id: int, body: Any, *, timeout: float = 30.0) -> Any:
+    """Send a kio request to broker ``node_id`` (found in the cluster's metadata)."""
+    return asyncio.run(_send_node(target, node_id, body, timeout))
 
 
 async def _send_any(target: ToolTarget, body: Any, timeout: float) -> Any:
