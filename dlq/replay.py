@@ -327,12 +327,13 @@ def plan(
     """Read the request's records once and work out where each goes; produce nothing."""
     result = ReplayPlan()
     partitions = _partition_counts()
-    seen: dict[int, set[int]] = {}
+    picked_found: dict[int, set[int]] = {}  # of a selection: the picked offsets read
     not_replayed: dict[int, int] = {}  # partition -> first offset read but not replayed
     for partition, message, found, chosen in _walk(request, progress, share=share):
         result.scanned += 1
         offset = message.offset()
-        seen.setdefault(partition, set()).add(offset)
+        if chosen and request.selected is not None:
+            picked_found.setdefault(partition, set()).add(offset)
         if not chosen:
             result.skipped += 1
             not_replayed.setdefault(partition, offset)
@@ -364,7 +365,7 @@ def plan(
             )
     if request.selected is not None:
         for partition, offsets in sorted(request.selected.items()):
-            missing = sorted(offsets - seen.get(partition, set()))
+            missing = sorted(offsets - picked_found.get(partition, set()))
             if missing:
                 result.problem(
                     f"offset {missing[0]} of partition {partition} holds no record "

@@ -170,21 +170,7 @@ class Partition:
             result: AppendResult = self.log.append(payload, batches, leader_epoch=self.leader_epoch)
         except (KafkaStorageError, OSError) as exc:
             raise self._disk_failed("append", exc) from exc
-        if result.duplicate:
-            return AppendOutcome(
-                base_offset=result.base_offset,
-                last_offset=result.last_offset,
-                log_append_time=result.log_append_time,
-                duplicate=True,
-            )
-        if self.leader_state is not None:
-            self.leader_state.maybe_advance_hw(self.log.log_end_offset)
-        self.notify()
-        return AppendOutcome(
-            base_offset=result.base_offset,
-            last_offset=result.last_offset,
-            log_append_time=result.log_append_time,
-        )
+        return self._appended(result)
 
     def append_control_marker(
         self, *, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
@@ -201,13 +187,20 @@ class Partition:
             )
         except (KafkaStorageError, OSError) as exc:
             raise self._disk_failed("append", exc) from exc
-        if self.leader_state is not None:
-            self.leader_state.maybe_advance_hw(self.log.log_end_offset)
-        self.notify()
+        return self._appended(result)
+
+    def _appended(self, result: AppendResult) -> AppendOutcome:
+        """After a leader append: move the HW (a single-replica ISR commits at once) and wake
+        the waiters; a retried batch the log recognised as a duplicate changes nothing."""
+        if not result.duplicate:
+            if self.leader_state is not None:
+                self.leader_state.maybe_advance_hw(self.log.log_end_offset)
+            self.notify()
         return AppendOutcome(
             base_offset=result.base_offset,
             last_offset=result.last_offset,
             log_append_time=result.log_append_time,
+            duplicate=result.duplicate,
         )
 
     def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:

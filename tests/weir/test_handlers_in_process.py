@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v7.request import (
     ListOffsetsPartition,
@@ -38,18 +37,12 @@ from kio.schema.produce.v9.request import (
 )
 
 from tests.weir.requests import fetch_body
-from weir.config import BrokerConfig
+from tests.weir.single_broker import BROKER_ID, connection, now_ms, request, single_broker
 from weir.controller import Controller
-from weir.controller_channel import ControllerChannel
-from weir.controller_lease import ControllerLease
 from weir.credential_store import ScramCredentialStore
 from weir.group_coordinator import GroupCoordinator
 from weir.handlers import list_offsets, produce, registry
 from weir.handlers._authz import Access
-from weir.metadata.cache import MetadataCache
-from weir.metadata.image import ClusterImage
-from weir.metadata.registration import BrokerRegistration
-from weir.metadata.store import MetadataStore
 from weir.metadata_view import MetadataView
 from weir.protocol.api_keys import ApiKey
 from weir.protocol.batch_builder import build_batch
@@ -60,17 +53,12 @@ from weir.replica_manager import ReplicaManager
 from weir.replication.isr_manager import IsrManager
 from weir.replication.throttle import ReplicationThrottle
 from weir.security.acl_store import AclCache
-from weir.server import ConnectionContext, Handler
+from weir.server import Handler
 from weir.topic_admin import TopicAdmin
 from weir.transaction_coordinator import TransactionCoordinator
 from weir.txn_markers import MarkerChannel
 
-BROKER_ID = 1
 TOPIC = "events"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass
@@ -82,142 +70,63 @@ class Parts:
     admin: TopicAdmin
     handlers: dict[int, Handler]
 
-    def apply_image(self, image: ClusterImage) -> None:
-        """What ``Broker`` does with a new image: view, then local replicas, then waiters."""
-        change = self.view.apply(image)
-        self.replicas.reconcile(
-            change.placed,
-            live_topics=set(change.live_topics),
-            now_ms=now_ms(),
-            allow_delete=not change.store_reset,
-        )
-        self.view.announce()
-
 
 @pytest.fixture
 async def parts(redis_server: str, cluster_id: str, tmp_path: Path) -> AsyncIterator[Parts]:
-    redis = aioredis.Redis.from_url(redis_server)
-    store = MetadataStore(redis, cluster_id=cluster_id)
-    registration = BrokerRegistration(
-        redis, cluster_id=cluster_id, broker_id=BROKER_ID, host="127.0.0.1", port=19092
-    )
-    await registration.register(heartbeat=False)
-
-    config = BrokerConfig(broker_id=BROKER_ID)
-    lease = ControllerLease(
-        store=store,
-        broker_id=BROKER_ID,
-        config=lambda: view.config,
-        monotonic=time.monotonic,
-        wall_ms=now_ms,
-    )
-    view = MetadataView(
-        broker_id=BROKER_ID,
-        cluster_id=cluster_id,
-        config=config,
-        inter_broker_listener="PLAINTEXT",
-        own_endpoints=lambda: (),
-        is_controller=lambda: lease.is_controller,
-    )
-    replicas = ReplicaManager(
-        broker_id=BROKER_ID,
-        data_dir=tmp_path / "data",
-        time_ms=now_ms,
-        log_config_for=view.log_config,
-    )
-    cache = MetadataCache(redis, cluster_id=cluster_id)
-    channel = ControllerChannel(
-        broker_id=BROKER_ID, view=view, security=None, broker_epoch=lambda: -1
-    )
-    controller = Controller(
-        store=store,
-        image=lambda: cache.image,
-        epoch=lambda: lease.epoch,
-        unclean_for=lambda topic: False,
-        auto_rebalance=lambda: False,
-        rebalance_interval_s=lambda: 300.0,
-        time_s=time.monotonic,
-    )
-    admin = TopicAdmin(view=view, store=store, lease=lease, channel=channel)
-    handlers, _ = registry(
-        metadata=view,
-        replicas=replicas,
-        authorizer=None,
-        groups=GroupCoordinator(
-            view=view, replicas=replicas, create_topic=admin.auto_create_topic, time_ms=now_ms
-        ),
-        transactions=TransactionCoordinator(
-            view=view,
+    async with single_broker(
+        redis_url=redis_server, cluster_id=cluster_id, data_dir=tmp_path / "data"
+    ) as broker:
+        view, replicas, admin, lease = broker.view, broker.replicas, broker.admin, broker.lease
+        controller = Controller(
+            store=broker.store,
+            image=lambda: broker.cache.image,
+            epoch=lambda: lease.epoch,
+            unclean_for=lambda topic: False,
+            auto_rebalance=lambda: False,
+            rebalance_interval_s=lambda: 300.0,
+            time_s=time.monotonic,
+        )
+        handlers, _ = registry(
+            metadata=view,
             replicas=replicas,
-            create_topic=admin.auto_create_topic,
-            allocate_producer_ids=store.allocate_producer_ids,
-            send_markers=MarkerChannel(broker_id=BROKER_ID, view=view, security=None),
-            time_ms=now_ms,
-        ),
-        controller=controller,
-        channel=channel,
-        admin=admin,
-        isr=IsrManager(
-            broker_id=BROKER_ID,
-            replicas=replicas,
-            config=lambda: view.config,
-            time_ms=now_ms,
-            lease=lease,
+            authorizer=None,
+            groups=GroupCoordinator(
+                view=view, replicas=replicas, create_topic=admin.auto_create_topic, time_ms=now_ms
+            ),
+            transactions=TransactionCoordinator(
+                view=view,
+                replicas=replicas,
+                create_topic=admin.auto_create_topic,
+                allocate_producer_ids=broker.store.allocate_producer_ids,
+                send_markers=MarkerChannel(broker_id=BROKER_ID, view=view, security=None),
+                time_ms=now_ms,
+            ),
             controller=controller,
-            channel=channel,
-        ),
-        throttle=ReplicationThrottle(
-            broker_id=BROKER_ID,
-            replicas=replicas,
-            topic_config=view.topic_config,
-            config=lambda: view.config,
-            now_s=time.monotonic,
-        ),
-        acls=AclCache(cluster_id=cluster_id),
-        credentials=ScramCredentialStore(redis, cluster_id=cluster_id),
-        allocate_producer_id=store.allocate_producer_id,
-        time_ms=now_ms,
-    )
-    result = Parts(view=view, replicas=replicas, admin=admin, handlers=handlers)
-    # The cache tails the metadata log; every image reaches the view and the replicas.
-    cache.add_listener(result.apply_image)
-    await cache.start()
-    result.apply_image(cache.image)
-    # This broker is the controller: topics are created through the topic admin.
-    await lease.try_acquire()
-    assert lease.is_controller
-    created = await admin.create_topic(
-        name=TOPIC,
-        num_partitions=2,
-        replication_factor=1,
-        assignments={},
-        configs={},
-        validate_only=False,
-        timeout_ms=5000,
-    )
-    assert created.error == ErrorCode.none
-    try:
-        yield result
-    finally:
-        replicas.close()
-        await cache.stop()
-        await registration.deregister()
-        await redis.aclose()
-
-
-def connection() -> ConnectionContext:
-    return ConnectionContext(peer_host="127.0.0.1", peer_port=50000, listener="PLAINTEXT")
-
-
-def request(api_key: int, version: int, body: Any) -> Request:
-    return Request(
-        api_key=api_key,
-        api_version=version,
-        correlation_id=7,
-        client_id="in-process-test",
-        body=body,
-        size=0,
-    )
+            channel=broker.channel,
+            admin=admin,
+            isr=IsrManager(
+                broker_id=BROKER_ID,
+                replicas=replicas,
+                config=lambda: view.config,
+                time_ms=now_ms,
+                lease=lease,
+                controller=controller,
+                channel=broker.channel,
+            ),
+            throttle=ReplicationThrottle(
+                broker_id=BROKER_ID,
+                replicas=replicas,
+                topic_config=view.topic_config,
+                config=lambda: view.config,
+                now_s=time.monotonic,
+            ),
+            acls=AclCache(cluster_id=cluster_id),
+            credentials=ScramCredentialStore(broker.redis, cluster_id=cluster_id),
+            allocate_producer_id=broker.store.allocate_producer_id,
+            time_ms=now_ms,
+        )
+        await broker.create_topic(TOPIC, 2)
+        yield Parts(view=view, replicas=replicas, admin=admin, handlers=handlers)
 
 
 def produce_request(records: bytes, *, index: int = 0, acks: int = -1) -> Request:

@@ -17,8 +17,8 @@ stuck behind a batch larger than its limits.
 Batches are CRC-verified once before the first time they are served (``LogSegment.read``);
 a corrupt one takes the partition offline here and answers KAFKA_STORAGE_ERROR.
 
-Transactions: every answer carries the partition's last stable offset (LSO). A
-read_committed consumer (``isolation_level`` 1) reads only below it, and gets the aborted
+Transactions: every answer to a consumer carries the partition's last stable offset (LSO).
+A read_committed consumer (``isolation_level`` 1) reads only below it, and gets the aborted
 transactions that overlap what it may read (``Log.collect_aborted_transactions``) so it can
 drop their records, as Kafka's consumers do; read_uncommitted gets null there.
 
@@ -265,7 +265,9 @@ def _read_one(
         return _PartitionRead(topic, index, error, -1, -1, _EMPTY, 0)
     hw = partition.high_watermark
     start = partition.log_start_offset
-    lso = partition.last_stable_offset
+    # Followers replicate everything below the LEO and never look at the LSO: spare their
+    # fetches (most of a replicated cluster's) its bookkeeping.
+    lso = partition.last_stable_offset if replica_id < 0 else -1
     limit = min(p.partition_max_bytes, budget)
     if limit <= 0 and not first:
         return _PartitionRead(topic, index, ErrorCode.none, hw, start, _EMPTY, 0, False, lso)

@@ -33,13 +33,13 @@ from weir.protocol.codec import Request
 from weir.purgatory import await_commit
 from weir.security.acl import AclOperation, ResourceType
 from weir.server import ConnectionContext
-from weir.transactions import error_for_version
+from weir.transactions import TransactionDescription, TransactionState, error_for_version
 
 if TYPE_CHECKING:
     from weir.group_coordinator import GroupCoordinator
     from weir.handlers._authz import Access
+    from weir.handlers._leader import Leaders
     from weir.metadata_view import MetadataView
-    from weir.replica_manager import ReplicaManager
     from weir.transaction_coordinator import TransactionCoordinator
 
 __all__ = ["HANDLERS", "may_use_transactional_id"]
@@ -160,7 +160,7 @@ async def handle_write_txn_markers(
     *,
     access: Access,
     metadata: MetadataView,
-    replicas: ReplicaManager,
+    leaders: Leaders,
     groups: GroupCoordinator,
 ) -> Any:
     types = types_of(request)
@@ -173,7 +173,7 @@ async def handle_write_txn_markers(
             for index in topic.partition_indexes:
                 if allowed:
                     error = await _write_marker(
-                        metadata, replicas, groups, topic.name, int(index), marker
+                        metadata, leaders, groups, topic.name, int(index), marker
                     )
                 else:
                     error = ErrorCode.cluster_authorization_failed
@@ -201,7 +201,7 @@ async def handle_write_txn_markers(
 
 async def _write_marker(
     metadata: MetadataView,
-    replicas: ReplicaManager,
+    leaders: Leaders,
     groups: GroupCoordinator,
     topic: str,
     index: int,
@@ -209,10 +209,9 @@ async def _write_marker(
 ) -> ErrorCode:
     """One COMMIT/ABORT marker on a partition this broker leads, replicated before the
     answer (acks=all); its effect on transactional offsets once it is."""
-    partition = replicas.get(topic, index)
-    if partition is None or not partition.is_leader:
-        known = topic in metadata.topic_views()
-        return ErrorCode.not_leader_or_follower if known else ErrorCode.unknown_topic_or_partition
+    error, partition = leaders.led(topic, index)
+    if partition is None:
+        return error
     epoch = partition.leader_epoch
     try:
         outcome = partition.append_control_marker(
@@ -255,30 +254,24 @@ async def handle_describe_transactions(
     types = types_of(request)
     states = []
     for tid in request.body.transactional_ids:
-        if not may_use_transactional_id(access, ctx, AclOperation.DESCRIBE, tid):
-            found = None
-            error = ErrorCode.transactional_id_authorization_failed
-        else:
+        if may_use_transactional_id(access, ctx, AclOperation.DESCRIBE, tid):
             found = transactions.describe(tid)
-            error = found.error
+        else:
+            # A description with only an error carries Kafka's "nothing" values.
+            found = TransactionDescription(tid, ErrorCode.transactional_id_authorization_failed)
         by_topic: dict[str, list[int]] = {}
-        if found is not None and error is ErrorCode.none:
-            for name, index in sorted(found.partitions):
-                by_topic.setdefault(name, []).append(index)
+        for name, index in sorted(found.partitions):
+            by_topic.setdefault(name, []).append(index)
         states.append(
             make(
                 types.TransactionState,
-                error_code=error,
+                error_code=found.error,
                 transactional_id=tid,
-                transaction_state=found.state if found is not None and not error else "",
-                transaction_timeout=timedelta(
-                    milliseconds=found.timeout_ms if found is not None and not error else 0
-                ),
-                transaction_start_time=_time(
-                    found.start_timestamp_ms if found is not None and not error else -1
-                ),
-                producer_id=found.producer_id if found is not None and not error else -1,
-                producer_epoch=found.producer_epoch if found is not None and not error else -1,
+                transaction_state=found.state,
+                transaction_timeout=timedelta(milliseconds=found.timeout_ms),
+                transaction_start_time=_time(found.start_timestamp_ms),
+                producer_id=found.producer_id,
+                producer_epoch=found.producer_epoch,
                 topics=tuple(
                     make(types.TopicData, topic=name, partitions=tuple(parts))
                     for name, parts in by_topic.items()
@@ -296,20 +289,10 @@ async def handle_list_transactions(
     transactions: TransactionCoordinator,
 ) -> Any:
     body = request.body
-    known = {
-        "Empty",
-        "Ongoing",
-        "PrepareCommit",
-        "PrepareAbort",
-        "CompleteCommit",
-        "CompleteAbort",
-        "PrepareEpochFence",
-        "Dead",
-    }
     filters = tuple(body.state_filters)
-    unknown = tuple(s for s in filters if s not in known)
+    unknown = tuple(s for s in filters if TransactionState.from_kafka_name(s) is None)
     error, listings = transactions.list_transactions(
-        states=tuple(s for s in filters if s in known),
+        states=tuple(s for s in filters if s not in unknown),
         producer_ids=tuple(body.producer_id_filters),
         min_duration_ms=int(getattr(body, "duration_filter", -1)),
     )
@@ -340,8 +323,7 @@ async def handle_describe_producers(
     request: Request,
     *,
     access: Access,
-    metadata: MetadataView,
-    replicas: ReplicaManager,
+    leaders: Leaders,
 ) -> Any:
     types = types_of(request)
     topics = []
@@ -349,19 +331,12 @@ async def handle_describe_producers(
         allowed = access.on_topic(ctx, AclOperation.READ, topic.name)
         partitions = []
         for index in topic.partition_indexes:
-            partition = replicas.get(topic.name, int(index))
             producers: tuple[Any, ...] = ()
             if not allowed:
-                error = ErrorCode.topic_authorization_failed
-            elif partition is None or not partition.is_leader:
-                known = topic.name in metadata.topic_views()
-                error = (
-                    ErrorCode.not_leader_or_follower
-                    if known
-                    else ErrorCode.unknown_topic_or_partition
-                )
+                error, partition = ErrorCode.topic_authorization_failed, None
             else:
-                error = ErrorCode.none
+                error, partition = leaders.led(topic.name, int(index))
+            if partition is not None:
                 producers = tuple(
                     make(
                         types.ProducerState,

@@ -12,16 +12,13 @@ share with the group driver of ``tests/weir/coordinator/harness.py``.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_fetch.v7.request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kio.schema.offset_fetch.v8.request import (
@@ -38,21 +35,23 @@ from kio.schema.txn_offset_commit.v3.request import (
 )
 
 from tests.weir.coordinator.harness import Driver
+from tests.weir.single_broker import (
+    BROKER_ID,
+    SingleBroker,
+    connection,
+    eventually,
+    now_ms,
+    request,
+    single_broker,
+)
 from weir.client import encode_request
-from weir.config import BrokerConfig
-from weir.controller_channel import ControllerChannel
-from weir.controller_lease import ControllerLease
 from weir.coordinator_topic import read_log
 from weir.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
 from weir.handlers import offsets, supported_versions
 from weir.handlers._authz import Access
-from weir.metadata.cache import MetadataCache
-from weir.metadata.image import ClusterImage
-from weir.metadata.registration import BrokerRegistration
-from weir.metadata.store import MetadataStore
 from weir.metadata_view import MetadataView
 from weir.protocol.api_keys import ApiKey
-from weir.protocol.codec import Request, decode_request, encode_response
+from weir.protocol.codec import decode_request, encode_response
 from weir.replica_manager import ReplicaManager
 from weir.security.acl import (
     AclBinding,
@@ -63,11 +62,8 @@ from weir.security.acl import (
     PatternType,
     ResourceType,
 )
-from weir.server import ConnectionContext
-from weir.topic_admin import TopicAdmin
 
 E = ErrorCode
-BROKER_ID = 1
 TOPIC = "orders"
 OFFSETS_PARTITIONS = 2
 GROUP = "payments"
@@ -75,43 +71,29 @@ PID = 7000
 EPOCH = 0
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-async def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not condition():
-            await asyncio.sleep(0.01)
-
-
 @dataclass
 class Parts:
-    view: MetadataView
-    replicas: ReplicaManager
-    admin: TopicAdmin
-    data_dir: Path
+    broker: SingleBroker
     clock: list[int] = field(default_factory=lambda: [now_ms()])
-    coordinators: list[GroupCoordinator] = field(default_factory=list)
 
-    def apply_image(self, image: ClusterImage) -> None:
-        change = self.view.apply(image)
-        self.replicas.reconcile(
-            change.placed,
-            live_topics=set(change.live_topics),
-            now_ms=now_ms(),
-            allow_delete=not change.store_reset,
-        )
-        self.view.announce()
-        for coordinator in self.coordinators:
-            coordinator.on_metadata()
+    @property
+    def coordinators(self) -> list[Any]:
+        return self.broker.coordinators
+
+    @property
+    def view(self) -> MetadataView:
+        return self.broker.view
+
+    @property
+    def replicas(self) -> ReplicaManager:
+        return self.broker.replicas
 
     async def coordinator(self) -> GroupCoordinator:
         """A group coordinator that has loaded every ``__consumer_offsets`` partition."""
         coordinator = GroupCoordinator(
             view=self.view,
             replicas=self.replicas,
-            create_topic=self.admin.auto_create_topic,
+            create_topic=self.broker.admin.auto_create_topic,
             time_ms=lambda: self.clock[0],
         )
         self.coordinators.append(coordinator)
@@ -135,89 +117,18 @@ class Parts:
         coordinator.complete_transaction(index, producer_id, commit)
 
 
-async def create(admin: TopicAdmin, name: str, partitions: int, **configs: str) -> None:
-    created = await admin.create_topic(
-        name=name,
-        num_partitions=partitions,
-        replication_factor=1,
-        assignments={},
-        configs=dict(configs),
-        validate_only=False,
-        timeout_ms=5000,
-    )
-    assert created.error == E.none
-
-
 @pytest.fixture
 async def parts(redis_server: str, cluster_id: str, tmp_path: Path) -> AsyncIterator[Parts]:
-    redis = aioredis.Redis.from_url(redis_server)
-    store = MetadataStore(redis, cluster_id=cluster_id)
-    registration = BrokerRegistration(
-        redis, cluster_id=cluster_id, broker_id=BROKER_ID, host="127.0.0.1", port=19092
-    )
-    await registration.register(heartbeat=False)
-    lease = ControllerLease(
-        store=store,
-        broker_id=BROKER_ID,
-        config=lambda: view.config,
-        monotonic=time.monotonic,
-        wall_ms=now_ms,
-    )
-    view = MetadataView(
-        broker_id=BROKER_ID,
-        cluster_id=cluster_id,
-        config=BrokerConfig(broker_id=BROKER_ID),
-        inter_broker_listener="PLAINTEXT",
-        own_endpoints=lambda: (),
-        is_controller=lambda: lease.is_controller,
-    )
-    data_dir = tmp_path / "data"
-    replicas = ReplicaManager(
-        broker_id=BROKER_ID, data_dir=data_dir, time_ms=now_ms, log_config_for=view.log_config
-    )
-    cache = MetadataCache(redis, cluster_id=cluster_id)
-    channel = ControllerChannel(
-        broker_id=BROKER_ID, view=view, security=None, broker_epoch=lambda: -1
-    )
-    admin = TopicAdmin(view=view, store=store, lease=lease, channel=channel)
-    result = Parts(view=view, replicas=replicas, admin=admin, data_dir=data_dir)
-    cache.add_listener(result.apply_image)
-    await cache.start()
-    result.apply_image(cache.image)
-    await lease.try_acquire()
-    assert lease.is_controller
-    await create(admin, TOPIC, 3)
-    await create(
-        admin,
-        OFFSETS_TOPIC,
-        OFFSETS_PARTITIONS,
-        **{"cleanup.policy": "compact", "min.insync.replicas": "1"},
-    )
-    result.image = lambda: cache.image  # type: ignore[attr-defined]
-    try:
-        yield result
-    finally:
-        for coordinator in result.coordinators:
-            await coordinator.stop()
-        result.replicas.close()
-        await cache.stop()
-        await registration.deregister()
-        await redis.aclose()
-
-
-def connection() -> ConnectionContext:
-    return ConnectionContext(peer_host="127.0.0.1", peer_port=50000, listener="PLAINTEXT")
-
-
-def request(api_key: int, version: int, body: Any) -> Request:
-    return Request(
-        api_key=api_key,
-        api_version=version,
-        correlation_id=7,
-        client_id="in-process-test",
-        body=body,
-        size=0,
-    )
+    async with single_broker(
+        redis_url=redis_server, cluster_id=cluster_id, data_dir=tmp_path / "data"
+    ) as broker:
+        await broker.create_topic(TOPIC, 3)
+        await broker.create_topic(
+            OFFSETS_TOPIC,
+            OFFSETS_PARTITIONS,
+            **{"cleanup.policy": "compact", "min.insync.replicas": "1"},
+        )
+        yield Parts(broker)
 
 
 async def txn_commit(
@@ -457,13 +368,13 @@ async def test_reload_from_disk_with_committed_aborted_and_open_transactions(
     await groups.stop()
     parts.coordinators.clear()
     parts.replicas.close()
-    parts.replicas = ReplicaManager(
+    parts.broker.replicas = ReplicaManager(
         broker_id=BROKER_ID,
-        data_dir=parts.data_dir,
+        data_dir=parts.broker.data_dir,
         time_ms=now_ms,
         log_config_for=parts.view.log_config,
     )
-    parts.apply_image(parts.image())  # type: ignore[attr-defined]
+    parts.broker.apply_image(parts.broker.cache.image)
     reloaded = await parts.coordinator()
     assert await fetch(reloaded, require_stable=True) == before
     assert visible(await fetch(reloaded, require_stable=False)) == {0: 10, 1: -1, 2: -1}

@@ -14,26 +14,17 @@ coordinator loads them back from disk.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 from kio.schema.errors import ErrorCode
 
-from weir.config import BrokerConfig
-from weir.controller_channel import ControllerChannel
-from weir.controller_lease import ControllerLease
+from tests.weir.single_broker import BROKER_ID, SingleBroker, eventually, now_ms, single_broker
 from weir.coordinator_topic import read_records
-from weir.metadata.cache import MetadataCache
-from weir.metadata.image import ClusterImage
-from weir.metadata.registration import BrokerRegistration
-from weir.metadata.store import MetadataStore
-from weir.metadata_view import MetadataView
 from weir.replica_manager import ReplicaManager
-from weir.topic_admin import TopicAdmin
 from weir.transaction_coordinator import ProducerIdBlock, TransactionCoordinator
 from weir.transactions import (
     TRANSACTION_STATE_TOPIC,
@@ -48,22 +39,11 @@ from weir.transactions import (
 
 E = ErrorCode
 S = TransactionState
-BROKER_ID = 1
 TOPIC = "events"
 STATE_PARTITIONS = 3
 CONFIG = TransactionConfig(
     abort_timed_out_interval_ms=50, remove_expired_interval_ms=60_000, num_partitions=3
 )
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-async def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 @dataclass
@@ -87,23 +67,15 @@ class Markers:
 
 @dataclass
 class Parts:
-    view: MetadataView
-    replicas: ReplicaManager
-    admin: TopicAdmin
-    store: MetadataStore
-    coordinators: list[TransactionCoordinator]
+    broker: SingleBroker
 
-    def apply_image(self, image: ClusterImage) -> None:
-        change = self.view.apply(image)
-        self.replicas.reconcile(
-            change.placed,
-            live_topics=set(change.live_topics),
-            now_ms=now_ms(),
-            allow_delete=not change.store_reset,
-        )
-        self.view.announce()
-        for coordinator in self.coordinators:
-            coordinator.on_metadata()
+    @property
+    def coordinators(self) -> list[Any]:
+        return self.broker.coordinators
+
+    @property
+    def replicas(self) -> ReplicaManager:
+        return self.broker.replicas
 
     async def coordinator(
         self,
@@ -112,10 +84,10 @@ class Parts:
     ) -> TransactionCoordinator:
         """A coordinator that has loaded every ``__transaction_state`` partition."""
         coordinator = TransactionCoordinator(
-            view=self.view,
+            view=self.broker.view,
             replicas=self.replicas,
-            create_topic=self.admin.auto_create_topic,
-            allocate_producer_ids=allocate or self.store.allocate_producer_ids,
+            create_topic=self.broker.admin.auto_create_topic,
+            allocate_producer_ids=allocate or self.broker.store.allocate_producer_ids,
             send_markers=markers,
             time_ms=now_ms,
             txn_config=CONFIG,
@@ -134,75 +106,18 @@ class Parts:
         return list(read_records(partition))
 
 
-async def create(parts_admin: TopicAdmin, name: str, partitions: int, **configs: str) -> None:
-    created = await parts_admin.create_topic(
-        name=name,
-        num_partitions=partitions,
-        replication_factor=1,
-        assignments={},
-        configs=dict(configs),
-        validate_only=False,
-        timeout_ms=5000,
-    )
-    assert created.error == E.none
-
-
 @pytest.fixture
 async def parts(redis_server: str, cluster_id: str, tmp_path: Path) -> AsyncIterator[Parts]:
-    redis = aioredis.Redis.from_url(redis_server)
-    store = MetadataStore(redis, cluster_id=cluster_id)
-    registration = BrokerRegistration(
-        redis, cluster_id=cluster_id, broker_id=BROKER_ID, host="127.0.0.1", port=19092
-    )
-    await registration.register(heartbeat=False)
-    lease = ControllerLease(
-        store=store,
-        broker_id=BROKER_ID,
-        config=lambda: view.config,
-        monotonic=time.monotonic,
-        wall_ms=now_ms,
-    )
-    view = MetadataView(
-        broker_id=BROKER_ID,
-        cluster_id=cluster_id,
-        config=BrokerConfig(broker_id=BROKER_ID),
-        inter_broker_listener="PLAINTEXT",
-        own_endpoints=lambda: (),
-        is_controller=lambda: lease.is_controller,
-    )
-    replicas = ReplicaManager(
-        broker_id=BROKER_ID,
-        data_dir=tmp_path / "data",
-        time_ms=now_ms,
-        log_config_for=view.log_config,
-    )
-    cache = MetadataCache(redis, cluster_id=cluster_id)
-    channel = ControllerChannel(
-        broker_id=BROKER_ID, view=view, security=None, broker_epoch=lambda: -1
-    )
-    admin = TopicAdmin(view=view, store=store, lease=lease, channel=channel)
-    result = Parts(view=view, replicas=replicas, admin=admin, store=store, coordinators=[])
-    cache.add_listener(result.apply_image)
-    await cache.start()
-    result.apply_image(cache.image)
-    await lease.try_acquire()
-    assert lease.is_controller
-    await create(admin, TOPIC, 2)
-    await create(
-        admin,
-        TRANSACTION_STATE_TOPIC,
-        STATE_PARTITIONS,
-        **{"cleanup.policy": "compact", "min.insync.replicas": "1"},
-    )
-    try:
-        yield result
-    finally:
-        for coordinator in result.coordinators:
-            await coordinator.stop()
-        replicas.close()
-        await cache.stop()
-        await registration.deregister()
-        await redis.aclose()
+    async with single_broker(
+        redis_url=redis_server, cluster_id=cluster_id, data_dir=tmp_path / "data"
+    ) as broker:
+        await broker.create_topic(TOPIC, 2)
+        await broker.create_topic(
+            TRANSACTION_STATE_TOPIC,
+            STATE_PARTITIONS,
+            **{"cleanup.policy": "compact", "min.insync.replicas": "1"},
+        )
+        yield Parts(broker)
 
 
 def state_of(coordinator: TransactionCoordinator, transactional_id: str) -> str:
